@@ -1,0 +1,154 @@
+"""The seam between Burrow and the machines that run model-requested code.
+
+A `Backend` creates, finds and destroys sandboxes; a `Sandbox` is one conversation's
+isolated machine. Every backend implements every operation or raises `NotSupported`:
+there is no inherited default that silently runs something on the host.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+
+class ErrorCode(enum.StrEnum):
+    """Typed failure causes, shared by the in-sandbox agent and every backend."""
+
+    PATH_ESCAPE = "path_escape"  # the path resolves outside the workspace
+    NOT_FOUND = "not_found"  # no such file or directory
+    IS_A_DIRECTORY = "is_a_directory"
+    NOT_A_DIRECTORY = "not_a_directory"
+    INVALID_CWD = "invalid_cwd"
+    EXEC_NOT_FOUND = "exec_not_found"
+    TIMEOUT = "timeout"
+    TOO_LARGE = "too_large"
+    PERMISSION_DENIED = "permission_denied"
+    PROTOCOL = "protocol"  # malformed frame or version mismatch
+    UNAVAILABLE = "unavailable"  # the sandbox is not running or its agent died
+    BOOT_FAILED = "boot_failed"
+    NOT_SUPPORTED = "not_supported"
+    INTERNAL = "internal"
+
+
+class SandboxError(Exception):
+    """A sandbox operation failed for a reason the caller can name and show."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class NotSupported(SandboxError):
+    def __init__(self, operation: str, backend: str) -> None:
+        super().__init__(
+            ErrorCode.NOT_SUPPORTED, f"The {backend} backend does not support {operation}."
+        )
+
+
+SandboxStatus = Literal["starting", "ready", "hibernated", "failed", "stopped"]
+
+
+@dataclass(frozen=True)
+class ExecChunk:
+    """A piece of a running command's output."""
+
+    stream: Literal["stdout", "stderr"]
+    data: bytes
+
+
+@dataclass(frozen=True)
+class ExecExit:
+    """The end of a command: its exit code, or the signal that killed it."""
+
+    exit_code: int | None
+    signal: int | None = None
+    timed_out: bool = False
+
+
+ExecEvent = ExecChunk | ExecExit
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    name: str
+    path: str  # workspace-relative, "/"-separated
+    kind: Literal["file", "dir", "symlink", "other"]
+    size: int
+    mtime: float
+
+
+@dataclass
+class ExecRequest:
+    argv: list[str]
+    cwd: str | None = None  # absolute path inside the sandbox; None = the workspace
+    env: Mapping[str, str] = field(default_factory=dict)
+    timeout: float | None = None  # seconds; the process group is killed when it passes
+    stdin: bytes | None = None  # written then closed; None = /dev/null
+
+
+class Sandbox(Protocol):
+    """One conversation's isolated machine. All paths are inside the sandbox."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def workspace(self) -> str:
+        """Absolute path of the workspace inside the sandbox (the agent's first cwd)."""
+        ...
+
+    @property
+    def status(self) -> SandboxStatus: ...
+
+    def exec(self, request: ExecRequest) -> AsyncIterator[ExecEvent]:
+        """Run a command; yields output chunks as they come and ends with one `ExecExit`.
+
+        Closing the iterator early (e.g. on cancellation) kills the command's process group.
+        Processes the command put in the background keep running after it exits.
+        """
+        ...
+
+    async def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
+        """Bytes of a file; `path` is workspace-relative or absolute inside the workspace."""
+        ...
+
+    async def write_file(self, path: str, data: bytes) -> None:
+        """Create or replace a file inside the workspace, making parent directories."""
+        ...
+
+    async def list_dir(self, path: str) -> list[FileEntry]: ...
+
+    async def stat(self, path: str) -> FileEntry: ...
+
+    async def ping(self) -> float:
+        """Round-trip to the in-sandbox agent, in seconds."""
+        ...
+
+    async def stop(self) -> None:
+        """Kill every process of the sandbox. Files in the workspace stay."""
+        ...
+
+
+class Backend(Protocol):
+    """Creates and finds sandboxes. One sandbox per conversation."""
+
+    name: str
+
+    async def create(self, sandbox_id: str) -> Sandbox:
+        """Start (or restart) the sandbox for `sandbox_id` and return it once ready.
+
+        Raises SandboxError(BOOT_FAILED) with the reason when it cannot start; never falls
+        back to the host.
+        """
+        ...
+
+    async def destroy(self, sandbox_id: str) -> None:
+        """Stop the sandbox and delete its workspace."""
+        ...
+
+    async def close(self) -> None:
+        """Stop every sandbox this backend started (server shutdown). Files stay."""
+        ...

@@ -1,0 +1,64 @@
+"""The seam between the agent loop and the things a model may ask for.
+
+A tool gets a `ToolContext` that holds an explicit handle to the conversation's sandbox;
+a tool reaches the machine only through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from burrow.llm.base import ToolSpec
+from burrow.sandbox.backend import Sandbox
+
+OutputSink = Callable[[Literal["stdout", "stderr"], str], Awaitable[None]]
+
+
+async def _discard(stream: Literal["stdout", "stderr"], text: str) -> None:
+    return None
+
+
+@dataclass
+class ToolLimits:
+    default_timeout: float = 120.0  # seconds, for bash when the model gives none
+    max_timeout: float = 600.0
+    output_head: int = 8_000  # characters of output the model sees from the start ...
+    output_tail: int = 8_000  # ... and from the end, when the output is longer
+
+
+@dataclass
+class ShellState:
+    """State that outlives one tool call: the bash working directory, inside the sandbox."""
+
+    cwd: str | None = None  # None = the workspace
+
+
+@dataclass
+class ToolContext:
+    sandbox: Callable[[], Awaitable[Sandbox]]  # the conversation's sandbox, started on first use
+    call_id: str
+    shell: ShellState = field(default_factory=ShellState)
+    limits: ToolLimits = field(default_factory=ToolLimits)
+    on_output: OutputSink = _discard  # live stdout/stderr text for `tool.output` events
+
+
+@dataclass
+class ToolResult:
+    output: str  # what the model sees (already truncated)
+    is_error: bool = False
+    exit_code: int | None = None
+    truncated: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)  # tool-specific, e.g. preview url
+
+
+class ToolError(Exception):
+    """The call could not be carried out; the message is shown to the model and the user."""
+
+
+class Tool(Protocol):
+    @property
+    def spec(self) -> ToolSpec: ...
+
+    async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult: ...
