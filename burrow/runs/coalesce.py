@@ -1,0 +1,65 @@
+"""Merging bursts of small text events (model deltas, tool output) before they are written.
+
+A model streams a token at a time and a build prints a line at a time; writing each as its
+own event would cost a transaction apiece. Adjacent pieces of the same kind are merged for
+up to `window` seconds, so what is shown live and what is replayed stay the same events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from burrow.runs.events import EventType
+from burrow.runs.journal import Journal
+from burrow.store.records import NewEvent
+
+
+class Coalescer:
+    def __init__(self, journal: Journal, cid: str, run_id: str, window: float = 0.03) -> None:
+        self._journal = journal
+        self._cid = cid
+        self._run_id = run_id
+        self._window = window
+        self._pieces: list[tuple[EventType, dict[str, Any], list[str]]] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._flushing: asyncio.Task[None] | None = None
+
+    def add(self, kind: EventType, text: str, **fields: Any) -> None:
+        if not text:
+            return
+        if self._pieces and self._pieces[-1][0] == kind and self._pieces[-1][1] == fields:
+            self._pieces[-1][2].append(text)
+        else:
+            self._pieces.append((kind, fields, [text]))
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self._window, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        previous = self._flushing
+        self._flushing = asyncio.ensure_future(self._flush_after(previous))
+
+    async def _flush_after(self, previous: asyncio.Task[None] | None) -> None:
+        if previous is not None:
+            await previous  # keep batches in order
+        await self._write()
+
+    async def _write(self) -> None:
+        pieces, self._pieces = self._pieces, []
+        if pieces:
+            batch = [
+                NewEvent(type=k.value, data={**f, "text": "".join(t)}, run_id=self._run_id)
+                for k, f, t in pieces
+            ]
+            await self._journal.append(self._cid, *batch)
+
+    async def flush(self) -> None:
+        """Write everything buffered now; call before any event that must come after it."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._flushing is not None:
+            flushing, self._flushing = self._flushing, None
+            await flushing
+        await self._write()

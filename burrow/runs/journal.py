@@ -1,0 +1,196 @@
+"""The conversation journal: numbered, committed, then pushed (DESIGN.md §4).
+
+`append` commits before anything is published, and publishes in seq order. Concurrent
+appends to one conversation are grouped into one transaction (group commit), which is
+what lets a busy run stream thousands of events a second from SQLite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+
+from burrow.runs.events import EventType
+from burrow.store.events import EventStore
+from burrow.store.records import Event, NewEvent, ProjectionChange
+
+SUBSCRIBER_BUFFER = 2048
+
+
+class Subscription:
+    """A live feed of one conversation's committed events.
+
+    A subscriber that falls `SUBSCRIBER_BUFFER` events behind stops receiving and is marked
+    `lagged`; it must then catch up from the store. Slow readers never slow writers.
+    """
+
+    def __init__(self, journal: Journal, cid: str) -> None:
+        self._journal = journal
+        self.cid = cid
+        self.queue: asyncio.Queue[Event] = asyncio.Queue(SUBSCRIBER_BUFFER)
+        self.lagged = False
+        self.closed = asyncio.Event()
+
+    def push(self, event: Event) -> None:
+        if self.lagged:
+            return
+        try:
+            self.queue.put_nowait(event)
+        except asyncio.QueueFull:
+            self.lagged = True
+
+    def close(self) -> None:
+        self._journal._unsubscribe(self)
+        self.closed.set()
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+@dataclass
+class _Pending:
+    batch: Sequence[NewEvent]
+    done: asyncio.Future[list[Event]] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+
+def projection_change(batch: Sequence[NewEvent]) -> ProjectionChange:
+    """What these events do to the conversation row (status, sandbox status, usage)."""
+    change = ProjectionChange()
+    for e in batch:
+        if e.type == EventType.RUN_STARTED or e.type == EventType.APPROVAL_RESOLVED:
+            change.status = "running"
+        elif e.type == EventType.APPROVAL_REQUESTED:
+            change.status = "waiting_approval"
+        elif e.type == EventType.RUN_FINISHED:
+            change.status = "idle"
+        elif e.type == EventType.SANDBOX_STATUS:
+            change.sandbox_status = str(e.data["status"])
+        elif e.type == EventType.USAGE:
+            change.prompt_tokens += int(e.data.get("prompt_tokens", 0))
+            change.completion_tokens += int(e.data.get("completion_tokens", 0))
+            change.cost += float(e.data.get("cost", 0.0))
+    return change
+
+
+class Journal:
+    def __init__(self, store: EventStore) -> None:
+        self._store = store
+        self._subscribers: dict[str, set[Subscription]] = defaultdict(set)
+        self._pending: dict[str, list[_Pending]] = defaultdict(list)
+        self._writing: set[str] = set()
+
+    async def append(self, cid: str, *batch: NewEvent) -> list[Event]:
+        """Commit `batch` with the next seqs of `cid`, publish it, and return it."""
+        pending = _Pending(batch)
+        self._pending[cid].append(pending)
+        if cid not in self._writing:
+            self._writing.add(cid)
+            asyncio.get_running_loop().create_task(self._write(cid))
+        return await asyncio.shield(pending.done)
+
+    async def _write(self, cid: str) -> None:
+        # Whoever finds the queue idle becomes its writer and drains it, a group at a time.
+        try:
+            while self._pending[cid]:
+                group = self._pending.pop(cid)
+                merged = [e for p in group for e in p.batch]
+                try:
+                    stored = await self._store.append(cid, merged, projection_change(merged))
+                except BaseException as exc:
+                    for p in group:
+                        if not p.done.done():
+                            p.done.set_exception(exc)
+                    if not isinstance(exc, Exception):
+                        raise
+                    continue
+                for event in stored:
+                    for sub in tuple(self._subscribers.get(cid, ())):
+                        sub.push(event)
+                offset = 0
+                for p in group:
+                    p.done.set_result(stored[offset : offset + len(p.batch)])
+                    offset += len(p.batch)
+        finally:
+            self._writing.discard(cid)
+            if self._pending.get(cid):
+                # Cancelled mid-drain (shutdown): hand the rest to a new writer.
+                self._writing.add(cid)
+                asyncio.get_running_loop().create_task(self._write(cid))
+            else:
+                self._pending.pop(cid, None)
+
+    async def read(self, cid: str, after: int = 0, limit: int | None = None) -> list[Event]:
+        return await self._store.read(cid, after, limit)
+
+    async def follow(
+        self, cid: str, after: int = 0, heartbeat: float = 15.0
+    ) -> AsyncIterator[Event | None]:
+        """Every event after `after`, then live ones: no gap, no duplicate, in order.
+
+        Yields None when `heartbeat` seconds pass without an event. Subscribing before
+        reading history is what closes the window between the two.
+        """
+        with self.subscribe(cid) as sub:
+            last = after
+            for event in await self.read(cid, after):
+                last = event.seq
+                yield event
+            # One getter task lives across heartbeats: cancelling a Queue.get on a timeout
+            # can drop an item that was handed over at that very moment.
+            getter: asyncio.Task[Event] | None = None
+            try:
+                while not sub.closed.is_set():
+                    if sub.lagged and sub.queue.empty():
+                        sub.lagged = False
+                        for event in await self.read(cid, last):
+                            last = event.seq
+                            yield event
+                        continue
+                    if getter is None:
+                        getter = asyncio.ensure_future(sub.queue.get())
+                    done, _ = await asyncio.wait({getter}, timeout=heartbeat)
+                    if not done:
+                        yield None
+                        continue
+                    event, getter = getter.result(), None
+                    if event.seq <= last:
+                        continue  # already sent from history
+                    if event.seq > last + 1:  # only after a lag: fetch what was dropped
+                        for missed in await self.read(cid, last, event.seq - last - 1):
+                            last = missed.seq
+                            yield missed
+                    last = event.seq
+                    yield event
+            finally:
+                if getter is not None:
+                    getter.cancel()
+
+    def subscribe(self, cid: str) -> Subscription:
+        sub = Subscription(self, cid)
+        self._subscribers[cid].add(sub)
+        return sub
+
+    def close_subscribers(self, cid: str) -> None:
+        """End every live feed of `cid` (the conversation was deleted)."""
+        for sub in tuple(self._subscribers.get(cid, ())):
+            sub.close()
+
+    def _unsubscribe(self, sub: Subscription) -> None:
+        subs = self._subscribers.get(sub.cid)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                del self._subscribers[sub.cid]

@@ -1,0 +1,202 @@
+"""The conversation runtime: starts runs, routes steering, interrupts, and repairs.
+
+At most one run per conversation is active. A message sent while one is active is
+journaled as steering and picked up by that run before its next model call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections import defaultdict
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from burrow.llm.base import Message, ModelError, Pricing, Provider, StreamEvent, ToolSpec
+from burrow.runs import events as ev
+from burrow.runs.context import ModelContext
+from burrow.runs.events import EventType
+from burrow.runs.journal import Journal
+from burrow.runs.loop import AgentRun, LoopConfig, RunEnv
+from burrow.runs.sandboxes import SandboxPool
+from burrow.store.conversations import ConversationStore
+from burrow.tools.base import ShellState, Tool, ToolLimits
+
+log = logging.getLogger(__name__)
+
+RESTARTED = "The server restarted during this run. Send a message to continue."
+
+
+@dataclass
+class _Active:
+    run_id: str
+    task: asyncio.Task[None] | None = None
+    run: AgentRun | None = None
+
+
+@dataclass
+class RuntimeOptions:
+    limits: ToolLimits = field(default_factory=ToolLimits)
+    pricing: Pricing = field(default_factory=Pricing)
+    loop: LoopConfig = field(default_factory=LoopConfig)
+
+
+class Runtime:
+    def __init__(
+        self,
+        journal: Journal,
+        conversations: ConversationStore,
+        sandboxes: SandboxPool,
+        tools: Mapping[str, Tool],
+        provider: Callable[[], Provider],
+        options: RuntimeOptions | None = None,
+    ) -> None:
+        self.journal = journal
+        self.conversations = conversations
+        self.sandboxes = sandboxes
+        self.tools = tools
+        self._provider = provider
+        self.options = options or RuntimeOptions()
+        self._active: dict[str, _Active] = {}
+        self._shells: dict[str, ShellState] = {}
+        self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._closing = False
+
+    def active_run(self, cid: str) -> str | None:
+        active = self._active.get(cid)
+        return active.run_id if active else None
+
+    async def send(self, cid: str, content: str) -> tuple[str, int]:
+        """Journal a user message and start a run, or steer the active one. -> (run_id, seq)"""
+        async with self._locks[cid]:
+            active = self._active.get(cid)
+            if active is not None:
+                [event] = await self.journal.append(
+                    cid, ev.user_message(content, steering=True, run_id=active.run_id)
+                )
+                return active.run_id, event.seq
+            run_id = f"r_{secrets.token_hex(8)}"
+            [event] = await self.journal.append(
+                cid, ev.user_message(content, steering=False, run_id=run_id)
+            )
+            self._start(cid, run_id)
+            return run_id, event.seq
+
+    def _start(self, cid: str, run_id: str) -> None:
+        active = _Active(run_id)
+        self._active[cid] = active
+        active.task = asyncio.create_task(self._run(cid, active), name=f"run {run_id}")
+
+    async def _run(self, cid: str, active: _Active) -> None:
+        try:
+            with self.journal.subscribe(cid) as feed:
+                context = ModelContext()
+                for event in await self.journal.read(cid):
+                    context.apply(event)
+                env = RunEnv(
+                    journal=self.journal,
+                    provider=_LazyProvider(self._provider),
+                    tools=self.tools,
+                    sandbox=lambda: self.sandboxes.get(cid),
+                    shell=self._shells.setdefault(cid, ShellState()),
+                    limits=self.options.limits,
+                    pricing=self.options.pricing,
+                    config=self.options.loop,
+                )
+                active.run = AgentRun(env, cid, active.run_id, context, feed)
+                await active.run.execute()
+        finally:
+            await self._after_run(cid, active)
+
+    async def _after_run(self, cid: str, active: _Active) -> None:
+        async with self._locks[cid]:
+            if self._active.get(cid) is active:
+                del self._active[cid]
+            if self._closing or active.run is None:
+                return
+            # A message that arrived while the run was ending is answered by a new run.
+            later = await self.journal.read(cid, active.run.context.last_seq)
+            if any(e.type == EventType.USER_MESSAGE for e in later):
+                self._start(cid, f"r_{secrets.token_hex(8)}")
+
+    async def interrupt(self, cid: str) -> bool:
+        """Cancel the active run; it still closes its tool calls and ends as canceled."""
+        active = self._active.get(cid)
+        if active is None or active.task is None:
+            return False
+        active.task.cancel()
+        await asyncio.wait({active.task})
+        return True
+
+    async def delete(self, cid: str) -> None:
+        await self.interrupt(cid)
+        self.journal.close_subscribers(cid)
+        await self.conversations.delete(cid)
+        await self.sandboxes.destroy(cid)
+        self._shells.pop(cid, None)
+        self._locks.pop(cid, None)
+
+    async def recover(self) -> int:
+        """Close runs that a crash or restart left open; returns how many were repaired."""
+        repaired = 0
+        for status in ("running", "waiting_approval"):
+            for conversation in await self.conversations.with_status(status):
+                await self._repair(conversation.id)
+                repaired += 1
+        return repaired
+
+    async def _repair(self, cid: str) -> None:
+        open_runs: dict[str, None] = {}
+        open_calls: dict[str, str] = {}
+        for event in await self.journal.read(cid):
+            if event.type == EventType.RUN_STARTED and event.run_id:
+                open_runs[event.run_id] = None
+            elif event.type == EventType.RUN_FINISHED and event.run_id:
+                open_runs.pop(event.run_id, None)
+            elif event.type == EventType.TOOL_STARTED:
+                open_calls[event.data["call_id"]] = event.run_id or ""
+            elif event.type == EventType.TOOL_FINISHED:
+                open_calls.pop(event.data["call_id"], None)
+        closing = [
+            ev.tool_finished(run_id, call_id, output=RESTARTED, is_error=True)
+            for call_id, run_id in open_calls.items()
+        ]
+        closing += [ev.run_finished(run_id, "failed", RESTARTED, {}) for run_id in open_runs]
+        if closing:
+            await self.journal.append(cid, *closing)
+        else:  # the row said running but every run was closed: only the status is stale
+            await self.conversations.set_status(cid, "idle")
+        log.warning("repaired %d open run(s) of %s after a restart", len(open_runs), cid)
+
+    async def shutdown(self) -> None:
+        self._closing = True
+        tasks = [a.task for a in self._active.values() if a.task is not None]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=10)
+        await self.sandboxes.close()
+
+
+class _LazyProvider:
+    """Builds the provider on the first model call, so a missing key fails the run with
+    its message (journaled, visible) instead of failing the HTTP request."""
+
+    def __init__(self, factory: Callable[[], Provider]) -> None:
+        self._factory = factory
+        self._provider: Provider | None = None
+        self.name = "lazy"
+
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> AsyncIterator[StreamEvent]:
+        if self._provider is None:
+            try:
+                self._provider = self._factory()
+            except ModelError:
+                raise
+            except ValueError as exc:
+                raise ModelError(str(exc)) from exc
+        async for item in self._provider.stream(messages, tools):
+            yield item

@@ -1,0 +1,135 @@
+"""Users and conversations: creation, ownership-checked lookup, listing, rename, delete."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from burrow.store.records import Conversation, User
+from burrow.store.schema import conversations, users
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(8)}"
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _conversation(row: Any) -> Conversation:
+    return Conversation(
+        id=row.id,
+        owner_id=row.owner_id,
+        title=row.title,
+        profile=row.profile,
+        created_at=_aware(row.created_at),
+        updated_at=_aware(row.updated_at),
+        status=row.status,
+        sandbox_status=row.sandbox_status,
+        last_seq=row.last_seq,
+        prompt_tokens=row.prompt_tokens,
+        completion_tokens=row.completion_tokens,
+        cost=row.cost,
+    )
+
+
+def _aware(value: datetime) -> datetime:
+    # SQLite hands datetimes back naive; they were stored as UTC.
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+class UserStore:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+
+    async def get_or_create(self, username: str, *, is_admin: bool = False) -> User:
+        async with self._engine.begin() as conn:
+            row = (
+                await conn.execute(sa.select(users).where(users.c.username == username))
+            ).first()
+            if row is None:
+                uid = new_id("u")
+                await conn.execute(
+                    users.insert().values(
+                        id=uid, username=username, is_admin=is_admin, created_at=now()
+                    )
+                )
+                return User(id=uid, username=username, is_admin=is_admin)
+            return User(id=row.id, username=row.username, is_admin=row.is_admin)
+
+
+class ConversationStore:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+
+    async def create(self, owner_id: str, title: str, profile: str = "default") -> Conversation:
+        ts = now()
+        cid = new_id("c")
+        async with self._engine.begin() as conn:
+            await conn.execute(
+                conversations.insert().values(
+                    id=cid,
+                    owner_id=owner_id,
+                    title=title,
+                    profile=profile,
+                    created_at=ts,
+                    updated_at=ts,
+                    status="idle",
+                    sandbox_status="none",
+                    last_seq=0,
+                    prompt_tokens=0,
+                    completion_tokens=0,
+                    cost=0.0,
+                )
+            )
+        found = await self.get(cid)
+        assert found is not None
+        return found
+
+    async def get(self, cid: str, owner_id: str | None = None) -> Conversation | None:
+        """The conversation, or None when it does not exist or is not `owner_id`'s."""
+        query = sa.select(conversations).where(conversations.c.id == cid)
+        if owner_id is not None:
+            query = query.where(conversations.c.owner_id == owner_id)
+        async with self._engine.connect() as conn:
+            row = (await conn.execute(query)).first()
+        return _conversation(row) if row else None
+
+    async def owned_by(self, owner_id: str, limit: int = 200) -> list[Conversation]:
+        query = (
+            sa.select(conversations)
+            .where(conversations.c.owner_id == owner_id)
+            .order_by(conversations.c.updated_at.desc(), conversations.c.id.desc())
+            .limit(limit)
+        )
+        async with self._engine.connect() as conn:
+            return [_conversation(r) for r in await conn.execute(query)]
+
+    async def with_status(self, status: str) -> list[Conversation]:
+        query = sa.select(conversations).where(conversations.c.status == status)
+        async with self._engine.connect() as conn:
+            return [_conversation(r) for r in await conn.execute(query)]
+
+    async def rename(self, cid: str, title: str) -> None:
+        async with self._engine.begin() as conn:
+            await conn.execute(
+                conversations.update()
+                .where(conversations.c.id == cid)
+                .values(title=title, updated_at=now())
+            )
+
+    async def set_status(self, cid: str, status: str) -> None:
+        async with self._engine.begin() as conn:
+            await conn.execute(
+                conversations.update().where(conversations.c.id == cid).values(status=status)
+            )
+
+    async def delete(self, cid: str) -> None:
+        async with self._engine.begin() as conn:
+            # Events go with the row through ON DELETE CASCADE.
+            await conn.execute(conversations.delete().where(conversations.c.id == cid))

@@ -1,0 +1,84 @@
+"""Plain records the store hands out; no ORM objects leave this package."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class User:
+    id: str
+    username: str
+    is_admin: bool
+
+
+@dataclass(frozen=True)
+class Conversation:
+    id: str
+    owner_id: str
+    title: str
+    profile: str
+    created_at: datetime
+    updated_at: datetime
+    status: str
+    sandbox_status: str
+    last_seq: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    type: str
+    data: dict[str, Any]
+    run_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Event:
+    """A committed journal entry. `data_json` is the stored text, reused as-is on the wire."""
+
+    conversation_id: str
+    seq: int
+    type: str
+    ts: str
+    run_id: str | None
+    data_json: str
+
+    @property
+    def data(self) -> dict[str, Any]:
+        value: dict[str, Any] = json.loads(self.data_json)
+        return value
+
+    def envelope_json(self) -> str:
+        """The §4 envelope, built without decoding and re-encoding `data`."""
+        run = json.dumps(self.run_id)
+        return (
+            f'{{"seq":{self.seq},"type":"{self.type}","ts":"{self.ts}",'
+            f'"run_id":{run},"data":{self.data_json}}}'
+        )
+
+    def envelope(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "type": self.type,
+            "ts": self.ts,
+            "run_id": self.run_id,
+            "data": self.data,
+        }
+
+
+@dataclass
+class ProjectionChange:
+    """How a batch of events moves the conversation row (status, usage, sandbox)."""
+
+    status: str | None = None
+    sandbox_status: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,58 @@
+"""Tables. Users own conversations; a conversation owns its numbered events.
+
+The conversation row also carries a projection of its journal (status, last_seq, usage)
+that the journal updates in the same transaction as the events, so a list of
+conversations never needs to scan events.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+users = sa.Table(
+    "users",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column("username", sa.String(200), nullable=False, unique=True),
+    sa.Column("password_hash", sa.Text, nullable=True),
+    sa.Column("is_admin", sa.Boolean, nullable=False, default=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+conversations = sa.Table(
+    "conversations",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column(
+        "owner_id", sa.String(40), sa.ForeignKey("users.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("title", sa.Text, nullable=False),
+    sa.Column("profile", sa.String(100), nullable=False, default="default"),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("status", sa.String(20), nullable=False, default="idle"),
+    sa.Column("sandbox_status", sa.String(20), nullable=False, default="none"),
+    sa.Column("last_seq", sa.Integer, nullable=False, default=0),
+    sa.Column("prompt_tokens", sa.BigInteger, nullable=False, default=0),
+    sa.Column("completion_tokens", sa.BigInteger, nullable=False, default=0),
+    sa.Column("cost", sa.Float, nullable=False, default=0.0),
+    sa.Index("ix_conversations_owner_updated", "owner_id", "updated_at"),
+)
+
+events = sa.Table(
+    "events",
+    metadata,
+    sa.Column(
+        "conversation_id",
+        sa.String(40),
+        sa.ForeignKey("conversations.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("type", sa.String(40), nullable=False),
+    sa.Column("ts", sa.String(32), nullable=False),
+    sa.Column("run_id", sa.String(40), nullable=True),
+    sa.Column("data", sa.Text, nullable=False),  # JSON text: kept verbatim, never re-encoded
+)
