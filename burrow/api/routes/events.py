@@ -1,0 +1,56 @@
+"""The journal over HTTP: an SSE stream that resumes exactly, or one JSON page."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query, Response
+from fastapi.responses import StreamingResponse
+
+from burrow.api.deps import ConversationDep, ServicesDep
+from burrow.api.schemas import EventOut
+
+router = APIRouter(prefix="/api/conversations", tags=["events"])
+
+HEARTBEAT_SECONDS = 15.0
+
+
+@router.get(
+    "/{cid}/events",
+    response_model=list[EventOut],
+    responses={200: {"content": {"text/event-stream": {}, "application/json": {}}}},
+)
+async def events(
+    conversation: ConversationDep,
+    svc: ServicesDep,
+    after: Annotated[int, Query(ge=0)] = 0,
+    format: Annotated[str, Query(pattern="^(sse|json)$")] = "sse",
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> Response:
+    """SSE of every event after `after` (or `Last-Event-ID`), then live events.
+
+    With `format=json`, one page of at most `limit` events as a JSON array instead.
+    """
+    if last_event_id and last_event_id.strip().isdigit():
+        after = max(after, int(last_event_id))
+    cid = conversation.id
+    if format == "json":
+        page = await svc.journal.read(cid, after, limit)
+        body = "[" + ",".join(e.envelope_json() for e in page) + "]"
+        return Response(body, media_type="application/json")
+
+    async def stream() -> AsyncIterator[str]:
+        yield ": connected\n\n"
+        async for event in svc.journal.follow(cid, after, HEARTBEAT_SECONDS):
+            if event is None:
+                yield ": heartbeat\n\n"
+            else:
+                yield f"id: {event.seq}\nevent: {event.type}\ndata: {event.envelope_json()}\n\n"
+
+    return StreamingResponse(
+        stream(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )

@@ -1,0 +1,54 @@
+"""The workspace, read through the sandbox so symlinks resolve as the agent sees them."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from burrow.api.deps import ConversationDep, ServicesDep
+from burrow.api.schemas import FileEntryOut
+
+router = APIRouter(prefix="/api/conversations", tags=["files"])
+
+MAX_FILE_BYTES = 20 * 1024 * 1024
+
+PathQuery = Annotated[str, Query(max_length=4096, description="Workspace-relative path")]
+
+
+@router.get("/{cid}/files")
+async def list_files(
+    conversation: ConversationDep, svc: ServicesDep, path: PathQuery = "."
+) -> list[FileEntryOut]:
+    sandbox = await svc.runtime.sandboxes.get(conversation.id)
+    entries = await sandbox.list_dir(path)
+    return [
+        FileEntryOut(name=e.name, path=e.path, kind=e.kind, size=e.size, mtime=e.mtime)
+        for e in sorted(entries, key=lambda e: (e.kind != "dir", e.name))
+    ]
+
+
+@router.get(
+    "/{cid}/files/content",
+    responses={200: {"content": {"text/plain": {}, "application/octet-stream": {}}}},
+)
+async def file_content(
+    conversation: ConversationDep, svc: ServicesDep, path: PathQuery
+) -> Response:
+    """The file's bytes; never rendered by the browser (nosniff, sandboxing CSP)."""
+    sandbox = await svc.runtime.sandboxes.get(conversation.id)
+    data = await sandbox.read_file(path, 0, MAX_FILE_BYTES)
+    try:
+        data.decode("utf-8")
+        media_type = "text/plain; charset=utf-8"
+    except UnicodeDecodeError:
+        media_type = "application/octet-stream"
+    return Response(
+        data,
+        media_type=media_type,
+        headers={
+            "X-Content-Type-Options": "nosniff",
+            "Content-Security-Policy": "sandbox; default-src 'none'",
+            "Cache-Control": "no-store",
+        },
+    )

@@ -1,0 +1,26 @@
+"""Liveness and the caller's identity."""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+
+from fastapi import APIRouter
+
+from burrow.api.deps import ServicesDep, UserDep
+from burrow.api.schemas import Health, Me
+
+router = APIRouter(prefix="/api", tags=["health"])
+
+
+@router.get("/health")
+async def health(svc: ServicesDep) -> Health:
+    return Health(
+        version=version("burrow"),
+        sandbox=svc.runtime.sandboxes.backend.name,
+        model=svc.settings.model,
+    )
+
+
+@router.get("/me")
+async def me(user: UserDep) -> Me:
+    return Me(id=user.id, username=user.username, is_admin=user.is_admin)

@@ -1,0 +1,108 @@
+"""Request and response bodies (the source of /openapi.json and the web client's types)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from burrow.store.records import Conversation
+
+
+class Usage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+
+
+class ConversationOut(BaseModel):
+    id: str
+    title: str
+    created_at: datetime
+    updated_at: datetime
+    status: Literal["idle", "running", "waiting_approval"]
+    sandbox_status: str
+    last_seq: int
+    usage: Usage
+
+    @classmethod
+    def of(cls, c: Conversation) -> ConversationOut:
+        return cls(
+            id=c.id,
+            title=c.title,
+            created_at=c.created_at,
+            updated_at=c.updated_at,
+            status=c.status,  # type: ignore[arg-type]
+            sandbox_status=c.sandbox_status,
+            last_seq=c.last_seq,
+            usage=Usage(
+                prompt_tokens=c.prompt_tokens,
+                completion_tokens=c.completion_tokens,
+                cost=c.cost,
+            ),
+        )
+
+
+class CreateConversation(BaseModel):
+    title: str | None = Field(default=None, max_length=200)
+    profile: str | None = Field(default=None, max_length=100)
+
+
+class RenameConversation(BaseModel):
+    title: str = Field(min_length=1, max_length=200)
+
+
+class SendMessage(BaseModel):
+    content: str = Field(max_length=200_000)
+
+    @field_validator("content")
+    @classmethod
+    def not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("content is empty: write a message")
+        return value
+
+
+class MessageAccepted(BaseModel):
+    run_id: str
+    seq: int
+
+
+class Accepted(BaseModel):
+    status: Literal["accepted"] = "accepted"
+    run_id: str | None = None
+
+
+class EventOut(BaseModel):
+    seq: int
+    type: str
+    ts: str
+    run_id: str | None
+    data: dict[str, object]
+
+
+class FileEntryOut(BaseModel):
+    name: str
+    path: str
+    kind: Literal["file", "dir", "symlink", "other"]
+    size: int
+    mtime: float
+
+
+class SandboxOut(BaseModel):
+    status: str
+    backend: str
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = "ok"
+    version: str
+    sandbox: str
+    model: str | None
+
+
+class Me(BaseModel):
+    id: str
+    username: str
+    is_admin: bool

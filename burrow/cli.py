@@ -1,0 +1,131 @@
+"""`burrow serve` and `burrow run "prompt"` (DESIGN.md §6)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from burrow.config import Settings
+from burrow.store.records import Event
+
+EXIT_STATUS = {"completed": 0, "failed": 1, "canceled": 130}
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, Any] = {}
+    for name in ("host", "port", "preview_port", "data_dir", "model"):
+        value = getattr(args, name, None)
+        if value is not None:
+            overrides[name] = value
+    return Settings(**overrides)
+
+
+def serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from burrow.api.app import create_app
+    from burrow.services import open_services
+
+    settings = _settings(args)
+    app = create_app(lambda: open_services(settings))
+    print(
+        f"Burrow on http://{settings.host}:{settings.port}  "
+        f"(model: {settings.model or 'not set'}, sandbox: {settings.sandbox}, "
+        f"data: {settings.data_dir})",
+        flush=True,
+    )
+    if not settings.model and not settings.openai_api_key:
+        print(
+            "No model configured: set OPENAI_API_KEY (and BURROW_MODEL, OPENAI_BASE_URL for "
+            "other servers) or start with --model demo.",
+            file=sys.stderr,
+            flush=True,
+        )
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+    return 0
+
+
+def _render(event: Event, as_json: bool) -> str | None:
+    """How `burrow run` prints an event: JSON lines, or a readable transcript."""
+    if as_json:
+        return event.envelope_json() + "\n"
+    data = event.data
+    match event.type:
+        case "assistant.text.delta":
+            return str(data["text"])
+        case "assistant.message":
+            return "\n"
+        case "tool.started":
+            return f"\n$ {data['name']} {json.dumps(data['arguments'], ensure_ascii=False)}\n"
+        case "tool.output":
+            return str(data["text"])
+        case "tool.finished":
+            mark = "error" if data["is_error"] else "ok"
+            return f"[{mark}, exit {data['exit_code']}, {data['duration_ms']} ms]\n"
+        case "sandbox.status" if data["status"] == "failed":
+            return f"sandbox failed: {data['detail']}\n"
+        case "run.finished":
+            error = f": {data['error']}" if data.get("error") else ""
+            return f"\n[run {data['status']}{error}]\n"
+    return None
+
+
+async def _run(settings: Settings, prompt: str, as_json: bool) -> int:
+    from burrow.services import open_services
+
+    svc = await open_services(settings)
+    status = "failed"
+    try:
+        conversation = await svc.conversations.create(svc.owner.id, prompt[:60])
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(
+            signal.SIGINT, lambda: asyncio.ensure_future(svc.runtime.interrupt(conversation.id))
+        )
+        run_id, _ = await svc.runtime.send(conversation.id, prompt)
+        async for event in svc.journal.follow(conversation.id):
+            if event is None:
+                continue
+            text = _render(event, as_json)
+            if text:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+            if event.type == "run.finished" and event.run_id == run_id:
+                status = str(event.data["status"])
+                break
+    finally:
+        await svc.close()
+    return EXIT_STATUS.get(status, 1)
+
+
+def run(args: argparse.Namespace) -> int:
+    return asyncio.run(_run(_settings(args), args.prompt, args.json))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="burrow", description="A self-hosted coding agent.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_serve = sub.add_parser("serve", help="start the server and the web UI")
+    p_serve.add_argument("--host")
+    p_serve.add_argument("--port", type=int)
+    p_serve.add_argument("--preview-port", type=int)
+    p_serve.add_argument("--data-dir", type=Path)
+    p_serve.add_argument("--model", help="model name, `demo`, or `scripted:<file.json>`")
+    p_serve.set_defaults(handler=serve)
+    p_run = sub.add_parser("run", help="run one prompt headless, streaming its events")
+    p_run.add_argument("prompt")
+    p_run.add_argument("--model")
+    p_run.add_argument("--data-dir", type=Path)
+    p_run.add_argument("--json", action="store_true", help="print events as JSON lines")
+    p_run.set_defaults(handler=run)
+    args = parser.parse_args(argv)
+    code: int = args.handler(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""Settings, read from the environment (and overridden by command-line flags)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_data_dir() -> Path:
+    return Path.home() / ".local" / "share" / "burrow"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="BURROW_", extra="ignore")
+
+    data_dir: Path = Field(default_factory=default_data_dir)
+    """Holds the database, the workspaces and the secrets."""
+    database_url: str | None = None
+    """SQLAlchemy async URL; default: SQLite in the data directory."""
+    host: str = "127.0.0.1"
+    port: int = 8420
+    preview_port: int | None = None
+    """Defaults to port + 1."""
+    model: str | None = None
+    """A model name for the OpenAI-compatible server, `demo`, or `scripted:<file.json>`."""
+    openai_api_key: str | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "BURROW_OPENAI_API_KEY")
+    )
+    openai_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "BURROW_OPENAI_BASE_URL")
+    )
+    price_prompt: float = 0.0
+    """Dollars per million prompt tokens, for the cost shown with usage."""
+    price_completion: float = 0.0
+    max_steps: int = 50
+    """Model calls per run before it stops and asks the user to continue."""
+    sandbox: str = "local"
+    """Sandbox backend: `local` (bubblewrap namespaces)."""
+
+    def database(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{self.data_dir / 'burrow.db'}"

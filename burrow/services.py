@@ -1,0 +1,87 @@
+"""The composition root: open the store, pick the sandbox backend and model, build the runtime.
+
+Everything is constructed here and passed down explicitly; nothing below reads globals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from burrow.config import Settings
+from burrow.llm.base import Pricing, Provider
+from burrow.llm.factory import ModelConfig, provider_from_config
+from burrow.runs.journal import Journal
+from burrow.runs.loop import LoopConfig
+from burrow.runs.runtime import Runtime, RuntimeOptions
+from burrow.runs.sandboxes import SandboxPool
+from burrow.sandbox.backend import Backend
+from burrow.sandbox.local import LocalBackend
+from burrow.store.conversations import ConversationStore, UserStore
+from burrow.store.database import open_database
+from burrow.store.events import EventStore
+from burrow.store.records import User
+from burrow.tools.base import Tool
+from burrow.tools.registry import default_tools
+
+LOCAL_OWNER = "admin"
+
+
+@dataclass
+class Services:
+    settings: Settings
+    engine: AsyncEngine
+    users: UserStore
+    conversations: ConversationStore
+    journal: Journal
+    runtime: Runtime
+    owner: User  # until accounts exist, the single local owner of everything
+
+    async def close(self) -> None:
+        await self.runtime.shutdown()
+        await self.engine.dispose()
+
+
+def make_backend(settings: Settings) -> Backend:
+    if settings.sandbox == "local":
+        return LocalBackend(settings.data_dir)
+    raise ValueError(f"Unknown sandbox backend {settings.sandbox!r}: BURROW_SANDBOX=local")
+
+
+def model_config(settings: Settings) -> ModelConfig:
+    return ModelConfig(
+        model=settings.model,
+        api_key=settings.openai_api_key,
+        base_url=settings.openai_base_url,
+    )
+
+
+async def open_services(
+    settings: Settings,
+    *,
+    provider: Callable[[], Provider] | None = None,
+    tools: dict[str, Tool] | None = None,
+    backend: Backend | None = None,
+) -> Services:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    engine = await open_database(settings.database())
+    users = UserStore(engine)
+    conversations = ConversationStore(engine)
+    journal = Journal(EventStore(engine))
+    config = model_config(settings)
+    runtime = Runtime(
+        journal,
+        conversations,
+        SandboxPool(backend or make_backend(settings), journal),
+        tools if tools is not None else default_tools(),
+        provider or (lambda: provider_from_config(config)),
+        RuntimeOptions(
+            pricing=Pricing(settings.price_prompt, settings.price_completion),
+            loop=LoopConfig(max_steps=settings.max_steps),
+        ),
+    )
+    await runtime.recover()
+    owner = await users.get_or_create(LOCAL_OWNER, is_admin=True)
+    return Services(settings, engine, users, conversations, journal, runtime, owner)

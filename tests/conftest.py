@@ -1,0 +1,66 @@
+"""Shared fixtures: real databases (a SQLite file and a PostgreSQL database per test)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from burrow.store.database import open_database
+
+PG_ADMIN_DSN = os.environ.get("BURROW_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+IN_CI = os.environ.get("CI") == "true"
+
+
+def unavailable(what: str) -> None:
+    """Skip locally when a service is missing; in CI that is a failure, never a skip."""
+    if IN_CI:
+        pytest.fail(f"{what} is required in CI")
+    pytest.skip(f"{what} is not available")
+
+
+@contextlib.asynccontextmanager
+async def pg_database() -> AsyncIterator[str]:
+    """A new, empty PostgreSQL database for one test, dropped afterwards."""
+    name = f"burrow_test_{secrets.token_hex(4)}"
+    try:
+        admin = await asyncpg.connect(PG_ADMIN_DSN, timeout=5)
+    except (OSError, asyncpg.PostgresError) as exc:
+        unavailable(f"PostgreSQL at {PG_ADMIN_DSN} ({exc})")
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        base = PG_ADMIN_DSN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
+        yield f"{base}/{name}"
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+@pytest.fixture
+async def pg_url() -> AsyncIterator[str]:
+    async with pg_database() as url:
+        yield url
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite+aiosqlite:///{tmp_path / 'burrow.db'}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AsyncEngine]:
+    """The same test against a real SQLite file and a real PostgreSQL database."""
+    async with contextlib.AsyncExitStack() as stack:
+        if request.param == "sqlite":
+            url = f"sqlite+aiosqlite:///{tmp_path / 'burrow.db'}"
+        else:
+            url = await stack.enter_async_context(pg_database())
+        eng = await open_database(url)
+        yield eng
+        await eng.dispose()
