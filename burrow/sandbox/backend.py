@@ -66,6 +66,7 @@ class ExecExit:
     exit_code: int | None
     signal: int | None = None
     timed_out: bool = False
+    result: bytes | None = None  # content of ExecRequest.result_file, None if not written
 
 
 ExecEvent = ExecChunk | ExecExit
@@ -87,6 +88,10 @@ class ExecRequest:
     env: Mapping[str, str] = field(default_factory=dict)
     timeout: float | None = None  # seconds; the process group is killed when it passes
     stdin: bytes | None = None  # written then closed; None = /dev/null
+    # A file (absolute, inside the sandbox) the command may write for its caller, e.g. the
+    # final cwd; its content comes back in ExecExit.result and the file is removed. It
+    # keeps such bookkeeping out of the output the model and the user see.
+    result_file: str | None = None
 
 
 class Sandbox(Protocol):

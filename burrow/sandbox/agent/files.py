@@ -1,0 +1,135 @@
+"""File operations of the in-sandbox agent, confined to the workspace.
+
+The sandbox itself is the security boundary; this confinement keeps the file API to the
+workspace as the contract says, so `../../etc/passwd` or a symlink to /etc is refused
+rather than quietly reaching the sandbox's read-only system view.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat as stat_module
+from typing import Any
+
+from . import protocol
+
+
+class AgentError(Exception):
+    """A request failed with one of protocol.ERROR_CODES."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+_ERRNO_CODES = {
+    errno.ENOENT: "not_found",
+    errno.EISDIR: "is_a_directory",
+    errno.ENOTDIR: "not_a_directory",
+    errno.EACCES: "permission_denied",
+    errno.EPERM: "permission_denied",
+    errno.EROFS: "permission_denied",
+    errno.EFBIG: "too_large",
+    errno.ENOSPC: "too_large",
+}
+
+
+def os_error(exc: OSError, path: str) -> AgentError:
+    code = _ERRNO_CODES.get(exc.errno or 0, "internal")
+    return AgentError(code, f"{exc.strerror or exc}: {path}")
+
+
+class Workspace:
+    def __init__(self, root: str) -> None:
+        self.root = os.path.realpath(root)
+
+    def resolve(self, path: str) -> str:
+        """Absolute real path of `path` (workspace-relative or absolute), symlinks followed."""
+        if not isinstance(path, str) or "\0" in path:
+            raise AgentError("protocol", f"invalid path {path!r}")
+        real = os.path.realpath(os.path.join(self.root, path))
+        if real != self.root and not real.startswith(self.root + "/"):
+            raise AgentError("path_escape", f"Path '{path}' is outside the workspace")
+        return real
+
+    def relative(self, real: str) -> str:
+        return "." if real == self.root else real[len(self.root) + 1 :]
+
+    def entry(self, real: str, st: os.stat_result) -> dict[str, Any]:
+        if stat_module.S_ISLNK(st.st_mode):
+            kind = "symlink"
+        elif stat_module.S_ISDIR(st.st_mode):
+            kind = "dir"
+        elif stat_module.S_ISREG(st.st_mode):
+            kind = "file"
+        else:
+            kind = "other"
+        rel = self.relative(real)
+        return {
+            "name": "" if rel == "." else os.path.basename(real),
+            "path": rel,
+            "kind": kind,
+            "size": st.st_size,
+            "mtime": st.st_mtime,
+        }
+
+    def read(self, header: dict[str, Any]) -> bytes:
+        path = header.get("path", "")
+        offset = int(header.get("offset") or 0)
+        limit = header.get("limit")
+        real = self.resolve(path)
+        try:
+            with open(real, "rb") as file:
+                size = os.fstat(file.fileno()).st_size
+                wanted = max(size - offset, 0) if limit is None else int(limit)
+                if wanted > protocol.MAX_READ_BYTES:
+                    raise AgentError(
+                        "too_large",
+                        f"{path} is {size} bytes; read at most {protocol.MAX_READ_BYTES} "
+                        "bytes at a time (pass offset and limit)",
+                    )
+                file.seek(offset)
+                data = file.read(wanted)
+        except OSError as exc:
+            raise os_error(exc, path) from None
+        return protocol.encode_frame(protocol.READ_RESULT, data, size=size)
+
+    def write(self, header: dict[str, Any], data: bytes) -> bytes:
+        path = header.get("path", "")
+        real = self.resolve(path)
+        try:
+            os.makedirs(os.path.dirname(real), exist_ok=True)
+            with open(real, "wb") as file:
+                file.write(data)
+            entry = self.entry(real, os.stat(real))
+        except OSError as exc:
+            raise os_error(exc, path) from None
+        return protocol.encode_frame(protocol.WRITE_RESULT, entry=entry)
+
+    def list(self, header: dict[str, Any]) -> bytes:
+        path = header.get("path", "")
+        real = self.resolve(path)
+        entries = []
+        try:
+            with os.scandir(real) as listing:
+                for item in listing:
+                    try:
+                        st = item.stat(follow_symlinks=False)
+                    except OSError:
+                        continue  # vanished while listing
+                    entries.append(self.entry(os.path.join(real, item.name), st))
+        except OSError as exc:
+            raise os_error(exc, path) from None
+        entries.sort(key=lambda entry: entry["name"])
+        return protocol.encode_frame(protocol.LIST_RESULT, entries=entries)
+
+    def stat(self, header: dict[str, Any]) -> bytes:
+        path = header.get("path", "")
+        real = self.resolve(path)
+        try:
+            entry = self.entry(real, os.stat(real))
+        except OSError as exc:
+            raise os_error(exc, path) from None
+        return protocol.encode_frame(protocol.STAT_RESULT, entry=entry)

@@ -1,0 +1,182 @@
+"""The wire protocol between Burrow and the agent inside a sandbox.
+
+Stdlib only: this module is imported by the in-sandbox agent (Debian's python3, no
+site-packages) and by the host client, so there is one definition of the framing.
+
+A frame is `u32 header length | u32 payload length | JSON header | raw payload`, all
+lengths big-endian. The header is a JSON object with a `kind`; the payload carries bytes
+(process output, file contents) untouched, so binary data never goes through JSON.
+
+Each connection carries one request: the client sends `hello` and then its request; the
+agent answers `hello` (or a fatal `error` when the major versions differ) and then the
+response frames. An exec connection stays open for `stdin`/`signal` frames until `exit`.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any
+
+PROTOCOL_VERSION = (1, 0)  # (major, minor); a different major is refused with PROTOCOL
+FEATURES = ("exec", "stdin", "signal", "files", "result_file")
+
+# Requests (host -> agent)
+HELLO = "hello"
+PING = "ping"
+SPAWN = "spawn"
+STDIN = "stdin"  # payload = bytes for the process; header `eof: true` closes its stdin
+SIGNAL = "signal"  # `signal`: number, delivered to the command's whole process group
+READ = "read"
+WRITE = "write"
+LIST = "list"
+STAT = "stat"
+# Responses (agent -> host)
+PONG = "pong"
+STDOUT = "stdout"
+STDERR = "stderr"
+EXIT = "exit"  # `exit_code`, `signal`, `timed_out`, `result` (see SPAWN `result_file`)
+ERROR = "error"  # `code` (one of ERROR_CODES), `message`, `fatal`
+READ_RESULT = "read_result"  # payload = the bytes read; `size` = the file's full size
+WRITE_RESULT = "write_result"  # `entry`
+LIST_RESULT = "list_result"  # `entries`
+STAT_RESULT = "stat_result"  # `entry`
+
+FRAME_KINDS = frozenset(
+    {
+        HELLO,
+        PING,
+        SPAWN,
+        STDIN,
+        SIGNAL,
+        READ,
+        WRITE,
+        LIST,
+        STAT,
+        PONG,
+        STDOUT,
+        STDERR,
+        EXIT,
+        ERROR,
+        READ_RESULT,
+        WRITE_RESULT,
+        LIST_RESULT,
+        STAT_RESULT,
+    }
+)
+
+# The string values of burrow.sandbox.backend.ErrorCode (a test keeps the two equal);
+# duplicated because the agent cannot import the host package.
+ERROR_CODES = frozenset(
+    {
+        "path_escape",
+        "not_found",
+        "is_a_directory",
+        "not_a_directory",
+        "invalid_cwd",
+        "exec_not_found",
+        "timeout",
+        "too_large",
+        "permission_denied",
+        "protocol",
+        "unavailable",
+        "boot_failed",
+        "not_supported",
+        "internal",
+    }
+)
+
+PREFIX = struct.Struct("!II")
+MAX_HEADER_BYTES = 1 << 20
+MAX_PAYLOAD_BYTES = 64 << 20
+MAX_READ_BYTES = 32 << 20  # largest single file read; larger reads need offset/limit
+
+
+class ProtocolError(Exception):
+    """The peer sent something that is not a valid frame."""
+
+
+class Frame:
+    __slots__ = ("header", "payload")
+
+    def __init__(self, header: dict[str, Any], payload: bytes = b"") -> None:
+        self.header = header
+        self.payload = payload
+
+    @property
+    def kind(self) -> str:
+        return str(self.header["kind"])
+
+    def __repr__(self) -> str:
+        return f"Frame({self.header!r}, {len(self.payload)} bytes)"
+
+
+def encode_frame(kind: str, payload: bytes = b"", **fields: Any) -> bytes:
+    if kind not in FRAME_KINDS:
+        raise ProtocolError(f"unknown frame kind {kind!r}")
+    header = json.dumps({"kind": kind, **fields}, separators=(",", ":")).encode()
+    if len(header) > MAX_HEADER_BYTES or len(payload) > MAX_PAYLOAD_BYTES:
+        raise ProtocolError(f"{kind} frame is too large ({len(header)}+{len(payload)} bytes)")
+    return PREFIX.pack(len(header), len(payload)) + header + payload
+
+
+def error_frame(code: str, message: str, *, fatal: bool = False) -> bytes:
+    return encode_frame(ERROR, code=code, message=message, fatal=fatal)
+
+
+def hello_frame() -> bytes:
+    return encode_frame(HELLO, version=list(PROTOCOL_VERSION), features=list(FEATURES))
+
+
+def check_hello(frame: Frame) -> None:
+    """Raise ProtocolError unless `frame` is a hello with our major version."""
+    if frame.kind != HELLO:
+        raise ProtocolError(f"expected a hello frame first, got {frame.kind!r}")
+    version = frame.header.get("version")
+    if not isinstance(version, list) or len(version) != 2:
+        raise ProtocolError(f"hello carries no valid version: {version!r}")
+    if version[0] != PROTOCOL_VERSION[0]:
+        ours = ".".join(map(str, PROTOCOL_VERSION))
+        theirs = ".".join(map(str, version))
+        raise ProtocolError(
+            f"protocol version {theirs} is not compatible with {ours}; "
+            "restart the sandbox so host and agent run the same Burrow version"
+        )
+
+
+class FrameDecoder:
+    """Turns a byte stream into frames; feed it whatever the socket returned."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[Frame]:
+        self._buffer += data
+        frames: list[Frame] = []
+        while len(self._buffer) >= PREFIX.size:
+            header_len, payload_len = PREFIX.unpack_from(self._buffer)
+            if header_len > MAX_HEADER_BYTES or payload_len > MAX_PAYLOAD_BYTES:
+                raise ProtocolError(f"frame too large ({header_len}+{payload_len} bytes)")
+            end = PREFIX.size + header_len + payload_len
+            if len(self._buffer) < end:
+                break
+            raw_header = bytes(self._buffer[PREFIX.size : PREFIX.size + header_len])
+            payload = bytes(self._buffer[PREFIX.size + header_len : end])
+            del self._buffer[:end]
+            frames.append(Frame(_parse_header(raw_header), payload))
+        return frames
+
+    @property
+    def pending(self) -> int:
+        """Bytes of an incomplete frame still waiting for the rest."""
+        return len(self._buffer)
+
+
+def _parse_header(raw: bytes) -> dict[str, Any]:
+    try:
+        header = json.loads(raw)
+    except ValueError as exc:
+        raise ProtocolError(f"frame header is not JSON: {exc}") from None
+    if not isinstance(header, dict) or header.get("kind") not in FRAME_KINDS:
+        raise ProtocolError(f"frame header has no known kind: {raw[:200]!r}")
+    return header

@@ -1,0 +1,106 @@
+"""The in-sandbox agent's accept loop: one connection per request, one thread each.
+
+One connection per request (instead of multiplexing ids on one stream) makes the
+connection the request's lifetime: a host that drops it cancels exactly that request,
+a large file transfer never blocks a streaming exec, and no request table can leak.
+A Unix-socket connect costs a few microseconds, so this is also the fast path.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+
+from . import protocol
+from .files import AgentError, Workspace
+
+RECV_BYTES = 64 * 1024
+
+
+def serve(listener: socket.socket, workspace: Workspace) -> None:
+    while True:
+        conn, _ = listener.accept()
+        threading.Thread(target=handle_connection, args=(conn, workspace), daemon=True).start()
+
+
+def handle_connection(conn: socket.socket, workspace: Workspace) -> None:
+    decoder = protocol.FrameDecoder()
+    backlog: list[protocol.Frame] = []
+    try:
+        try:
+            protocol.check_hello(_next_frame(conn, decoder, backlog))
+        except protocol.ProtocolError as exc:
+            conn.sendall(protocol.error_frame("protocol", str(exc), fatal=True))
+            return
+        conn.sendall(protocol.hello_frame())
+        request = _next_frame(conn, decoder, backlog)
+        try:
+            _dispatch(conn, request, decoder, backlog, workspace)
+        except AgentError as exc:
+            conn.sendall(protocol.error_frame(exc.code, exc.message))
+    except (ConnectionError, EOFError):
+        pass  # the host went away; nothing is left to answer
+    except protocol.ProtocolError as exc:
+        _send_quietly(conn, protocol.error_frame("protocol", str(exc), fatal=True))
+    except Exception as exc:  # keep the agent alive and tell the host what broke
+        _send_quietly(conn, protocol.error_frame("internal", f"{type(exc).__name__}: {exc}"))
+    finally:
+        conn.close()
+
+
+def _dispatch(
+    conn: socket.socket,
+    request: protocol.Frame,
+    decoder: protocol.FrameDecoder,
+    backlog: list[protocol.Frame],
+    workspace: Workspace,
+) -> None:
+    kind = request.kind
+    if kind == protocol.SPAWN:
+        # Imported here so that the handshake, which gates sandbox readiness, does not
+        # wait for subprocess and selectors to load.
+        from .process import Execution
+
+        Execution(conn, decoder, backlog, request.header, workspace.root).run()
+    elif kind == protocol.PING:
+        conn.sendall(protocol.encode_frame(protocol.PONG))
+    elif kind == protocol.READ:
+        conn.sendall(workspace.read(request.header))
+    elif kind == protocol.WRITE:
+        conn.sendall(workspace.write(request.header, request.payload))
+    elif kind == protocol.LIST:
+        conn.sendall(workspace.list(request.header))
+    elif kind == protocol.STAT:
+        conn.sendall(workspace.stat(request.header))
+    else:
+        raise AgentError("protocol", f"{kind!r} is not a request")
+
+
+def _next_frame(
+    conn: socket.socket, decoder: protocol.FrameDecoder, backlog: list[protocol.Frame]
+) -> protocol.Frame:
+    while not backlog:
+        data = conn.recv(RECV_BYTES)
+        if not data:
+            raise EOFError
+        backlog.extend(decoder.feed(data))
+    return backlog.pop(0)
+
+
+def _send_quietly(conn: socket.socket, data: bytes) -> None:
+    try:
+        conn.sendall(data)
+    except OSError:
+        pass
+
+
+def main(argv: list[str]) -> None:
+    """`python3 -m agent --listen-fd N --workspace DIR` (the socket is bound by the host)."""
+    options = dict(zip(argv[0::2], argv[1::2], strict=False))
+    listen_fd = int(options["--listen-fd"])
+    os.set_inheritable(listen_fd, False)  # commands must never get the agent's socket
+    listener = socket.socket(fileno=listen_fd)
+    workspace = Workspace(options["--workspace"])
+    os.chdir(workspace.root)
+    serve(listener, workspace)

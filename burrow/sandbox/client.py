@@ -1,0 +1,214 @@
+"""The host side of the agent protocol: one Unix-socket connection per request.
+
+Every request starts with the version handshake; error frames become
+`SandboxError(ErrorCode(code))`; a connection that cannot be made or breaks becomes
+`UNAVAILABLE`. Closing an exec stream before its exit kills the remote process group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from burrow.sandbox.agent import protocol
+from burrow.sandbox.backend import (
+    ErrorCode,
+    ExecChunk,
+    ExecEvent,
+    ExecExit,
+    ExecRequest,
+    FileEntry,
+    SandboxError,
+)
+
+RECV_BYTES = 256 * 1024
+ABORT_WAIT_SECONDS = 2.0  # how long an early close waits for the killed command to exit
+
+
+class _Connection:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.decoder = protocol.FrameDecoder()
+        self.backlog: list[protocol.Frame] = []
+
+    async def receive(self) -> protocol.Frame:
+        """The next frame; error frames are raised as SandboxError."""
+        while not self.backlog:
+            try:
+                data = await self.reader.read(RECV_BYTES)
+            except OSError as exc:
+                raise _unavailable(f"the connection to the sandbox agent broke ({exc})") from None
+            if not data:
+                raise _unavailable("the sandbox agent closed the connection before answering")
+            try:
+                self.backlog.extend(self.decoder.feed(data))
+            except protocol.ProtocolError as exc:
+                raise SandboxError(ErrorCode.PROTOCOL, str(exc)) from None
+        frame = self.backlog.pop(0)
+        if frame.kind == protocol.ERROR:
+            raise _error_from_frame(frame)
+        return frame
+
+    def send(self, data: bytes) -> None:
+        self.writer.write(data)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class AgentClient:
+    """Talks to the agent listening on `socket_path`."""
+
+    def __init__(
+        self, socket_path: str, *, version: tuple[int, int] = protocol.PROTOCOL_VERSION
+    ) -> None:
+        self.socket_path = socket_path
+        self._hello = protocol.encode_frame(
+            protocol.HELLO, version=list(version), features=list(protocol.FEATURES)
+        )
+
+    async def handshake(self) -> dict[str, Any]:
+        """Connect and exchange hellos; returns the agent's hello (version, features)."""
+        conn, hello = await self._open(b"")
+        conn.close()
+        return hello
+
+    async def ping(self) -> float:
+        started = time.perf_counter()
+        conn, _ = await self._open(protocol.encode_frame(protocol.PING))
+        try:
+            await self._expect(conn, protocol.PONG)
+        finally:
+            conn.close()
+        return time.perf_counter() - started
+
+    async def exec(self, request: ExecRequest) -> AsyncIterator[ExecEvent]:
+        spawn = protocol.encode_frame(
+            protocol.SPAWN,
+            argv=list(request.argv),
+            cwd=request.cwd,
+            env=dict(request.env),
+            timeout=request.timeout,
+            stdin=request.stdin is not None,
+            result_file=request.result_file,
+        )
+        if request.stdin is not None:
+            spawn += protocol.encode_frame(protocol.STDIN, request.stdin, eof=True)
+        conn, _ = await self._open(spawn)
+        finished = False
+        try:
+            while True:
+                frame = await conn.receive()
+                if frame.kind in (protocol.STDOUT, protocol.STDERR):
+                    yield ExecChunk(frame.kind, frame.payload)  # type: ignore[arg-type]
+                elif frame.kind == protocol.EXIT:
+                    finished = True
+                    header = frame.header
+                    yield ExecExit(
+                        exit_code=header.get("exit_code"),
+                        signal=header.get("signal"),
+                        timed_out=bool(header.get("timed_out")),
+                        result=frame.payload if header.get("has_result") else None,
+                    )
+                    return
+                else:
+                    raise SandboxError(ErrorCode.PROTOCOL, f"unexpected {frame.kind} frame")
+        finally:
+            if not finished:
+                await self._abort(conn)
+            conn.close()
+
+    async def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
+        frame = await self._request(
+            protocol.encode_frame(protocol.READ, path=path, offset=offset, limit=limit),
+            protocol.READ_RESULT,
+        )
+        return frame.payload
+
+    async def write_file(self, path: str, data: bytes) -> FileEntry:
+        frame = await self._request(
+            protocol.encode_frame(protocol.WRITE, data, path=path), protocol.WRITE_RESULT
+        )
+        return _entry(frame.header["entry"])
+
+    async def list_dir(self, path: str) -> list[FileEntry]:
+        frame = await self._request(
+            protocol.encode_frame(protocol.LIST, path=path), protocol.LIST_RESULT
+        )
+        return [_entry(entry) for entry in frame.header["entries"]]
+
+    async def stat(self, path: str) -> FileEntry:
+        frame = await self._request(
+            protocol.encode_frame(protocol.STAT, path=path), protocol.STAT_RESULT
+        )
+        return _entry(frame.header["entry"])
+
+    async def _open(self, request: bytes) -> tuple[_Connection, dict[str, Any]]:
+        try:
+            reader, writer = await asyncio.open_unix_connection(self.socket_path)
+        except OSError as exc:
+            raise _unavailable(f"the sandbox agent is not listening ({exc.strerror})") from None
+        conn = _Connection(reader, writer)
+        try:
+            conn.send(self._hello + request)
+            hello = await conn.receive()
+            protocol.check_hello(hello)
+        except protocol.ProtocolError as exc:
+            conn.close()
+            raise SandboxError(ErrorCode.PROTOCOL, str(exc)) from None
+        except BaseException:
+            conn.close()
+            raise
+        return conn, hello.header
+
+    async def _request(self, request: bytes, expected: str) -> protocol.Frame:
+        conn, _ = await self._open(request)
+        try:
+            return await self._expect(conn, expected)
+        finally:
+            conn.close()
+
+    @staticmethod
+    async def _expect(conn: _Connection, expected: str) -> protocol.Frame:
+        frame = await conn.receive()
+        if frame.kind != expected:
+            raise SandboxError(ErrorCode.PROTOCOL, f"expected {expected}, got {frame.kind}")
+        return frame
+
+    @staticmethod
+    async def _abort(conn: _Connection) -> None:
+        """Kill the command's process group and wait (briefly) until it has exited."""
+        try:
+            conn.send(protocol.encode_frame(protocol.SIGNAL, signal=int(signal.SIGKILL)))
+            async with asyncio.timeout(ABORT_WAIT_SECONDS):
+                while (await conn.receive()).kind != protocol.EXIT:
+                    pass
+        except (OSError, SandboxError, TimeoutError):
+            pass  # the agent also kills the group when the connection closes
+
+
+def _unavailable(detail: str) -> SandboxError:
+    return SandboxError(ErrorCode.UNAVAILABLE, f"The sandbox is unavailable: {detail}.")
+
+
+def _error_from_frame(frame: protocol.Frame) -> SandboxError:
+    raw_code = str(frame.header.get("code"))
+    try:
+        code = ErrorCode(raw_code)
+    except ValueError:
+        code = ErrorCode.INTERNAL
+    return SandboxError(code, str(frame.header.get("message", "")))
+
+
+def _entry(raw: dict[str, Any]) -> FileEntry:
+    return FileEntry(
+        name=raw["name"],
+        path=raw["path"],
+        kind=raw["kind"],
+        size=int(raw["size"]),
+        mtime=float(raw["mtime"]),
+    )

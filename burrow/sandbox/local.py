@@ -1,0 +1,303 @@
+"""The local backend: one long-lived bubblewrap sandbox per id, each with its own agent.
+
+The host binds the agent's Unix socket and hands the listening fd to the sandbox
+(socket activation), so the sandbox never sees the socket path and the host can connect
+at once: the handshake completes when the agent is up, with no polling. The host closes
+its copy of the listener, so a dead agent refuses connections instead of hanging them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import socket
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from burrow.sandbox import bwrap
+from burrow.sandbox.backend import (
+    ErrorCode,
+    ExecEvent,
+    ExecRequest,
+    FileEntry,
+    SandboxError,
+    SandboxStatus,
+)
+from burrow.sandbox.client import AgentClient
+
+SANDBOX_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+STDERR_TAIL_LINES = 20
+
+
+class LocalSandbox:
+    """A running (or stopped) bubblewrap sandbox; see `LocalBackend`."""
+
+    def __init__(self, sandbox_id: str, workspace_dir: Path, socket_path: Path) -> None:
+        self._id = sandbox_id
+        self.workspace_dir = workspace_dir  # on the host
+        self.socket_path = socket_path
+        self.client = AgentClient(str(socket_path))
+        self.detail = ""  # why the sandbox is not ready, shown with UNAVAILABLE errors
+        self._status: SandboxStatus = "stopped"
+        self._process: asyncio.subprocess.Process | None = None
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self._watchers: list[asyncio.Task[None]] = []
+        self._stopping = False
+
+    @property
+    def id(self) -> str:
+        return self._id
+
+    @property
+    def workspace(self) -> str:
+        return bwrap.SANDBOX_WORKSPACE
+
+    @property
+    def status(self) -> SandboxStatus:
+        return self._status
+
+    async def start(self, bwrap_bin: str, python: str, boot_timeout: float) -> None:
+        await self.stop()
+        self._status, self.detail, self._stopping = "starting", "", False
+        self._stderr_tail.clear()
+        self.workspace_dir.mkdir(parents=True, exist_ok=True)
+        self.socket_path.unlink(missing_ok=True)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            listener.bind(str(self.socket_path))
+            listener.listen(128)
+            argv = bwrap.build_argv(
+                bwrap_bin,
+                workspace=self.workspace_dir,
+                listen_fd=listener.fileno(),
+                python=python,
+            )
+            self._process = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE,
+                pass_fds=(listener.fileno(),),
+            )
+        except OSError as exc:
+            self._fail(f"could not start bubblewrap: {exc}")
+            raise SandboxError(ErrorCode.BOOT_FAILED, f"Sandbox {self.id}: {self.detail}") from exc
+        finally:
+            listener.close()
+        process = self._process
+        self._watchers = [
+            asyncio.create_task(self._collect_stderr(process)),
+            asyncio.create_task(self._watch_exit(process)),
+        ]
+        try:
+            async with asyncio.timeout(boot_timeout):
+                await self.client.handshake()
+        except (SandboxError, TimeoutError) as exc:
+            reason = await self._boot_failure(process, exc)
+            await self.stop()
+            self._fail(reason)
+            raise SandboxError(ErrorCode.BOOT_FAILED, f"Sandbox {self.id}: {reason}") from None
+        self._status = "ready"
+
+    async def stop(self) -> None:
+        """Kill every process of the sandbox (the pid namespace dies with bwrap)."""
+        process, self._process = self._process, None
+        self._stopping = True
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+        for task in self._watchers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._watchers = []
+        self.socket_path.unlink(missing_ok=True)
+        if self._status != "failed":
+            self._status = "stopped"
+            self.detail = "the sandbox was stopped"
+
+    async def exec(self, request: ExecRequest) -> AsyncIterator[ExecEvent]:
+        self._check_ready()
+        try:
+            async for event in self.client.exec(request):
+                yield event
+        except SandboxError as exc:
+            raise await self._explain(exc) from None
+
+    async def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
+        self._check_ready()
+        try:
+            return await self.client.read_file(path, offset, limit)
+        except SandboxError as exc:
+            raise await self._explain(exc) from None
+
+    async def write_file(self, path: str, data: bytes) -> None:
+        self._check_ready()
+        try:
+            await self.client.write_file(path, data)
+        except SandboxError as exc:
+            raise await self._explain(exc) from None
+
+    async def list_dir(self, path: str) -> list[FileEntry]:
+        self._check_ready()
+        try:
+            return await self.client.list_dir(path)
+        except SandboxError as exc:
+            raise await self._explain(exc) from None
+
+    async def stat(self, path: str) -> FileEntry:
+        self._check_ready()
+        try:
+            return await self.client.stat(path)
+        except SandboxError as exc:
+            raise await self._explain(exc) from None
+
+    async def ping(self) -> float:
+        self._check_ready()
+        try:
+            return await self.client.ping()
+        except SandboxError as exc:
+            raise await self._explain(exc) from None
+
+    def _check_ready(self) -> None:
+        if self._status != "ready":
+            raise self._unavailable()
+
+    def _unavailable(self) -> SandboxError:
+        return SandboxError(
+            ErrorCode.UNAVAILABLE,
+            f"Sandbox {self.id} is {self._status}: {self.detail or 'not running'}. "
+            "Restart it (create it again) to continue.",
+        )
+
+    async def _explain(self, exc: SandboxError) -> SandboxError:
+        """Turn a broken connection into the reason the sandbox died, when it did."""
+        if exc.code != ErrorCode.UNAVAILABLE:
+            return exc
+        process = self._process
+        if process is not None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(0.5):  # let the exit watcher record the death
+                    await process.wait()
+                    await asyncio.gather(*self._watchers, return_exceptions=True)
+        return self._unavailable() if self._status != "ready" else exc
+
+    def _fail(self, reason: str) -> None:
+        self._status, self.detail = "failed", reason
+
+    async def _collect_stderr(self, process: asyncio.subprocess.Process) -> None:
+        assert process.stderr is not None
+        async for line in process.stderr:
+            self._stderr_tail.append(line.decode(errors="replace").rstrip())
+
+    async def _watch_exit(self, process: asyncio.subprocess.Process) -> None:
+        returncode = await process.wait()
+        if self._stopping:
+            return
+        how = f"killed by signal {-returncode}" if returncode < 0 else f"exit code {returncode}"
+        stderr = "; ".join(line for line in self._stderr_tail if line)
+        self._fail(f"the sandbox agent died ({how}){': ' + stderr if stderr else ''}")
+
+    async def _boot_failure(self, process: asyncio.subprocess.Process, exc: Exception) -> str:
+        if isinstance(exc, TimeoutError):
+            return "the sandbox agent did not answer in time"
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(1.0):
+                await process.wait()
+                await asyncio.gather(*self._watchers, return_exceptions=True)
+        stderr = "; ".join(line for line in self._stderr_tail if line)
+        return f"the sandbox did not start: {stderr or exc}"
+
+
+class LocalBackend:
+    """Sandboxes as bubblewrap namespaces on this machine.
+
+    `data_dir` holds the workspaces (`data_dir/workspaces/<id>`); sockets live in a short
+    private directory under /tmp because Unix socket paths are limited to 108 bytes.
+    """
+
+    name = "local"
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        python: str = "/usr/bin/python3",
+        boot_timeout: float = 10.0,
+        runtime_dir: Path | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.python = python
+        self.boot_timeout = boot_timeout
+        self._runtime_dir = runtime_dir
+        self._owns_runtime_dir = runtime_dir is None
+        self._sandboxes: dict[str, LocalSandbox] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def workspace_dir(self, sandbox_id: str) -> Path:
+        """Where the sandbox's /workspace lives on the host."""
+        return self.data_dir / "workspaces" / _checked_id(sandbox_id)
+
+    def get(self, sandbox_id: str) -> LocalSandbox | None:
+        """The sandbox if this backend started it (in any status), without starting it."""
+        return self._sandboxes.get(sandbox_id)
+
+    async def create(self, sandbox_id: str) -> LocalSandbox:
+        workspace_dir = self.workspace_dir(sandbox_id)
+        async with self._locks.setdefault(sandbox_id, asyncio.Lock()):
+            sandbox = self._sandboxes.get(sandbox_id)
+            if sandbox is not None and sandbox.status == "ready":
+                return sandbox
+            bwrap_bin = bwrap.find_bwrap()
+            if not os.access(self.python, os.X_OK):
+                raise SandboxError(
+                    ErrorCode.BOOT_FAILED,
+                    f"{self.python} is missing: the local sandbox runs its agent with the "
+                    "system Python; install python3 (`apt-get install python3`).",
+                )
+            if sandbox is None:
+                socket_path = self._runtime_path() / f"{_short_hash(sandbox_id)}.sock"
+                sandbox = LocalSandbox(sandbox_id, workspace_dir, socket_path)
+                self._sandboxes[sandbox_id] = sandbox
+            await sandbox.start(bwrap_bin, self.python, self.boot_timeout)
+            return sandbox
+
+    async def destroy(self, sandbox_id: str) -> None:
+        workspace_dir = self.workspace_dir(sandbox_id)
+        async with self._locks.setdefault(sandbox_id, asyncio.Lock()):
+            sandbox = self._sandboxes.pop(sandbox_id, None)
+            if sandbox is not None:
+                await sandbox.stop()
+            await asyncio.to_thread(shutil.rmtree, workspace_dir, ignore_errors=True)
+
+    async def close(self) -> None:
+        await asyncio.gather(*(sandbox.stop() for sandbox in self._sandboxes.values()))
+        self._sandboxes.clear()
+        if self._owns_runtime_dir and self._runtime_dir is not None:
+            shutil.rmtree(self._runtime_dir, ignore_errors=True)
+            self._runtime_dir = None
+
+    def _runtime_path(self) -> Path:
+        if self._runtime_dir is None:
+            # Private (0700) and short: the socket path must stay under 108 bytes.
+            self._runtime_dir = Path(tempfile.mkdtemp(prefix="burrow-", dir="/tmp"))
+        return self._runtime_dir
+
+
+def _checked_id(sandbox_id: str) -> str:
+    if not SANDBOX_ID.fullmatch(sandbox_id) or ".." in sandbox_id:
+        raise SandboxError(
+            ErrorCode.BOOT_FAILED,
+            f"Invalid sandbox id {sandbox_id!r}: use letters, digits, '_', '-' or '.'.",
+        )
+    return sandbox_id
+
+
+def _short_hash(sandbox_id: str) -> str:
+    return hashlib.sha256(sandbox_id.encode()).hexdigest()[:16]
