@@ -7,6 +7,7 @@ there is no inherited default that silently runs something on the host.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -70,6 +71,18 @@ class ExecExit:
 
 
 ExecEvent = ExecChunk | ExecExit
+
+
+@contextlib.asynccontextmanager
+async def closing_exec(events: AsyncIterator[ExecEvent]) -> AsyncIterator[AsyncIterator[ExecEvent]]:
+    """Close an exec stream when the block is left, so a command abandoned by an exception
+    or a cancellation is killed at once rather than when the stream is garbage-collected."""
+    try:
+        yield events
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 @dataclass(frozen=True)

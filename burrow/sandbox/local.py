@@ -28,6 +28,7 @@ from burrow.sandbox.backend import (
     FileEntry,
     SandboxError,
     SandboxStatus,
+    closing_exec,
 )
 from burrow.sandbox.client import AgentClient
 
@@ -125,8 +126,10 @@ class LocalSandbox:
     async def exec(self, request: ExecRequest) -> AsyncIterator[ExecEvent]:
         self._check_ready()
         try:
-            async for event in self.client.exec(request):
-                yield event
+            # aclosing: closing this stream must close (and so kill) the agent's at once.
+            async with closing_exec(self.client.exec(request)) as events:
+                async for event in events:
+                    yield event
         except SandboxError as exc:
             raise await self._explain(exc) from None
 

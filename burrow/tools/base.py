@@ -26,6 +26,8 @@ class ToolLimits:
     max_timeout: float = 600.0
     output_head: int = 8_000  # characters of output the model sees from the start ...
     output_tail: int = 8_000  # ... and from the end, when the output is longer
+    read_lines: int = 2_000  # lines read_file returns when the model gives no limit
+    read_chars: int = 50_000  # characters read_file returns at most in one call
 
 
 @dataclass

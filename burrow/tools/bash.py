@@ -1,0 +1,158 @@
+"""The `bash` tool: one command in the conversation's sandbox, cwd kept across calls."""
+
+from __future__ import annotations
+
+import codecs
+import re
+import signal
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from burrow.llm.base import ToolSpec
+from burrow.sandbox.backend import (
+    ErrorCode,
+    ExecChunk,
+    ExecExit,
+    ExecRequest,
+    Sandbox,
+    SandboxError,
+    closing_exec,
+)
+from burrow.tools.arguments import json_schema, parse_arguments
+from burrow.tools.base import ToolContext, ToolError, ToolResult
+from burrow.tools.output import OutputBuffer
+
+OUTPUT_LOG_DIR = ".burrow/outputs"
+
+
+class BashArguments(BaseModel):
+    command: str = Field(description="The bash command (or script) to run.")
+    timeout: float | None = Field(
+        default=None,
+        gt=0,
+        description="Seconds before the command and everything it started are killed.",
+    )
+
+
+DESCRIPTION = """Run a bash command in the sandbox and return its combined stdout and stderr.
+The working directory starts at /workspace and persists between calls (`cd` sticks);
+environment variables and shell functions do not. Long output is cut in the middle and
+saved whole to a log file under .burrow/outputs/. Commands that never exit (servers,
+watchers) must be started in the background, e.g. `python3 -m http.server 8000 > server.log
+2>&1 &`; a command still running at its timeout is killed together with its children."""
+
+
+def _cwd_trap(result_file: str) -> str:
+    # An EXIT trap also runs after `exit N`; `pwd -P` records the physical directory.
+    return f"trap 'pwd -P > {result_file} 2>/dev/null' EXIT\n"
+
+
+class BashTool:
+    spec = ToolSpec(name="bash", description=DESCRIPTION, parameters=json_schema(BashArguments))
+
+    async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        args = parse_arguments(BashArguments, arguments, "bash")
+        if not args.command.strip():
+            raise ToolError("Invalid arguments for bash: 'command' is empty.")
+        timeout = min(args.timeout or ctx.limits.default_timeout, ctx.limits.max_timeout)
+        sandbox = await ctx.sandbox()
+        notes: list[str] = []
+        cwd = ctx.shell.cwd or sandbox.workspace
+        output = OutputBuffer(ctx.limits.output_head, ctx.limits.output_tail)
+        try:
+            exit_event = await _run(sandbox, args.command, cwd, timeout, output, ctx)
+        except SandboxError as exc:
+            if exc.code != ErrorCode.INVALID_CWD or ctx.shell.cwd is None:
+                raise
+            notes.append(f"[{cwd} no longer exists; the command ran in {sandbox.workspace}]")
+            ctx.shell.cwd = None
+            cwd = sandbox.workspace
+            exit_event = await _run(sandbox, args.command, cwd, timeout, output, ctx)
+        if exit_event.result:
+            recorded = exit_event.result.decode(errors="replace").strip()
+            if recorded.startswith("/"):
+                ctx.shell.cwd = cwd = recorded
+
+        log_path = None
+        if output.truncated:
+            log_path = f"{OUTPUT_LOG_DIR}/{_safe_name(ctx.call_id)}.log"
+            try:
+                await sandbox.write_file(log_path, output.full_text().encode())
+            except SandboxError:
+                log_path = None
+        text = output.for_model(log_path)
+        is_error = exit_event.timed_out or exit_event.exit_code != 0
+        if exit_event.timed_out:
+            notes.append(
+                f"Command timed out after {timeout:g} s; it was killed with everything it "
+                "started. Run long-lived programs in the background (`cmd > log 2>&1 &`)."
+            )
+        elif exit_event.signal is not None:
+            notes.append(f"[Command killed by signal {_signal_name(exit_event.signal)}]")
+        elif exit_event.exit_code != 0:
+            notes.append(f"[Exit code {exit_event.exit_code}]")
+        if not text and not notes:
+            text = "(no output)"
+        parts = [text.rstrip("\n")] if text else []
+        return ToolResult(
+            output="\n\n".join(parts + notes),
+            is_error=is_error,
+            exit_code=exit_event.exit_code,
+            truncated=output.truncated,
+            extra={"cwd": cwd, "log_path": log_path, "timed_out": exit_event.timed_out},
+        )
+
+
+async def _run(
+    sandbox: Sandbox,
+    command: str,
+    cwd: str,
+    timeout: float,
+    output: OutputBuffer,
+    ctx: ToolContext,
+) -> ExecExit:
+    """Stream the command's output to `output` and `ctx.on_output`; return its exit."""
+    result_file = f"/tmp/.burrow-cwd-{uuid.uuid4().hex}"
+    request = ExecRequest(
+        argv=["bash", "-c", _cwd_trap(result_file) + command],
+        cwd=cwd,
+        timeout=timeout,
+        result_file=result_file,
+    )
+    decoders = {
+        "stdout": codecs.getincrementaldecoder("utf-8")(errors="replace"),
+        "stderr": codecs.getincrementaldecoder("utf-8")(errors="replace"),
+    }
+    exit_event: ExecExit | None = None
+    # aclosing: on cancellation (a user interrupt) the stream is closed at once, which kills
+    # the command's process group; the CancelledError then propagates to the caller.
+    async with closing_exec(sandbox.exec(request)) as events:
+        async for event in events:
+            if isinstance(event, ExecChunk):
+                text = decoders[event.stream].decode(event.data)
+                if text:
+                    output.add(text)
+                    await ctx.on_output(event.stream, text)
+            else:
+                exit_event = event
+    for stream, decoder in decoders.items():
+        rest = decoder.decode(b"", final=True)
+        if rest:
+            output.add(rest)
+            await ctx.on_output(stream, rest)  # type: ignore[arg-type]
+    if exit_event is None:
+        raise SandboxError(ErrorCode.PROTOCOL, "the command's output ended without an exit")
+    return exit_event
+
+
+def _safe_name(call_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", call_id)[:100] or uuid.uuid4().hex
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return f"{number} ({signal.Signals(number).name})"
+    except ValueError:
+        return str(number)

@@ -1,0 +1,20 @@
+"""The tools a conversation gets by default, and their specs for the model."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from burrow.llm.base import ToolSpec
+from burrow.tools.base import Tool
+from burrow.tools.bash import BashTool
+from burrow.tools.files import EditFileTool, ReadFileTool, WriteFileTool
+
+
+def default_tools() -> dict[str, Tool]:
+    tools: list[Tool] = [BashTool(), ReadFileTool(), WriteFileTool(), EditFileTool()]
+    return {tool.spec.name: tool for tool in tools}
+
+
+def tool_specs(tools: Mapping[str, Tool] | None = None) -> list[ToolSpec]:
+    """What the model is told it may call (the default tools unless given)."""
+    return [tool.spec for tool in (tools if tools is not None else default_tools()).values()]
