@@ -78,10 +78,13 @@ StreamEvent = TextDelta | ThinkingDelta | ToolCallDelta | Usage | Done
 class ModelError(Exception):
     """A model call failed. `retryable` says whether trying again may help."""
 
-    def __init__(self, message: str, *, retryable: bool = False) -> None:
+    def __init__(
+        self, message: str, *, retryable: bool = False, retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.retryable = retryable
+        self.retry_after = retry_after  # seconds the server asked us to wait, if it said
 
 
 class Provider(Protocol):
@@ -111,4 +114,8 @@ class ScriptedTurn:
 
     text: str = ""
     thinking: str = ""
+    # (name, arguments): a dict is sent as JSON, a str verbatim (so it may be invalid JSON)
     tool_calls: list[tuple[str, dict[str, Any] | str]] = field(default_factory=list)
+    delay: float = 0.0  # seconds before each streamed chunk, to test interrupts mid-stream
+    error: str = ""  # if set, raise ModelError(error) after the thinking and text
+    error_retryable: bool = False

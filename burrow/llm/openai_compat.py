@@ -1,0 +1,172 @@
+"""Chat completions over any OpenAI-compatible server (OpenAI, DeepSeek, vLLM, Ollama, ...)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import openai
+
+from burrow.llm.base import (
+    Done,
+    Message,
+    ModelError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    ToolSpec,
+    Usage,
+)
+from burrow.llm.openai_errors import redact, status_error, transport_error
+from burrow.llm.openai_wire import ToolCallIndexes, thinking_of, wire_messages, wire_tools
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+
+class OpenAICompatProvider:
+    """Streams one answer per call; never retries (wrap it in `RetryingProvider`).
+
+    `first_token_timeout` bounds the wait from the request to the first thinking, text or
+    tool-call fragment; `read_timeout` bounds every silence after that.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        api_key: str,
+        base_url: str | None = None,
+        *,
+        first_token_timeout: float = 180.0,
+        read_timeout: float = 120.0,
+        connect_timeout: float = 10.0,
+        include_usage: bool = True,
+    ) -> None:
+        self.model = model
+        self.name = f"openai:{model}"
+        self.base_url = (base_url or OPENAI_BASE_URL).rstrip("/")
+        self.first_token_timeout = first_token_timeout
+        self.include_usage = include_usage
+        self._api_key = api_key
+        self._client = openai.AsyncOpenAI(
+            api_key=api_key,
+            base_url=self.base_url,
+            max_retries=0,  # retries belong to RetryingProvider, which knows what was shown
+            timeout=openai.Timeout(read_timeout, connect=connect_timeout),
+        )
+
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> AsyncIterator[StreamEvent]:
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": wire_messages(messages),
+            "stream": True,
+        }
+        if tools:  # some servers reject an empty list
+            request["tools"] = wire_tools(tools)
+        if self.include_usage:
+            request["stream_options"] = {"include_usage": True}
+        started = False
+        try:
+            async with asyncio.timeout(self.first_token_timeout) as first_token:
+                async for event in self._events(request):
+                    if not started:
+                        started = True
+                        first_token.reschedule(None)
+                    yield event
+        except ModelError as exc:
+            redacted = self._redacted(exc)
+            if redacted is exc:
+                raise
+            raise redacted from exc
+        except TimeoutError as exc:
+            raise ModelError(
+                f"The model server at {self.base_url} sent nothing for "
+                f"{self.first_token_timeout:g} s: it may be overloaded. Try again.",
+                retryable=True,
+            ) from exc
+        except openai.APIStatusError as exc:
+            error = status_error(exc, base_url=self.base_url, model=self.model)
+            raise self._redacted(error) from exc
+        except openai.APIConnectionError as exc:
+            raise self._redacted(
+                transport_error(exc, base_url=self.base_url, started=started)
+            ) from exc
+        except openai.APIError as exc:  # an error event inside the stream
+            raise self._redacted(
+                ModelError(
+                    f"The model server at {self.base_url} reported an error: {exc.message}",
+                    retryable=True,
+                )
+            ) from exc
+        except json.JSONDecodeError as exc:
+            raise ModelError(
+                f"The model server at {self.base_url} sent a stream chunk that is not JSON "
+                f"({exc.msg} at position {exc.pos}): {self._snippet(exc.doc)}"
+            ) from exc
+
+    async def _events(self, request: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+        indexes = ToolCallIndexes()
+        finish_reason: str | None = None
+        usage: Usage | None = None
+        stream = await self._client.chat.completions.create(**request)
+        async with stream:
+            async for chunk in stream:
+                try:
+                    events, finish, chunk_usage = self._read_chunk(chunk, indexes)
+                except (AttributeError, TypeError, ValueError) as exc:
+                    raise ModelError(
+                        f"The model server at {self.base_url} sent a malformed stream chunk "
+                        f"({exc}): {self._snippet(repr(chunk))}"
+                    ) from exc
+                finish_reason = finish or finish_reason
+                usage = chunk_usage or usage
+                for event in events:
+                    yield event
+        if finish_reason is None:
+            raise ModelError(
+                f"The model stream ended early: the server at {self.base_url} closed it "
+                "before the answer was finished. Trying again usually helps.",
+                retryable=True,
+            )
+        if usage is not None:
+            yield usage
+        yield Done(finish_reason)
+
+    def _read_chunk(
+        self, chunk: Any, indexes: ToolCallIndexes
+    ) -> tuple[list[StreamEvent], str | None, Usage | None]:
+        usage = None
+        if chunk.usage is not None:  # the last chunk with include_usage; some send it often
+            usage = Usage(
+                prompt_tokens=int(chunk.usage.prompt_tokens or 0),
+                completion_tokens=int(chunk.usage.completion_tokens or 0),
+            )
+        if not chunk.choices:
+            return [], None, usage
+        choice = chunk.choices[0]
+        events: list[StreamEvent] = []
+        delta = choice.delta
+        if delta is not None:
+            thinking = thinking_of(delta)
+            if thinking is not None:
+                events.append(thinking)
+            if delta.content:
+                events.append(TextDelta(str(delta.content)))
+            for position, fragment in enumerate(delta.tool_calls or ()):
+                call: ToolCallDelta = indexes.delta(position, fragment)
+                events.append(call)
+        finish = choice.finish_reason
+        return events, str(finish) if finish else None, usage
+
+    def _redacted(self, error: ModelError) -> ModelError:
+        message = redact(error.message, self._api_key)
+        if message == error.message:
+            return error
+        return ModelError(message, retryable=error.retryable, retry_after=error.retry_after)
+
+    def _snippet(self, text: str) -> str:
+        text = redact(text, self._api_key)
+        return repr(text if len(text) <= 200 else text[:200] + "…")

@@ -1,0 +1,100 @@
+"""What went wrong with an OpenAI-compatible server, told as what the user should do.
+
+Every message passes through `redact`, so an API key a server echoes back never reaches
+the journal or the logs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+
+from burrow.llm.base import ModelError
+
+
+def redact(text: str, api_key: str) -> str:
+    return text.replace(api_key, "***") if len(api_key) >= 4 else text
+
+
+def server_message(exc: openai.APIStatusError) -> str:
+    """The server's own explanation, from whichever body shape it uses."""
+    body: Any = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return str(inner["message"])
+        if isinstance(inner, str):
+            return inner
+        if isinstance(body.get("detail"), str):  # FastAPI-based servers
+            return str(body["detail"])
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:500]
+    return exc.message
+
+
+def _error_code(exc: openai.APIStatusError) -> str:
+    body: Any = exc.body
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    code = inner.get("code") if isinstance(inner, dict) else None
+    return code if isinstance(code, str) else ""
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    value = exc.response.headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None  # an HTTP date; the backoff will do
+
+
+def status_error(exc: openai.APIStatusError, *, base_url: str, model: str) -> ModelError:
+    status = exc.status_code
+    said = server_message(exc)
+    if status == 401:
+        return ModelError(
+            f"The model server at {base_url} rejected the API key: check OPENAI_API_KEY."
+        )
+    if status == 403:
+        return ModelError(
+            f"The model server at {base_url} refused the request (403: {said}): check that "
+            f"OPENAI_API_KEY may use model {model!r}."
+        )
+    if status == 404:
+        return ModelError(
+            f"Model {model!r} was not found at {base_url} ({said}): set BURROW_MODEL to a "
+            "model that server offers, or OPENAI_BASE_URL to the server that has it."
+        )
+    if status == 429 and _error_code(exc) == "insufficient_quota":
+        return ModelError(
+            f"The model server at {base_url} says the account is out of quota ({said}): "
+            "check its billing, or use another OPENAI_API_KEY."
+        )
+    if status == 429:
+        return ModelError(
+            f"The model server at {base_url} is rate limiting requests (429: {said}).",
+            retryable=True,
+            retry_after=_retry_after(exc),
+        )
+    if status in (408, 409) or status >= 500:
+        return ModelError(
+            f"The model server at {base_url} failed ({status}: {said}).", retryable=True
+        )
+    return ModelError(f"The model server at {base_url} rejected the request ({status}: {said}).")
+
+
+def transport_error(exc: openai.APIConnectionError, *, base_url: str, started: bool) -> ModelError:
+    cause = exc.__cause__ or exc
+    detail = f"{type(cause).__name__}: {cause}".rstrip(": ")
+    if started:
+        return ModelError(
+            f"The model stream ended early: the connection to {base_url} was lost ({detail}).",
+            retryable=True,
+        )
+    if isinstance(exc, openai.APITimeoutError):
+        return ModelError(f"The model server at {base_url} did not answer in time.", retryable=True)
+    return ModelError(
+        f"Could not reach the model server at {base_url} ({detail}): check OPENAI_BASE_URL "
+        "and that the server is running.",
+        retryable=True,
+    )

@@ -1,0 +1,101 @@
+"""Burrow's neutral messages and tools in the chat-completions wire format, and back."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from burrow.llm.base import Message, ThinkingDelta, ToolCallDelta, ToolSpec
+
+# Some servers reject an empty tool message; the model still needs to see that it ran.
+EMPTY_TOOL_OUTPUT = "(no output)"
+
+
+def wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The request's `messages`. Thinking is not sent back: most servers reject it."""
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "assistant":
+            if not message.content and not message.tool_calls:
+                continue  # e.g. an interrupted answer that only thought: nothing to send
+            entry: dict[str, Any] = {"role": "assistant", "content": message.content}
+            if message.tool_calls:
+                # With tool calls an empty content is null; several servers refuse "".
+                entry["content"] = message.content or None
+                entry["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments or "{}"},
+                    }
+                    for call in message.tool_calls
+                ]
+            wire.append(entry)
+        elif message.role == "tool":
+            wire.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": message.tool_call_id,
+                    "content": message.content or EMPTY_TOOL_OUTPUT,
+                }
+            )
+        else:
+            wire.append({"role": message.role, "content": message.content})
+    return wire
+
+
+def wire_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.parameters,
+            },
+        }
+        for tool in tools
+    ]
+
+
+def thinking_of(delta: Any) -> ThinkingDelta | None:
+    """Reasoning text of a delta: `reasoning_content` (DeepSeek, older vLLM) or `reasoning`
+    (newer vLLM, OpenRouter, Ollama). Servers sending both repeat the text, so take one."""
+    for key in ("reasoning_content", "reasoning"):
+        value = getattr(delta, key, None)
+        if isinstance(value, str) and value:
+            return ThinkingDelta(value)
+    return None
+
+
+@dataclass
+class ToolCallIndexes:
+    """Gives each streamed tool call a stable index of its own.
+
+    Servers mostly number parallel calls with `index`, but some send every call with
+    index 0 (or none) and tell them apart only by a new `id`.
+    """
+
+    by_server_index: dict[int, int] = field(default_factory=dict)
+    ids: dict[int, str] = field(default_factory=dict)  # our index -> the call's id
+
+    def delta(self, position: int, fragment: Any) -> ToolCallDelta:
+        server_index = fragment.index if isinstance(fragment.index, int) else position
+        call_id = fragment.id if isinstance(fragment.id, str) else ""
+        index = self.by_server_index.get(server_index)
+        if index is None or (call_id and self.ids.get(index, call_id) != call_id):
+            index = len(self.ids)
+            self.by_server_index[server_index] = index
+        if call_id:
+            self.ids[index] = call_id
+        self.ids.setdefault(index, "")
+        function = fragment.function
+        name = getattr(function, "name", None) or ""
+        arguments = getattr(function, "arguments", None) or ""
+        if not isinstance(arguments, str):  # some servers send the object itself
+            arguments = json.dumps(arguments)
+        if not isinstance(name, str):
+            raise TypeError(f"tool call name is {type(name).__name__}, not a string")
+        return ToolCallDelta(index=index, id=call_id, name=name, arguments=arguments)

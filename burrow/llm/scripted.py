@@ -1,0 +1,154 @@
+"""A model that replays a fixed script: for tests, evals and the offline demo."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import secrets
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from burrow.llm.base import (
+    Done,
+    Message,
+    ModelError,
+    ScriptedTurn,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolSpec,
+    Usage,
+)
+
+END_OF_SCRIPT = ScriptedTurn(text="(end of script)")
+
+
+class ScriptedProvider:
+    """Answers the n-th `stream` call with the n-th turn, then "(end of script)" forever.
+
+    With `turn_from_context=True` the turn is chosen by how many assistant messages the
+    conversation already holds instead, so a fresh provider (a new run, a restarted
+    server) continues the script where the conversation left off.
+    """
+
+    def __init__(
+        self,
+        turns: Sequence[ScriptedTurn],
+        *,
+        chunk_delay: float = 0.0,
+        turn_from_context: bool = False,
+        name: str = "scripted",
+    ) -> None:
+        self.turns = list(turns)
+        self.chunk_delay = chunk_delay
+        self.turn_from_context = turn_from_context
+        self.name = name
+        self.requests: list[list[Message]] = []  # the context of every call, in order
+        self.tool_requests: list[list[ToolSpec]] = []  # the tools offered with each call
+
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> AsyncIterator[StreamEvent]:
+        self.requests.append(list(messages))
+        self.tool_requests.append(list(tools))
+        if self.turn_from_context:
+            index = sum(1 for m in messages if m.role == "assistant")
+        else:
+            index = len(self.requests) - 1
+        turn = self.turns[index] if index < len(self.turns) else END_OF_SCRIPT
+        async for event in play(turn, messages, chunk_delay=self.chunk_delay):
+            yield event
+
+
+def words(text: str) -> list[str]:
+    """Word-sized chunks that join back to exactly `text`."""
+    return re.findall(r"\s*\S+\s*", text) or ([text] if text else [])
+
+
+def thirds(text: str) -> list[str]:
+    """A few larger chunks: thinking streams, but it is not worth a chunk per word."""
+    parts = words(text)
+    size = max(1, -(-len(parts) // 3))
+    return ["".join(parts[i : i + size]) for i in range(0, len(parts), size)]
+
+
+def arguments_text(arguments: dict[str, Any] | str) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+async def play(
+    turn: ScriptedTurn, messages: Sequence[Message], *, chunk_delay: float = 0.0
+) -> AsyncIterator[StreamEvent]:
+    """Stream one turn the way a real server would: thinking, text, tool calls, usage, done."""
+    delay = turn.delay or chunk_delay
+
+    async def paced(event: StreamEvent) -> StreamEvent:
+        if delay > 0:
+            await asyncio.sleep(delay)
+        return event
+
+    for part in thirds(turn.thinking):
+        yield await paced(ThinkingDelta(part))
+    for part in words(turn.text):
+        yield await paced(TextDelta(part))
+    if turn.error:
+        if delay > 0:
+            await asyncio.sleep(delay)
+        raise ModelError(turn.error, retryable=turn.error_retryable)
+    batch = secrets.token_hex(4)  # ids stay unique when a new provider replays a script
+    produced = len(turn.thinking) + len(turn.text)
+    for index, (name, arguments) in enumerate(turn.tool_calls):
+        raw = arguments_text(arguments)
+        produced += len(name) + len(raw)
+        half = len(raw) // 2  # two fragments, as servers stream them
+        yield await paced(ToolCallDelta(index, id=f"call_{batch}_{index}", name=name))
+        yield await paced(ToolCallDelta(index, arguments=raw[:half]))
+        yield await paced(ToolCallDelta(index, arguments=raw[half:]))
+    prompt = sum(len(m.content) + len(m.thinking) for m in messages)
+    prompt += sum(len(c.arguments) for m in messages for c in m.tool_calls)
+    yield Usage(prompt_tokens=max(1, prompt // 4), completion_tokens=max(1, produced // 4))
+    yield Done("tool_calls" if turn.tool_calls else "stop")
+
+
+def load_script(path: str | Path) -> list[ScriptedTurn]:
+    """Read a script: a JSON list of {text, thinking, tool_calls: [{name, arguments}],
+    delay, error, error_retryable}, every key optional."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"Cannot read the model script {path}: {exc.strerror}") from exc
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"The model script {path} is not valid JSON: {exc}") from exc
+    if not isinstance(data, list):
+        raise ValueError(f"The model script {path} must be a JSON list of turns")
+    return [_turn(item, f"{path}, turn {i + 1}") for i, item in enumerate(data)]
+
+
+_TURN_KEYS = {"text", "thinking", "tool_calls", "delay", "error", "error_retryable"}
+
+
+def _turn(item: Any, where: str) -> ScriptedTurn:
+    if not isinstance(item, dict):
+        raise ValueError(f"{where}: a turn must be an object")
+    unknown = set(item) - _TURN_KEYS
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {sorted(unknown)}; known: {sorted(_TURN_KEYS)}")
+    calls: list[tuple[str, dict[str, Any] | str]] = []
+    for call in item.get("tool_calls", []):
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+            raise ValueError(f"{where}: each tool call needs a string 'name'")
+        arguments = call.get("arguments", {})
+        if not isinstance(arguments, dict | str):
+            raise ValueError(f"{where}: tool call arguments must be an object or a string")
+        calls.append((call["name"], arguments))
+    return ScriptedTurn(
+        text=str(item.get("text", "")),
+        thinking=str(item.get("thinking", "")),
+        tool_calls=calls,
+        delay=float(item.get("delay", 0.0)),
+        error=str(item.get("error", "")),
+        error_retryable=bool(item.get("error_retryable", False)),
+    )
