@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy.ext.asyncio import AsyncEngine
+from burrow.store.database import Database
 
 from burrow.config import Settings
 from burrow.llm.base import Pricing, Provider
@@ -32,7 +32,7 @@ LOCAL_OWNER = "admin"
 @dataclass
 class Services:
     settings: Settings
-    engine: AsyncEngine
+    db: Database
     users: UserStore
     conversations: ConversationStore
     journal: Journal
@@ -41,7 +41,7 @@ class Services:
 
     async def close(self) -> None:
         await self.runtime.shutdown()
-        await self.engine.dispose()
+        await self.db.close()
 
 
 def make_backend(settings: Settings) -> Backend:
@@ -66,10 +66,10 @@ async def open_services(
     backend: Backend | None = None,
 ) -> Services:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    engine = await open_database(settings.database())
-    users = UserStore(engine)
-    conversations = ConversationStore(engine)
-    journal = Journal(EventStore(engine))
+    db = await open_database(settings.database())
+    users = UserStore(db)
+    conversations = ConversationStore(db)
+    journal = Journal(EventStore(db))
     config = model_config(settings)
     runtime = Runtime(
         journal,
@@ -84,4 +84,4 @@ async def open_services(
     )
     await runtime.recover()
     owner = await users.get_or_create(LOCAL_OWNER, is_admin=True)
-    return Services(settings, engine, users, conversations, journal, runtime, owner)
+    return Services(settings, db, users, conversations, journal, runtime, owner)

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import asyncpg
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from burrow.store.database import open_database
+from burrow.store.database import Database, open_database
 
 PG_ADMIN_DSN = os.environ.get("BURROW_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 IN_CI = os.environ.get("CI") == "true"
@@ -54,7 +53,7 @@ def sqlite_url(tmp_path: Path) -> str:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-async def engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AsyncEngine]:
+async def engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Database]:
     """The same test against a real SQLite file and a real PostgreSQL database."""
     async with contextlib.AsyncExitStack() as stack:
         if request.param == "sqlite":
@@ -63,4 +62,4 @@ async def engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
             url = await stack.enter_async_context(pg_database())
         eng = await open_database(url)
         yield eng
-        await eng.dispose()
+        await eng.close()

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
 
+from burrow.store.database import Database
 from burrow.store.records import Conversation, User
 from burrow.store.schema import conversations, users
 
@@ -44,34 +44,34 @@ def _aware(value: datetime) -> datetime:
 
 
 class UserStore:
-    def __init__(self, engine: AsyncEngine) -> None:
-        self._engine = engine
+    def __init__(self, db: Database) -> None:
+        self._db = db
 
     async def get_or_create(self, username: str, *, is_admin: bool = False) -> User:
-        async with self._engine.begin() as conn:
-            row = (
-                await conn.execute(sa.select(users).where(users.c.username == username))
-            ).first()
-            if row is None:
-                uid = new_id("u")
-                await conn.execute(
-                    users.insert().values(
-                        id=uid, username=username, is_admin=is_admin, created_at=now()
-                    )
+        def find_or_insert(conn: sa.Connection) -> User:
+            row = conn.execute(sa.select(users).where(users.c.username == username)).first()
+            if row is not None:
+                return User(id=row.id, username=row.username, is_admin=row.is_admin)
+            uid = new_id("u")
+            conn.execute(
+                users.insert().values(
+                    id=uid, username=username, is_admin=is_admin, created_at=now()
                 )
-                return User(id=uid, username=username, is_admin=is_admin)
-            return User(id=row.id, username=row.username, is_admin=row.is_admin)
+            )
+            return User(id=uid, username=username, is_admin=is_admin)
+
+        return await self._db.run(find_or_insert)
 
 
 class ConversationStore:
-    def __init__(self, engine: AsyncEngine) -> None:
-        self._engine = engine
+    def __init__(self, db: Database) -> None:
+        self._db = db
 
     async def create(self, owner_id: str, title: str, profile: str = "default") -> Conversation:
         ts = now()
         cid = new_id("c")
-        async with self._engine.begin() as conn:
-            await conn.execute(
+        await self._db.run(
+            lambda conn: conn.execute(
                 conversations.insert().values(
                     id=cid,
                     owner_id=owner_id,
@@ -87,6 +87,7 @@ class ConversationStore:
                     cost=0.0,
                 )
             )
+        )
         found = await self.get(cid)
         assert found is not None
         return found
@@ -96,8 +97,7 @@ class ConversationStore:
         query = sa.select(conversations).where(conversations.c.id == cid)
         if owner_id is not None:
             query = query.where(conversations.c.owner_id == owner_id)
-        async with self._engine.connect() as conn:
-            row = (await conn.execute(query)).first()
+        row = await self._db.run(lambda conn: conn.execute(query).first())
         return _conversation(row) if row else None
 
     async def owned_by(self, owner_id: str, limit: int = 200) -> list[Conversation]:
@@ -107,29 +107,21 @@ class ConversationStore:
             .order_by(conversations.c.updated_at.desc(), conversations.c.id.desc())
             .limit(limit)
         )
-        async with self._engine.connect() as conn:
-            return [_conversation(r) for r in await conn.execute(query)]
+        return await self._db.run(lambda conn: [_conversation(r) for r in conn.execute(query)])
 
     async def with_status(self, status: str) -> list[Conversation]:
         query = sa.select(conversations).where(conversations.c.status == status)
-        async with self._engine.connect() as conn:
-            return [_conversation(r) for r in await conn.execute(query)]
+        return await self._db.run(lambda conn: [_conversation(r) for r in conn.execute(query)])
 
     async def rename(self, cid: str, title: str) -> None:
-        async with self._engine.begin() as conn:
-            await conn.execute(
-                conversations.update()
-                .where(conversations.c.id == cid)
-                .values(title=title, updated_at=now())
-            )
+        query = conversations.update().where(conversations.c.id == cid)
+        await self._db.run(lambda conn: conn.execute(query.values(title=title, updated_at=now())))
 
     async def set_status(self, cid: str, status: str) -> None:
-        async with self._engine.begin() as conn:
-            await conn.execute(
-                conversations.update().where(conversations.c.id == cid).values(status=status)
-            )
+        query = conversations.update().where(conversations.c.id == cid).values(status=status)
+        await self._db.run(lambda conn: conn.execute(query))
 
     async def delete(self, cid: str) -> None:
-        async with self._engine.begin() as conn:
-            # Events go with the row through ON DELETE CASCADE.
-            await conn.execute(conversations.delete().where(conversations.c.id == cid))
+        # Events go with the row through ON DELETE CASCADE.
+        query = conversations.delete().where(conversations.c.id == cid)
+        await self._db.run(lambda conn: conn.execute(query))

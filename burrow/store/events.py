@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
 
+from burrow.store.database import Database
 from burrow.store.records import Event, NewEvent, ProjectionChange
 from burrow.store.schema import conversations, events
 
@@ -21,9 +21,30 @@ def timestamp() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
+# Built once: composing SQLAlchemy statements costs more than running them on SQLite.
+_RESERVE_SEQS = (
+    conversations.update()
+    .where(conversations.c.id == sa.bindparam("p_cid"))
+    .values(
+        last_seq=conversations.c.last_seq + sa.bindparam("p_count", type_=sa.Integer),
+        updated_at=sa.bindparam("p_now", type_=sa.DateTime(timezone=True)),
+        prompt_tokens=conversations.c.prompt_tokens + sa.bindparam("p_prompt", type_=sa.BigInteger),
+        completion_tokens=conversations.c.completion_tokens
+        + sa.bindparam("p_completion", type_=sa.BigInteger),
+        cost=conversations.c.cost + sa.bindparam("p_cost", type_=sa.Float),
+        status=sa.func.coalesce(sa.bindparam("p_status", type_=sa.String), conversations.c.status),
+        sandbox_status=sa.func.coalesce(
+            sa.bindparam("p_sandbox", type_=sa.String), conversations.c.sandbox_status
+        ),
+    )
+    .returning(conversations.c.last_seq)
+)
+_INSERT_EVENTS = events.insert()
+
+
 class EventStore:
-    def __init__(self, engine: AsyncEngine) -> None:
-        self._engine = engine
+    def __init__(self, db: Database) -> None:
+        self._db = db
 
     async def append(
         self, cid: str, batch: Sequence[NewEvent], change: ProjectionChange
@@ -35,26 +56,19 @@ class EventStore:
         stay gap-free and unique without a table lock.
         """
         ts = timestamp()
-        values: dict[str, object] = {
-            "last_seq": conversations.c.last_seq + len(batch),
-            "updated_at": datetime.now(UTC),
-            "prompt_tokens": conversations.c.prompt_tokens + change.prompt_tokens,
-            "completion_tokens": conversations.c.completion_tokens + change.completion_tokens,
-            "cost": conversations.c.cost + change.cost,
+        params = {
+            "p_cid": cid,
+            "p_count": len(batch),
+            "p_now": datetime.now(UTC),
+            "p_prompt": change.prompt_tokens,
+            "p_completion": change.completion_tokens,
+            "p_cost": change.cost,
+            "p_status": change.status,
+            "p_sandbox": change.sandbox_status,
         }
-        if change.status is not None:
-            values["status"] = change.status
-        if change.sandbox_status is not None:
-            values["sandbox_status"] = change.sandbox_status
-        async with self._engine.begin() as conn:
-            last = (
-                await conn.execute(
-                    conversations.update()
-                    .where(conversations.c.id == cid)
-                    .values(**values)
-                    .returning(conversations.c.last_seq)
-                )
-            ).scalar_one_or_none()
+
+        def write(conn: sa.Connection) -> list[Event]:
+            last = conn.execute(_RESERVE_SEQS, params).scalar_one_or_none()
             if last is None:
                 raise ConversationGone(cid)
             first = last - len(batch) + 1
@@ -69,8 +83,8 @@ class EventStore:
                 )
                 for i, e in enumerate(batch)
             ]
-            await conn.execute(
-                events.insert(),
+            conn.execute(
+                _INSERT_EVENTS,
                 [
                     {
                         "conversation_id": cid,
@@ -83,7 +97,9 @@ class EventStore:
                     for e in stored
                 ],
             )
-        return stored
+            return stored
+
+        return await self._db.run(write)
 
     async def read(self, cid: str, after: int = 0, limit: int | None = None) -> list[Event]:
         query = (
@@ -93,8 +109,8 @@ class EventStore:
         )
         if limit is not None:
             query = query.limit(limit)
-        async with self._engine.connect() as conn:
-            rows = await conn.execute(query)
+
+        def fetch(conn: sa.Connection) -> list[Event]:
             return [
                 Event(
                     conversation_id=cid,
@@ -104,5 +120,7 @@ class EventStore:
                     run_id=r.run_id,
                     data_json=r.data,
                 )
-                for r in rows
+                for r in conn.execute(query)
             ]
+
+        return await self._db.run(fetch)

@@ -22,7 +22,7 @@ async def journal_and_cid(tmp_path: Path) -> AsyncIterator[tuple[Journal, str]]:
     user = await UserStore(engine).get_or_create("alice")
     cid = (await ConversationStore(engine).create(user.id, "t")).id
     yield Journal(EventStore(engine)), cid
-    await engine.dispose()
+    await engine.close()
 
 
 def _note(i: int) -> NewEvent:

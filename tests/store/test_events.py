@@ -5,20 +5,20 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from burrow.runs.journal import projection_change
 from burrow.store.conversations import ConversationStore, UserStore
+from burrow.store.database import Database
 from burrow.store.events import ConversationGone, EventStore
 from burrow.store.records import NewEvent
 
 
-async def _conversation(engine: AsyncEngine) -> str:
+async def _conversation(engine: Database) -> str:
     user = await UserStore(engine).get_or_create("alice")
     return (await ConversationStore(engine).create(user.id, "t")).id
 
 
-async def test_concurrent_appends_get_unique_gap_free_seqs(engine: AsyncEngine) -> None:
+async def test_concurrent_appends_get_unique_gap_free_seqs(engine: Database) -> None:
     cid = await _conversation(engine)
     store = EventStore(engine)
 
@@ -34,7 +34,7 @@ async def test_concurrent_appends_get_unique_gap_free_seqs(engine: AsyncEngine) 
     assert conversation is not None and conversation.last_seq == 240
 
 
-async def test_read_after_and_limit_and_data_round_trip(engine: AsyncEngine) -> None:
+async def test_read_after_and_limit_and_data_round_trip(engine: Database) -> None:
     cid = await _conversation(engine)
     store = EventStore(engine)
     batch = [
@@ -48,7 +48,7 @@ async def test_read_after_and_limit_and_data_round_trip(engine: AsyncEngine) -> 
     assert page[0].envelope()["data"] == page[0].data
 
 
-async def test_projection_tracks_status_and_usage(engine: AsyncEngine) -> None:
+async def test_projection_tracks_status_and_usage(engine: Database) -> None:
     cid = await _conversation(engine)
     store, conversations = EventStore(engine), ConversationStore(engine)
     started = [NewEvent("run.started", {"run_id": "r"}, "r")]
@@ -67,14 +67,14 @@ async def test_projection_tracks_status_and_usage(engine: AsyncEngine) -> None:
     assert (after.prompt_tokens, after.completion_tokens, after.cost) == (11, 7, 0.75)
 
 
-async def test_append_to_deleted_conversation_fails_clearly(engine: AsyncEngine) -> None:
+async def test_append_to_deleted_conversation_fails_clearly(engine: Database) -> None:
     cid = await _conversation(engine)
     await ConversationStore(engine).delete(cid)
     with pytest.raises(ConversationGone):
         await EventStore(engine).append(cid, [NewEvent("x", {})], projection_change([]))
 
 
-async def test_ownership_filter(engine: AsyncEngine) -> None:
+async def test_ownership_filter(engine: Database) -> None:
     users, conversations = UserStore(engine), ConversationStore(engine)
     alice, bob = await users.get_or_create("alice"), await users.get_or_create("bob")
     mine = await conversations.create(alice.id, "mine")

@@ -1,0 +1,125 @@
+"""A real Burrow server on 127.0.0.1 for tests, and a small SSE client."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+from burrow.api.app import create_app
+from burrow.config import Settings
+from burrow.llm.base import Provider
+from burrow.services import Services, open_services
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass
+class RunningServer:
+    base_url: str
+    services: Services
+    client: httpx.AsyncClient
+
+    async def create_conversation(self, title: str = "test") -> str:
+        response = await self.client.post("/api/conversations", json={"title": title})
+        assert response.status_code == 201, response.text
+        cid: str = response.json()["id"]
+        return cid
+
+    async def send(self, cid: str, content: str) -> dict[str, Any]:
+        response = await self.client.post(
+            f"/api/conversations/{cid}/messages", json={"content": content}
+        )
+        assert response.status_code == 202, response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+    async def events(self, cid: str, after: int = 0) -> list[dict[str, Any]]:
+        response = await self.client.get(
+            f"/api/conversations/{cid}/events", params={"after": after, "format": "json"}
+        )
+        assert response.status_code == 200, response.text
+        page: list[dict[str, Any]] = response.json()
+        return page
+
+    async def wait_for(
+        self, cid: str, predicate: Callable[[dict[str, Any]], bool], timeout: float = 30
+    ) -> dict[str, Any]:
+        """The first event (from seq 1) matching `predicate`, following the SSE stream."""
+        async with asyncio.timeout(timeout):
+            async for event in sse_events(self.client, cid):
+                if predicate(event):
+                    return event
+        raise AssertionError("stream ended")
+
+    async def run_finished(self, cid: str, run_id: str, timeout: float = 30) -> dict[str, Any]:
+        return await self.wait_for(
+            cid, lambda e: e["type"] == "run.finished" and e["run_id"] == run_id, timeout
+        )
+
+
+async def sse_events(
+    client: httpx.AsyncClient, cid: str, last_event_id: int | None = None
+) -> AsyncIterator[dict[str, Any]]:
+    """Parse the event stream: yields envelopes, checking that `id:` matches `seq`."""
+    headers = {"Last-Event-ID": str(last_event_id)} if last_event_id is not None else {}
+    async with client.stream(
+        "GET", f"/api/conversations/{cid}/events", headers=headers, timeout=None
+    ) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        fields: dict[str, str] = {}
+        async for line in response.aiter_lines():
+            if line == "":
+                if "data" in fields:
+                    envelope = json.loads(fields["data"])
+                    assert int(fields["id"]) == envelope["seq"]
+                    assert fields["event"] == envelope["type"]
+                    yield envelope
+                fields = {}
+            elif not line.startswith(":"):
+                key, _, value = line.partition(":")
+                fields[key] = value.removeprefix(" ")
+
+
+@contextlib.asynccontextmanager
+async def running_server(
+    data_dir: Path, provider: Callable[[], Provider], **settings: Any
+) -> AsyncIterator[RunningServer]:
+    """`burrow serve` on a free port of 127.0.0.1, with the model replaced by `provider`."""
+    port = free_port()
+    config = Settings(data_dir=data_dir, host="127.0.0.1", port=port, **settings)
+    holder: dict[str, Services] = {}
+
+    async def start() -> Services:
+        holder["services"] = await open_services(config, provider=provider)
+        return holder["services"]
+
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(start), host="127.0.0.1", port=port, log_level="warning")
+    )
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+            yield RunningServer(base_url, holder["services"], client)
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 30)
