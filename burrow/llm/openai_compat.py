@@ -49,11 +49,16 @@ class OpenAICompatProvider:
         self.first_token_timeout = first_token_timeout
         self.include_usage = include_usage
         self._api_key = api_key
-        self._client = openai.AsyncOpenAI(
-            api_key=api_key,
+        self._timeout = openai.Timeout(read_timeout, connect=connect_timeout)
+
+    def _client(self) -> openai.AsyncOpenAI:
+        # One client per call, closed with it: the runtime builds a provider per run and
+        # never closes it, so a pooled client would leak its connections.
+        return openai.AsyncOpenAI(
+            api_key=self._api_key,
             base_url=self.base_url,
             max_retries=0,  # retries belong to RetryingProvider, which knows what was shown
-            timeout=openai.Timeout(read_timeout, connect=connect_timeout),
+            timeout=self._timeout,
         )
 
     async def stream(
@@ -111,20 +116,21 @@ class OpenAICompatProvider:
         indexes = ToolCallIndexes()
         finish_reason: str | None = None
         usage: Usage | None = None
-        stream = await self._client.chat.completions.create(**request)
-        async with stream:
-            async for chunk in stream:
-                try:
-                    events, finish, chunk_usage = self._read_chunk(chunk, indexes)
-                except (AttributeError, TypeError, ValueError) as exc:
-                    raise ModelError(
-                        f"The model server at {self.base_url} sent a malformed stream chunk "
-                        f"({exc}): {self._snippet(repr(chunk))}"
-                    ) from exc
-                finish_reason = finish or finish_reason
-                usage = chunk_usage or usage
-                for event in events:
-                    yield event
+        async with self._client() as client:
+            stream = await client.chat.completions.create(**request)
+            async with stream:
+                async for chunk in stream:
+                    try:
+                        events, finish, chunk_usage = self._read_chunk(chunk, indexes)
+                    except (AttributeError, TypeError, ValueError) as exc:
+                        raise ModelError(
+                            f"The model server at {self.base_url} sent a malformed stream "
+                            f"chunk ({exc}): {self._snippet(repr(chunk))}"
+                        ) from exc
+                    finish_reason = finish or finish_reason
+                    usage = chunk_usage or usage
+                    for event in events:
+                        yield event
         if finish_reason is None:
             raise ModelError(
                 f"The model stream ended early: the server at {self.base_url} closed it "

@@ -1,0 +1,290 @@
+"""A real OpenAI-compatible HTTP server on 127.0.0.1 that streams scripted replies.
+
+    with FakeOpenAIServer() as srv:
+        srv.enqueue(text_reply("Hello!"), tool_call_reply([("bash", {"command": "ls"})]))
+        provider = OpenAICompatProvider("fake-model", "sk-test", srv.base_url)
+        ...
+        assert srv.requests[0]["messages"][-1]["content"] == "hi"
+
+Each POST /v1/chat/completions takes the next queued reply (a `StreamReply` or an
+`ErrorReply`); with none left it answers "(fake server: no reply queued)" so a test
+never hangs. The server runs uvicorn in a thread of its own and stops on exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Literal
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+MODEL = "fake-model"
+
+
+@dataclass
+class StreamReply:
+    """An SSE answer. A dict chunk is sent as JSON, a str chunk verbatim (e.g. garbage)."""
+
+    chunks: list[dict[str, Any] | str]
+    end: Literal["done", "eof", "drop"] = "done"
+    """done: `data: [DONE]`; eof: close cleanly without it; drop: abort the connection."""
+    delay: float = 0.0
+    """Seconds before the first chunk (first-token timeouts)."""
+    chunk_delay: float = 0.0
+
+
+@dataclass
+class ErrorReply:
+    status: int
+    message: str
+    code: str | None = None
+    type: str = "invalid_request_error"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Reply = StreamReply | ErrorReply
+
+
+def chunk(
+    *,
+    content: str | None = None,
+    reasoning_content: str | None = None,
+    reasoning: str | None = None,
+    tool_calls: list[dict[str, Any]] | None = None,
+    finish_reason: str | None = None,
+    usage: tuple[int, int] | None = None,
+    role: str | None = None,
+) -> dict[str, Any]:
+    """One `chat.completion.chunk`; a usage chunk (usage given, nothing else) has no choices."""
+    delta: dict[str, Any] = {}
+    for key, value in (
+        ("role", role),
+        ("content", content),
+        ("reasoning_content", reasoning_content),
+        ("reasoning", reasoning),
+        ("tool_calls", tool_calls),
+    ):
+        if value is not None:
+            delta[key] = value
+    body: dict[str, Any] = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": MODEL,
+        "choices": [],
+    }
+    if delta or finish_reason is not None or usage is None:
+        body["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
+    if usage is not None:
+        body["usage"] = {
+            "prompt_tokens": usage[0],
+            "completion_tokens": usage[1],
+            "total_tokens": usage[0] + usage[1],
+        }
+    return body
+
+
+def tool_fragment(
+    index: int, *, id: str | None = None, name: str | None = None, arguments: str = ""
+) -> dict[str, Any]:
+    function: dict[str, Any] = {"arguments": arguments}
+    if name is not None:
+        function["name"] = name
+    fragment: dict[str, Any] = {"index": index, "function": function}
+    if id is not None:
+        fragment.update(id=id, type="function")
+    return fragment
+
+
+def words(text: str) -> list[str]:
+    parts = text.split(" ")
+    return [part + " " for part in parts[:-1]] + [parts[-1]]
+
+
+def text_reply(
+    text: str,
+    *,
+    reasoning: str = "",
+    reasoning_field: Literal["reasoning_content", "reasoning"] = "reasoning_content",
+    usage: tuple[int, int] | None = (12, 7),
+    finish_reason: str = "stop",
+) -> StreamReply:
+    """Reasoning and text word by word, the finish, then a usage chunk."""
+    chunks: list[dict[str, Any] | str] = [chunk(role="assistant", content="")]
+    if reasoning:
+        chunks += [chunk(**{reasoning_field: part}) for part in words(reasoning)]
+    if text:
+        chunks += [chunk(content=part) for part in words(text)]
+    chunks.append(chunk(finish_reason=finish_reason))
+    if usage is not None:
+        chunks.append(chunk(usage=usage))
+    return StreamReply(chunks)
+
+
+def tool_call_reply(
+    calls: Sequence[tuple[str, dict[str, Any] | str]],
+    *,
+    text: str = "",
+    usage: tuple[int, int] | None = (20, 9),
+) -> StreamReply:
+    """Parallel tool calls whose argument fragments arrive interleaved across indexes."""
+    chunks: list[dict[str, Any] | str] = [chunk(role="assistant", content=text or None)]
+    raws = [args if isinstance(args, str) else json.dumps(args) for _, args in calls]
+    for index, (name, _) in enumerate(calls):
+        chunks.append(chunk(tool_calls=[tool_fragment(index, id=f"call_{index}", name=name)]))
+    # Three fragments per call, round-robin: 0a 1a 0b 1b 0c 1c.
+    pieces = [[raw[: len(raw) // 3], raw[len(raw) // 3 : 2 * len(raw) // 3]] for raw in raws]
+    for index, raw in enumerate(raws):
+        pieces[index].append(raw[2 * len(raw) // 3 :])
+    for step in range(3):
+        for index in range(len(calls)):
+            fragment = tool_fragment(index, arguments=pieces[index][step])
+            chunks.append(chunk(tool_calls=[fragment]))
+    chunks.append(chunk(finish_reason="tool_calls"))
+    if usage is not None:
+        chunks.append(chunk(usage=usage))
+    return StreamReply(chunks)
+
+
+def error_reply(status: int, message: str | None = None, **kwargs: Any) -> ErrorReply:
+    """An HTTP error with OpenAI's body shape and a message like OpenAI's own."""
+    defaults = {
+        401: "Incorrect API key provided.",
+        404: f"The model `{MODEL}` does not exist or you do not have access to it.",
+        429: "Rate limit reached for requests.",
+        500: "The server had an error while processing your request.",
+    }
+    return ErrorReply(status, message or defaults.get(status, f"HTTP {status}"), **kwargs)
+
+
+class _DropConnection(Exception):
+    """Raised inside a streaming body so uvicorn aborts the connection mid-response."""
+
+
+def _not_a_planned_drop(record: logging.LogRecord) -> bool:
+    return not (record.exc_info and isinstance(record.exc_info[1], _DropConnection))
+
+
+# uvicorn logs the planned drop as an application error; keep test output clean.
+logging.getLogger("uvicorn.error").addFilter(_not_a_planned_drop)
+
+
+class FakeOpenAIServer:
+    """`api_key`: answer 401 unless the request carries it. `models`: answer 404 for others."""
+
+    def __init__(self, *, api_key: str | None = None, models: set[str] | None = None) -> None:
+        self.api_key = api_key
+        self.models = models
+        self.requests: list[dict[str, Any]] = []  # every request body, in order
+        self.headers: list[dict[str, str]] = []
+        self._replies: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def enqueue(self, *replies: Reply) -> None:
+        with self._lock:
+            self._replies.extend(replies)
+
+    @property
+    def pending(self) -> int:
+        """Replies not yet taken by a request."""
+        with self._lock:
+            return len(self._replies)
+
+    def start(self) -> FakeOpenAIServer:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        app = Starlette(routes=[Route("/v1/chat/completions", self._complete, methods=["POST"])])
+        config = uvicorn.Config(
+            app,
+            lifespan="off",
+            ws="none",  # never import websockets: its deprecation warnings are errors here
+            log_config=None,
+            access_log=False,
+            timeout_graceful_shutdown=1,
+        )
+        server = uvicorn.Server(config)
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.run, kwargs={"sockets": [sock]}, name="fake-openai", daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                self.stop()
+                raise RuntimeError("the fake OpenAI server did not start")
+            time.sleep(0.005)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._server = self._thread = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    async def _complete(self, request: Request) -> Response:
+        body = await request.json()
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append(dict(request.headers))
+            reply = self._replies.popleft() if self._replies else None
+        given = request.headers.get("authorization", "")
+        if self.api_key is not None and given != f"Bearer {self.api_key}":
+            # Echo the key back, as careless servers do, so redaction can be tested.
+            reply = error_reply(401, f"Incorrect API key provided: {given.removeprefix('Bearer ')}")
+        elif self.models is not None and body.get("model") not in self.models:
+            message = f"The model `{body.get('model')}` does not exist."
+            reply = error_reply(404, message, code="model_not_found")
+        if reply is None:
+            reply = text_reply("(fake server: no reply queued)")
+        if isinstance(reply, ErrorReply):
+            error = {"message": reply.message, "type": reply.type, "code": reply.code}
+            return JSONResponse({"error": error}, reply.status, headers=reply.headers)
+        return StreamingResponse(_sse(reply), media_type="text/event-stream")
+
+
+async def _sse(reply: StreamReply) -> AsyncIterator[bytes]:
+    if reply.delay:
+        await asyncio.sleep(reply.delay)
+    for item in reply.chunks:
+        data = item if isinstance(item, str) else json.dumps(item)
+        yield f"data: {data}\n\n".encode()
+        if reply.chunk_delay:
+            await asyncio.sleep(reply.chunk_delay)
+    if reply.end == "drop":
+        raise _DropConnection
+    if reply.end == "done":
+        yield b"data: [DONE]\n\n"
