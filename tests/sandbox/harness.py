@@ -1,0 +1,87 @@
+"""Real bubblewrap sandboxes for tests: fixtures (a per-test data directory) and helpers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from burrow.sandbox.backend import ExecChunk, ExecExit, ExecRequest, Sandbox
+from burrow.sandbox.local import LocalBackend, LocalSandbox
+
+
+@pytest.fixture
+async def backend(tmp_path: Path) -> AsyncIterator[LocalBackend]:
+    backend = LocalBackend(tmp_path / "data")
+    try:
+        yield backend
+    finally:
+        await backend.close()
+
+
+@pytest.fixture
+async def sandbox(backend: LocalBackend) -> LocalSandbox:
+    return await backend.create("test")
+
+
+class Completed:
+    def __init__(self, stdout: bytes, stderr: bytes, exit: ExecExit) -> None:
+        self.stdout = stdout
+        self.stderr = stderr
+        self.exit = exit
+
+    @property
+    def text(self) -> str:
+        return self.stdout.decode()
+
+
+async def run(sandbox: Sandbox, *argv: str, **options: object) -> Completed:
+    """Run a command to its end and collect its output."""
+    stdout, stderr = bytearray(), bytearray()
+    exit_event = None
+    async for event in sandbox.exec(ExecRequest(argv=list(argv), **options)):  # type: ignore[arg-type]
+        if isinstance(event, ExecChunk):
+            (stdout if event.stream == "stdout" else stderr).extend(event.data)
+        else:
+            exit_event = event
+    assert exit_event is not None
+    return Completed(bytes(stdout), bytes(stderr), exit_event)
+
+
+# Counts live processes whose command line contains a marker; the marker is passed
+# reversed so that this checker's own command line does not match it.
+_COUNT_SCRIPT = """
+import os, sys
+marker = sys.argv[1][::-1].encode()
+count = 0
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            count += marker in f.read()
+    except OSError:
+        pass
+print(count)
+"""
+
+
+async def count_processes(sandbox: Sandbox, marker: str) -> int:
+    result = await run(sandbox, "python3", "-c", _COUNT_SCRIPT, marker[::-1])
+    return int(result.text)
+
+
+async def wait_for_no_processes(sandbox: Sandbox, marker: str, within: float = 3.0) -> int:
+    """Killed processes vanish asynchronously; give the kernel a moment, then report."""
+    count = await count_processes(sandbox, marker)
+    for _ in range(int(within / 0.05)):
+        if not count:
+            break
+        await asyncio.sleep(0.05)
+        count = await count_processes(sandbox, marker)
+    return count
+
+
+def sleeper(marker: str, seconds: int = 1000) -> str:
+    """A shell snippet starting a long sleep recognisable by `marker`."""
+    return f"python3 -c 'import time; time.sleep({seconds})' {marker}"

@@ -1,0 +1,66 @@
+"""File operations through the agent, confined to the workspace."""
+
+from __future__ import annotations
+
+import pytest
+
+from burrow.sandbox.backend import ErrorCode, SandboxError
+from burrow.sandbox.local import LocalSandbox
+from tests.sandbox.harness import run
+
+
+async def test_write_creates_parents_and_read_returns_bytes(sandbox: LocalSandbox) -> None:
+    data = bytes(range(256))
+    await sandbox.write_file("deep/er/file.bin", data)
+    assert await sandbox.read_file("deep/er/file.bin") == data
+    assert await sandbox.read_file("/workspace/deep/er/file.bin", offset=10, limit=5) == data[10:15]
+    assert (sandbox.workspace_dir / "deep/er/file.bin").read_bytes() == data
+
+
+async def test_list_and_stat_return_entries(sandbox: LocalSandbox) -> None:
+    await sandbox.write_file("dir/a.txt", b"abc")
+    await run(sandbox, "ln", "-s", "a.txt", "dir/link")
+    entries = await sandbox.list_dir("dir")
+    assert [(e.name, e.path, e.kind) for e in entries] == [
+        ("a.txt", "dir/a.txt", "file"),
+        ("link", "dir/link", "symlink"),
+    ]
+    stat = await sandbox.stat("dir/a.txt")
+    assert (stat.kind, stat.size) == ("file", 3)
+    assert stat.mtime > 0
+    root = await sandbox.stat(".")
+    assert (root.path, root.kind) == (".", "dir")
+
+
+@pytest.mark.parametrize(
+    "path", ["../../etc/passwd", "/etc/passwd", "sub/../../x", "escape/passwd"]
+)
+async def test_paths_leaving_the_workspace_are_refused(sandbox: LocalSandbox, path: str) -> None:
+    await run(sandbox, "ln", "-s", "/etc", "escape")
+    with pytest.raises(SandboxError) as caught:
+        await sandbox.read_file(path)
+    assert caught.value.code == ErrorCode.PATH_ESCAPE
+    assert f"Path '{path}' is outside the workspace" in caught.value.message
+    with pytest.raises(SandboxError) as caught:
+        await sandbox.write_file(path, b"x")
+    assert caught.value.code == ErrorCode.PATH_ESCAPE
+
+
+async def test_missing_files_directories_and_huge_reads_are_typed_errors(
+    sandbox: LocalSandbox,
+) -> None:
+    with pytest.raises(SandboxError) as caught:
+        await sandbox.read_file("nope.txt")
+    assert caught.value.code == ErrorCode.NOT_FOUND
+    await run(sandbox, "mkdir", "adir")
+    with pytest.raises(SandboxError) as caught:
+        await sandbox.read_file("adir")
+    assert caught.value.code == ErrorCode.IS_A_DIRECTORY
+    with pytest.raises(SandboxError) as caught:
+        await sandbox.list_dir("nope")
+    assert caught.value.code == ErrorCode.NOT_FOUND
+    await run(sandbox, "truncate", "-s", "100M", "big.bin")  # sparse: costs no disk
+    with pytest.raises(SandboxError) as caught:
+        await sandbox.read_file("big.bin")
+    assert caught.value.code == ErrorCode.TOO_LARGE
+    assert await sandbox.read_file("big.bin", offset=50 << 20, limit=4) == b"\0" * 4

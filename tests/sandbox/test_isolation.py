@@ -1,0 +1,62 @@
+"""What a sandboxed command can and cannot see or do."""
+
+from __future__ import annotations
+
+import pytest
+
+from burrow.sandbox.local import LocalBackend, LocalSandbox
+from tests.sandbox.harness import run
+
+
+async def test_secrets_of_the_host_are_not_visible(sandbox: LocalSandbox) -> None:
+    for path in ("/etc/shadow", "/etc/gshadow", "/root"):
+        result = await run(sandbox, "ls", "-d", path)
+        assert result.exit.exit_code != 0, f"{path} is visible inside the sandbox"
+    assert (await run(sandbox, "cat", "/etc/passwd")).exit.exit_code == 0
+
+
+async def test_the_data_dir_and_other_workspaces_are_not_visible(backend: LocalBackend) -> None:
+    first = await backend.create("first")
+    second = await backend.create("second")
+    await second.write_file("secret.txt", b"second's")
+    for path in (str(backend.data_dir), str(backend.workspace_dir("second")), "/work"):
+        result = await run(first, "ls", "-d", path)
+        assert result.exit.exit_code != 0, f"{path} is visible inside the sandbox"
+    listing = await run(first, "sh", "-c", "ls -a /workspace; ls /")
+    assert "secret.txt" not in listing.text
+
+
+async def test_the_server_environment_does_not_leak(
+    backend: LocalBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-must-not-leak")
+    sandbox = await backend.create("env")
+    env = (await run(sandbox, "env")).text
+    assert "sk-test-must-not-leak" not in env
+    assert "OPENAI_API_KEY" not in env
+    names = {line.split("=", 1)[0] for line in env.splitlines()}
+    assert names <= {"PATH", "HOME", "LANG", "TERM", "PWD", "SHLVL", "_"}
+    assert "HOME=/workspace" in env
+
+
+async def test_no_capabilities_readonly_system_and_no_network(sandbox: LocalSandbox) -> None:
+    status = (await run(sandbox, "cat", "/proc/self/status")).text
+    assert "CapEff:\t0000000000000000" in status
+    assert (await run(sandbox, "touch", "/usr/burrow-was-here")).exit.exit_code != 0
+    probe = (
+        "import socket\n"
+        "try:\n"
+        "    socket.create_connection(('1.1.1.1', 53), timeout=2)\n"
+        "    print('connected')\n"
+        "except OSError as exc:\n"
+        "    print('blocked', exc.errno)\n"
+    )
+    assert (await run(sandbox, "python3", "-c", probe)).text.startswith("blocked")
+    assert (await run(sandbox, "hostname")).text == "burrow\n"
+
+
+async def test_tmp_is_private_to_each_sandbox(backend: LocalBackend) -> None:
+    first = await backend.create("first")
+    second = await backend.create("second")
+    await run(first, "sh", "-c", "echo mine > /tmp/note")
+    assert (await run(second, "cat", "/tmp/note")).exit.exit_code != 0

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import pytest
+
+from burrow.sandbox.agent import protocol
+from burrow.sandbox.backend import ErrorCode
+
+
+def test_error_codes_match_the_backend_enum() -> None:
+    assert {code.value for code in ErrorCode} == protocol.ERROR_CODES
+
+
+def test_frames_round_trip_binary_payloads_fed_byte_by_byte() -> None:
+    payload = bytes(range(256)) * 4
+    wire = protocol.encode_frame(protocol.STDOUT, payload) + protocol.encode_frame(
+        protocol.EXIT, exit_code=0, signal=None
+    )
+    decoder = protocol.FrameDecoder()
+    frames = [frame for byte in wire for frame in decoder.feed(bytes([byte]))]
+    assert [frame.kind for frame in frames] == ["stdout", "exit"]
+    assert frames[0].payload == payload
+    assert frames[1].header["exit_code"] == 0
+    assert decoder.pending == 0
+
+
+def test_oversized_and_malformed_frames_are_refused() -> None:
+    with pytest.raises(protocol.ProtocolError, match="too large"):
+        protocol.FrameDecoder().feed(protocol.PREFIX.pack(protocol.MAX_HEADER_BYTES + 1, 0))
+    bad_json = b"{nope"
+    with pytest.raises(protocol.ProtocolError, match="not JSON"):
+        protocol.FrameDecoder().feed(protocol.PREFIX.pack(len(bad_json), 0) + bad_json)
+    unknown = b'{"kind":"launch_missiles"}'
+    with pytest.raises(protocol.ProtocolError, match="no known kind"):
+        protocol.FrameDecoder().feed(protocol.PREFIX.pack(len(unknown), 0) + unknown)
+    with pytest.raises(protocol.ProtocolError):
+        protocol.encode_frame("launch_missiles")
+
+
+def test_hello_with_another_major_version_is_refused() -> None:
+    ours = protocol.FrameDecoder().feed(protocol.hello_frame())[0]
+    protocol.check_hello(ours)
+    major, minor = protocol.PROTOCOL_VERSION
+    newer_minor = protocol.Frame({"kind": "hello", "version": [major, minor + 1]})
+    protocol.check_hello(newer_minor)
+    other_major = protocol.Frame({"kind": "hello", "version": [major + 1, 0]})
+    with pytest.raises(protocol.ProtocolError, match="not compatible"):
+        protocol.check_hello(other_major)
+    with pytest.raises(protocol.ProtocolError, match="expected a hello"):
+        protocol.check_hello(protocol.Frame({"kind": "ping"}))
