@@ -56,7 +56,5 @@ def tool_finished(
     )
 
 
-def run_finished(
-    run_id: str, status: str, error: str | None, usage: dict[str, Any]
-) -> NewEvent:
+def run_finished(run_id: str, status: str, error: str | None, usage: dict[str, Any]) -> NewEvent:
     return make(EventType.RUN_FINISHED, run_id, status=status, error=error, usage=usage)

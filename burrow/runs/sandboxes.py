@@ -16,6 +16,7 @@ class SandboxPool:
         self._journal = journal
         self._sandboxes: dict[str, Sandbox] = {}
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._starting: dict[str, asyncio.Future[Sandbox]] = {}
 
     def running(self, cid: str) -> Sandbox | None:
         sandbox = self._sandboxes.get(cid)
@@ -26,6 +27,16 @@ class SandboxPool:
         sandbox = self.running(cid)
         if sandbox is not None:
             return sandbox
+        starting = self._starting.get(cid)
+        if starting is None:
+            starting = asyncio.ensure_future(self._start_locked(cid))
+            self._starting[cid] = starting
+            starting.add_done_callback(lambda _: self._starting.pop(cid, None))
+        # A caller that is cancelled (an interrupted run) must not abort a start that other
+        # callers, or the next run, are waiting for.
+        return await asyncio.shield(starting)
+
+    async def _start_locked(self, cid: str) -> Sandbox:
         async with self._locks[cid]:
             sandbox = self.running(cid)
             if sandbox is not None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
+from burrow.sandbox.backend import ExecChunk, ExecRequest
 from tests.api.harness import RunningServer, running_server
 
 
@@ -29,15 +30,14 @@ async def _interrupt(srv: RunningServer, cid: str) -> None:
 async def test_interrupt_during_a_long_sleep(tmp_path: Path) -> None:
     provider = ScriptedProvider(
         [
-            ScriptedTurn(tool_calls=[("bash", {"command": "sleep 30"})]),
-            ScriptedTurn(text="never reached"),
+            ScriptedTurn(tool_calls=[("bash", {"command": "echo sleeping; sleep 30"})]),
             ScriptedTurn(text="Back again."),
         ]
     )
     async with running_server(tmp_path, lambda: provider) as srv:
         cid = await srv.create_conversation()
         run = await srv.send(cid, "sleep")
-        await srv.wait_for(cid, lambda e: e["type"] == "tool.started")
+        await srv.wait_for(cid, lambda e: e["type"] == "tool.output")  # the sleep is running
         began = time.monotonic()
         await _interrupt(srv, cid)
         finished = await srv.run_finished(cid, run["run_id"], timeout=10)
@@ -50,6 +50,11 @@ async def test_interrupt_during_a_long_sleep(tmp_path: Path) -> None:
         # The sleep is really gone from the sandbox.
         sandbox = srv.services.runtime.sandboxes.running(cid)
         assert sandbox is not None
+        ps = b""
+        async for item in sandbox.exec(ExecRequest(argv=["ps", "-eo", "args"])):
+            if isinstance(item, ExecChunk):
+                ps += item.data
+        assert b"sleep 30" not in ps, ps.decode()
 
         again = await srv.send(cid, "are you there?")
         assert again["run_id"] != run["run_id"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -51,19 +50,17 @@ async def test_a_run_cut_off_by_a_killed_server_is_repaired_on_start(tmp_path: P
         json.dumps([{"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 30"}}]}])
     )
     port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "burrow.cli",
-            "serve",
-            "--port",
-            str(port),
-            "--data-dir",
-            str(tmp_path),
-            "--model",
-            f"scripted:{script}",
-        ],
+    server = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "burrow.cli",
+        "serve",
+        "--port",
+        str(port),
+        "--data-dir",
+        str(tmp_path),
+        "--model",
+        f"scripted:{script}",
     )
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
@@ -82,7 +79,7 @@ async def test_a_run_cut_off_by_a_killed_server_is_repaired_on_start(tmp_path: P
                         break
     finally:
         server.kill()  # SIGKILL: no shutdown code runs
-        server.wait()
+        await server.wait()
 
     async with running_server(tmp_path, lambda: ScriptedProvider([])) as srv:
         events = await srv.events(cid)
