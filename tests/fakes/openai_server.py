@@ -125,7 +125,11 @@ def text_reply(
     """Reasoning and text word by word, the finish, then a usage chunk."""
     chunks: list[dict[str, Any] | str] = [chunk(role="assistant", content="")]
     if reasoning:
-        chunks += [chunk(**{reasoning_field: part}) for part in words(reasoning)]
+        for part in words(reasoning):
+            if reasoning_field == "reasoning":
+                chunks.append(chunk(reasoning=part))
+            else:
+                chunks.append(chunk(reasoning_content=part))
     if text:
         chunks += [chunk(content=part) for part in words(text)]
     chunks.append(chunk(finish_reason=finish_reason))
