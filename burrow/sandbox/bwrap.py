@@ -90,6 +90,7 @@ def build_argv(
     workspace: Path,
     listen_fd: int,
     python: str,
+    agent_dir: Path = AGENT_DIR,
     hostname: str = "burrow",
 ) -> list[str]:
     """The full command that starts the sandbox with its agent listening on `listen_fd`."""
@@ -137,7 +138,7 @@ def build_argv(
         str(workspace),
         SANDBOX_WORKSPACE,
         "--ro-bind",
-        str(AGENT_DIR),
+        str(agent_dir),
         f"{SANDBOX_AGENT_ROOT}/agent",
         "--chdir",
         SANDBOX_AGENT_ROOT,

@@ -130,6 +130,12 @@ class AgentClient:
         return frame.payload
 
     async def write_file(self, path: str, data: bytes) -> FileEntry:
+        if len(data) > protocol.MAX_PAYLOAD_BYTES:
+            raise SandboxError(
+                ErrorCode.TOO_LARGE,
+                f"{path}: {len(data)} bytes is more than one write may carry "
+                f"({protocol.MAX_PAYLOAD_BYTES} bytes); write it in parts from inside the sandbox",
+            )
         frame = await self._request(
             protocol.encode_frame(protocol.WRITE, data, path=path), protocol.WRITE_RESULT
         )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-MAX_LOG_CHARS = 20_000_000  # past this the saved log keeps its start and says so
+# Past this the saved log keeps its start and says so (well under one write's 64 MiB).
+MAX_LOG_CHARS = 10_000_000
 
 
 class OutputBuffer:

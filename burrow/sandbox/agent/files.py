@@ -10,9 +10,12 @@ from __future__ import annotations
 import errno
 import os
 import stat as stat_module
-from typing import Any
 
 from . import protocol
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class AgentError(Exception):

@@ -16,7 +16,11 @@ from __future__ import annotations
 
 import json
 import struct
-from typing import Any
+
+# The agent starts on every sandbox boot; importing typing would cost it milliseconds.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 PROTOCOL_VERSION = (1, 0)  # (major, minor); a different major is refused with PROTOCOL
 FEATURES = ("exec", "stdin", "signal", "files", "result_file")

@@ -8,9 +8,9 @@ A Unix-socket connect costs a few microseconds, so this is also the fast path.
 
 from __future__ import annotations
 
+import _thread  # not threading: the agent's start-up is on the sandbox's boot path
 import os
 import socket
-import threading
 
 from . import protocol
 from .files import AgentError, Workspace
@@ -21,7 +21,7 @@ RECV_BYTES = 64 * 1024
 def serve(listener: socket.socket, workspace: Workspace) -> None:
     while True:
         conn, _ = listener.accept()
-        threading.Thread(target=handle_connection, args=(conn, workspace), daemon=True).start()
+        _thread.start_new_thread(handle_connection, (conn, workspace))
 
 
 def handle_connection(conn: socket.socket, workspace: Workspace) -> None:
