@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -13,3 +14,10 @@ from tests.fakes import FakeOpenAIServer
 def fake_openai() -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer() as srv:
         yield srv
+
+
+@pytest.fixture(autouse=True)
+def no_server_left_running() -> Iterator[None]:
+    yield
+    left = [t.name for t in threading.enumerate() if t.name == "fake-openai"]
+    assert not left, f"fake OpenAI servers still running: {left}"
