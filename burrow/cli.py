@@ -87,15 +87,15 @@ async def _run(settings: Settings, prompt: str, as_json: bool) -> int:
             signal.SIGINT, lambda: asyncio.ensure_future(svc.runtime.interrupt(conversation.id))
         )
         run_id, _ = await svc.runtime.send(conversation.id, prompt)
-        async for event in svc.journal.follow(conversation.id):
-            if event is None:
-                continue
-            text = _render(event, as_json)
-            if text:
-                sys.stdout.write(text)
-                sys.stdout.flush()
-            if event.type == "run.finished" and event.run_id == run_id:
-                status = str(event.data["status"])
+        async for batch in svc.journal.follow(conversation.id):
+            for event in batch:
+                text = _render(event, as_json)
+                if text:
+                    sys.stdout.write(text)
+                    sys.stdout.flush()
+                if event.type == "run.finished" and event.run_id == run_id:
+                    status = str(event.data["status"])
+            if status != "failed" or any(e.type == "run.finished" for e in batch):
                 break
     finally:
         await svc.close()

@@ -5,10 +5,9 @@ Everything is constructed here and passed down explicitly; nothing below reads g
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-
-from burrow.store.database import Database
 
 from burrow.config import Settings
 from burrow.llm.base import Pricing, Provider
@@ -20,7 +19,7 @@ from burrow.runs.sandboxes import SandboxPool
 from burrow.sandbox.backend import Backend
 from burrow.sandbox.local import LocalBackend
 from burrow.store.conversations import ConversationStore, UserStore
-from burrow.store.database import open_database
+from burrow.store.database import Database, open_database
 from burrow.store.events import EventStore
 from burrow.store.records import User
 from burrow.tools.base import Tool
@@ -76,7 +75,7 @@ async def open_services(
         conversations,
         SandboxPool(backend or make_backend(settings), journal),
         tools if tools is not None else default_tools(),
-        provider or (lambda: provider_from_config(config)),
+        provider or functools.cache(lambda: provider_from_config(config)),
         RuntimeOptions(
             pricing=Pricing(settings.price_prompt, settings.price_completion),
             loop=LoopConfig(max_steps=settings.max_steps),

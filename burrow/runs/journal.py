@@ -8,7 +8,7 @@ what lets a busy run stream thousands of events a second from SQLite.
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -25,26 +25,47 @@ class Subscription:
 
     A subscriber that falls `SUBSCRIBER_BUFFER` events behind stops receiving and is marked
     `lagged`; it must then catch up from the store. Slow readers never slow writers.
+    Waking a reader costs no task: thousands of SSE clients may wait on one conversation.
     """
 
     def __init__(self, journal: Journal, cid: str) -> None:
         self._journal = journal
         self.cid = cid
-        self.queue: asyncio.Queue[Event] = asyncio.Queue(SUBSCRIBER_BUFFER)
+        self._buffer: deque[Event] = deque()
+        self._wakeup = asyncio.Event()
         self.lagged = False
-        self.closed = asyncio.Event()
+        self.closed = False
 
     def push(self, event: Event) -> None:
         if self.lagged:
             return
-        try:
-            self.queue.put_nowait(event)
-        except asyncio.QueueFull:
+        if len(self._buffer) >= SUBSCRIBER_BUFFER:
             self.lagged = True
+        else:
+            self._buffer.append(event)
+        self._wakeup.set()
+
+    def drain(self) -> list[Event]:
+        """Everything buffered so far, without waiting."""
+        batch = list(self._buffer)
+        self._buffer.clear()
+        return batch
+
+    async def wait(self, timeout: float) -> list[Event]:
+        """The next events; an empty list when `timeout` passes first (or on close)."""
+        if not self._buffer and not self.lagged and not self.closed:
+            self._wakeup.clear()
+            timer = asyncio.get_running_loop().call_later(timeout, self._wakeup.set)
+            try:
+                await self._wakeup.wait()
+            finally:
+                timer.cancel()
+        return self.drain()
 
     def close(self) -> None:
         self._journal._unsubscribe(self)
-        self.closed.set()
+        self.closed = True
+        self._wakeup.set()
 
     def __enter__(self) -> Subscription:
         return self
@@ -137,46 +158,30 @@ class Journal:
 
     async def follow(
         self, cid: str, after: int = 0, heartbeat: float = 15.0
-    ) -> AsyncIterator[Event | None]:
+    ) -> AsyncIterator[list[Event]]:
         """Every event after `after`, then live ones: no gap, no duplicate, in order.
 
-        Yields None when `heartbeat` seconds pass without an event. Subscribing before
-        reading history is what closes the window between the two.
+        Yields events in batches (whatever arrived together), and an empty batch when
+        `heartbeat` seconds pass without any. Subscribing before reading history is what
+        closes the window between the two.
         """
         with self.subscribe(cid) as sub:
-            last = after
-            for event in await self.read(cid, after):
-                last = event.seq
-                yield event
-            # One getter task lives across heartbeats: cancelling a Queue.get on a timeout
-            # can drop an item that was handed over at that very moment.
-            getter: asyncio.Task[Event] | None = None
-            try:
-                while not sub.closed.is_set():
-                    if sub.lagged and sub.queue.empty():
-                        sub.lagged = False
-                        for event in await self.read(cid, last):
-                            last = event.seq
-                            yield event
-                        continue
-                    if getter is None:
-                        getter = asyncio.ensure_future(sub.queue.get())
-                    done, _ = await asyncio.wait({getter}, timeout=heartbeat)
-                    if not done:
-                        yield None
-                        continue
-                    event, getter = getter.result(), None
-                    if event.seq <= last:
-                        continue  # already sent from history
-                    if event.seq > last + 1:  # only after a lag: fetch what was dropped
-                        for missed in await self.read(cid, last, event.seq - last - 1):
-                            last = missed.seq
-                            yield missed
-                    last = event.seq
-                    yield event
-            finally:
-                if getter is not None:
-                    getter.cancel()
+            history = await self.read(cid, after)
+            last = history[-1].seq if history else after
+            if history:
+                yield history
+            while not sub.closed:
+                batch = await sub.wait(heartbeat)
+                if sub.lagged:
+                    sub.lagged = False
+                    batch = await self.read(cid, last)  # all that was dropped, and more
+                fresh = [e for e in batch if e.seq > last]  # history already covered the rest
+                if fresh and fresh[0].seq != last + 1:  # never expected; heal from the store
+                    fresh = await self.read(cid, last)
+                if fresh:
+                    last = fresh[-1].seq
+                if fresh or not batch:
+                    yield fresh
 
     def subscribe(self, cid: str) -> Subscription:
         sub = Subscription(self, cid)

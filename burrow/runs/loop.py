@@ -137,8 +137,8 @@ class AgentRun:
     async def _catch_up(self) -> None:
         """Apply every committed event (the run's own and steering messages) to the context."""
         feed = self._feed
-        while not feed.queue.empty():
-            self.context.apply(feed.queue.get_nowait())
+        for event in feed.drain():
+            self.context.apply(event)
         if feed.lagged:
             feed.lagged = False
             for event in await self.env.journal.read(self.cid, self.context.last_seq):

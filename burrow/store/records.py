@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -61,6 +62,11 @@ class Event:
             f'{{"seq":{self.seq},"type":"{self.type}","ts":"{self.ts}",'
             f'"run_id":{run},"data":{self.data_json}}}'
         )
+
+    @functools.cached_property
+    def sse_frame(self) -> bytes:
+        """The SSE frame, encoded once however many clients receive it."""
+        return f"id: {self.seq}\nevent: {self.type}\ndata: {self.envelope_json()}\n\n".encode()
 
     def envelope(self) -> dict[str, Any]:
         return {

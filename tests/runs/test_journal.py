@@ -36,7 +36,7 @@ async def test_concurrent_appends_are_published_in_seq_order(
     with journal.subscribe(cid) as sub:
         results = await asyncio.gather(*(journal.append(cid, _note(i)) for i in range(200)))
         assert sorted(r[0].seq for r in results) == list(range(1, 201))
-        pushed = [sub.queue.get_nowait().seq for _ in range(200)]
+        pushed = [e.seq for e in sub.drain()]
     assert pushed == list(range(1, 201))
 
 
@@ -49,10 +49,10 @@ async def test_follow_gives_history_then_live_without_gap_or_duplicate(
     seen: list[int] = []
 
     async def reader() -> None:
-        async for event in journal.follow(cid, after=2, heartbeat=5):
-            assert event is not None
-            seen.append(event.seq)
-            if event.seq == 20:
+        async for batch in journal.follow(cid, after=2, heartbeat=5):
+            assert batch, "no heartbeat expected"
+            seen.extend(e.seq for e in batch)
+            if seen[-1] == 20:
                 return
 
     task = asyncio.create_task(reader())
@@ -65,7 +65,7 @@ async def test_follow_gives_history_then_live_without_gap_or_duplicate(
 async def test_follow_heartbeats_when_idle(journal_and_cid: tuple[Journal, str]) -> None:
     journal, cid = journal_and_cid
     stream = journal.follow(cid, heartbeat=0.05)
-    assert await asyncio.wait_for(anext(stream), 2) is None
+    assert await asyncio.wait_for(anext(stream), 2) == []
     await stream.aclose()
 
 
@@ -75,13 +75,11 @@ async def test_a_lagging_reader_catches_up_from_the_store(
     monkeypatch.setattr(journal_module, "SUBSCRIBER_BUFFER", 4)
     journal, cid = journal_and_cid
     stream = journal.follow(cid, heartbeat=0.05)
-    assert await anext(stream) is None  # subscribed, idle
+    assert await anext(stream) == []  # subscribed, idle
     for i in range(50):  # far more than the buffer holds, while the reader is not reading
         await journal.append(cid, _note(i))
-    seqs = []
+    seqs: list[int] = []
     while len(seqs) < 50:
-        event = await asyncio.wait_for(anext(stream), 2)
-        if event is not None:
-            seqs.append(event.seq)
+        seqs.extend(e.seq for e in await asyncio.wait_for(anext(stream), 2))
     await stream.aclose()
     assert seqs == list(range(1, 51))

@@ -41,13 +41,11 @@ async def events(
         body = "[" + ",".join(e.envelope_json() for e in page) + "]"
         return Response(body, media_type="application/json")
 
-    async def stream() -> AsyncIterator[str]:
-        yield ": connected\n\n"
-        async for event in svc.journal.follow(cid, after, HEARTBEAT_SECONDS):
-            if event is None:
-                yield ": heartbeat\n\n"
-            else:
-                yield f"id: {event.seq}\nevent: {event.type}\ndata: {event.envelope_json()}\n\n"
+    async def stream() -> AsyncIterator[bytes]:
+        yield b": connected\n\n"
+        async for batch in svc.journal.follow(cid, after, HEARTBEAT_SECONDS):
+            # Events that arrived together go out in one write.
+            yield b"".join(e.sse_frame for e in batch) if batch else b": heartbeat\n\n"
 
     return StreamingResponse(
         stream(),
