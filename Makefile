@@ -14,7 +14,8 @@ $(UV):
 	.uv/bin/pip install --quiet "uv==$(UV_VERSION)"
 
 $(VENV)/.synced: $(UV) pyproject.toml uv.lock
-	$(UV) sync --frozen --quiet
+	$(UV) sync --frozen --quiet --compile-bytecode
+	$(VENV)/bin/python -m compileall -q burrow
 	touch $@
 
 setup: $(VENV)/.synced

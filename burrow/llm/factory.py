@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from burrow.llm.base import ModelError, Provider
 from burrow.llm.demo import DemoProvider
-from burrow.llm.openai_compat import OpenAICompatProvider
 from burrow.llm.retry import RetryingProvider
 from burrow.llm.scripted import ScriptedProvider, load_script
 
@@ -56,4 +55,7 @@ def provider_from_config(cfg: ModelConfig) -> Provider:
                 "offers, or start with --model demo."
             )
         model = DEFAULT_OPENAI_MODEL
+    # Imported here: the SDK costs more start-up time than the rest of the server.
+    from burrow.llm.openai_compat import OpenAICompatProvider
+
     return RetryingProvider(OpenAICompatProvider(model, api_key or PLACEHOLDER_KEY, cfg.base_url))
