@@ -106,7 +106,9 @@ def build_argv(
         "--cap-drop",
         "ALL",
         "--die-with-parent",
-        "--new-session",
+        # No --new-session: the host starts bwrap in a new session (no controlling tty to
+        # inject into) and kills the sandbox through that process group, so the
+        # namespace's init must stay in it.
         "--hostname",
         hostname,
         "--clearenv",

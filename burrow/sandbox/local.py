@@ -15,6 +15,7 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import socket
 import tempfile
 from collections.abc import AsyncIterator
@@ -66,6 +67,23 @@ class LocalSandbox:
     async def start(
         self, bwrap_bin: str, python: str, agent_dir: Path, boot_timeout: float
     ) -> None:
+        """Boot the sandbox and wait until its agent answers the handshake.
+
+        A cancelled caller does not interrupt the boot halfway (a bwrap killed during its
+        own set-up can leave the namespace's init behind); the boot finishes, then stops.
+        """
+        booting = asyncio.ensure_future(self._boot(bwrap_bin, python, agent_dir, boot_timeout))
+        try:
+            await asyncio.shield(booting)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await booting
+            await self.stop()
+            raise
+
+    async def _boot(
+        self, bwrap_bin: str, python: str, agent_dir: Path, boot_timeout: float
+    ) -> None:
         await self.stop()
         self._status, self.detail, self._stopping = "starting", "", False
         self._stderr_tail.clear()
@@ -88,6 +106,9 @@ class LocalSandbox:
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
                 pass_fds=(listener.fileno(),),
+                # Its own process group, so stop() can kill bwrap and the namespace's init
+                # together even if bwrap's die-with-parent has not taken effect yet.
+                start_new_session=True,
             )
         except OSError as exc:
             self._fail(f"could not start bubblewrap: {exc}")
@@ -115,7 +136,7 @@ class LocalSandbox:
         self._stopping = True
         if process is not None and process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
-                process.kill()
+                os.killpg(process.pid, signal.SIGKILL)
             await process.wait()
         for task in self._watchers:
             with contextlib.suppress(asyncio.CancelledError):

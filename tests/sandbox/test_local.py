@@ -107,3 +107,22 @@ async def test_an_agent_that_cannot_start_is_a_boot_failure(tmp_path: Path) -> N
         assert backend.get("x") is not None and backend.get("x").status == "failed"  # type: ignore[union-attr]
     finally:
         await backend.close()
+
+
+async def test_a_cancelled_create_leaves_nothing_running(backend: LocalBackend) -> None:
+    await backend.create("warm")  # prepare the agent copy so the next create reaches bwrap
+    creating = asyncio.create_task(backend.create("cancelled"))
+    await asyncio.sleep(0.005)
+    creating.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await creating
+    sandbox = backend.get("cancelled")
+    assert sandbox is None or sandbox.status == "stopped"
+    again = await backend.create("cancelled")
+    assert await again.ping() < 1.0
+
+
+async def test_concurrent_creates_of_one_id_start_one_sandbox(backend: LocalBackend) -> None:
+    first, second = await asyncio.gather(backend.create("twin"), backend.create("twin"))
+    assert first is second
+    assert first.status == "ready"
