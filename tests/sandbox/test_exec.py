@@ -147,3 +147,18 @@ async def test_a_background_server_outlives_its_exec_and_keeps_answering(
     )
     assert (await run(sandbox, "python3", "-c", many, timeout=60)).exit.exit_code == 0
     assert (await run(sandbox, "python3", "-c", fetch)).text == "200\n"
+
+
+async def test_a_malformed_request_gets_a_protocol_error_and_the_agent_survives(
+    sandbox: LocalSandbox,
+) -> None:
+    reader, writer = await asyncio.open_unix_connection(str(sandbox.socket_path))
+    garbage = b"{not json"
+    writer.write(protocol.PREFIX.pack(len(garbage), 0) + garbage)
+    decoder = protocol.FrameDecoder()
+    frames = decoder.feed(await reader.read(65536))
+    writer.close()
+    assert frames[0].kind == "error"
+    assert frames[0].header["code"] == "protocol"
+    assert frames[0].header["fatal"] is True
+    assert await sandbox.ping() < 1.0
