@@ -5,15 +5,15 @@ Everything is constructed here and passed down explicitly; nothing below reads g
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from burrow.config import Settings
 from burrow.llm.base import Pricing, Provider
-from burrow.llm.factory import ModelConfig, provider_from_config
+from burrow.llm.factory import ModelConfig
 from burrow.runs.journal import Journal
 from burrow.runs.loop import LoopConfig
+from burrow.runs.models import ModelSettings
 from burrow.runs.runtime import Runtime, RuntimeOptions
 from burrow.runs.sandboxes import SandboxPool
 from burrow.sandbox.backend import Backend
@@ -22,6 +22,8 @@ from burrow.store.conversations import ConversationStore, UserStore
 from burrow.store.database import Database, open_database
 from burrow.store.events import EventStore
 from burrow.store.records import User
+from burrow.store.secrets import SecretBox
+from burrow.store.settings import SettingsStore
 from burrow.tools.base import Tool
 from burrow.tools.registry import default_tools
 
@@ -36,6 +38,7 @@ class Services:
     conversations: ConversationStore
     journal: Journal
     runtime: Runtime
+    models: ModelSettings
     owner: User  # until accounts exist, the single local owner of everything
 
     async def close(self) -> None:
@@ -69,13 +72,15 @@ async def open_services(
     users = UserStore(db)
     conversations = ConversationStore(db)
     journal = Journal(EventStore(db))
-    config = model_config(settings)
+    box = SecretBox.for_data_dir(settings.data_dir, settings.secret_key)
+    models = ModelSettings(model_config(settings), SettingsStore(db), box)
+    await models.load()
     runtime = Runtime(
         journal,
         conversations,
         SandboxPool(backend or make_backend(settings), journal),
         tools if tools is not None else default_tools(),
-        provider or functools.cache(lambda: provider_from_config(config)),
+        provider or models.provider,
         RuntimeOptions(
             pricing=Pricing(settings.price_prompt, settings.price_completion),
             loop=LoopConfig(max_steps=settings.max_steps),
@@ -83,4 +88,4 @@ async def open_services(
     )
     await runtime.recover()
     owner = await users.get_or_create(LOCAL_OWNER, is_admin=True)
-    return Services(settings, db, users, conversations, journal, runtime, owner)
+    return Services(settings, db, users, conversations, journal, runtime, models, owner)

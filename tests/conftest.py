@@ -24,6 +24,14 @@ def unavailable(what: str) -> None:
     pytest.skip(f"{what} is not available")
 
 
+@pytest.fixture(autouse=True)
+def hermetic_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests configure Burrow explicitly; the developer's model settings never leak in."""
+    for name in list(os.environ):
+        if name.startswith(("BURROW_", "OPENAI_")) and name != "BURROW_TEST_PG":
+            monkeypatch.delenv(name)
+
+
 @contextlib.asynccontextmanager
 async def pg_database() -> AsyncIterator[str]:
     """A new, empty PostgreSQL database for one test, dropped afterwards."""

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from burrow.api.errors import install_error_handlers
-from burrow.api.routes import conversations, events, files, health, sandbox
+from burrow.api.routes import conversations, events, files, health, sandbox, settings
 from burrow.services import Services
 
 
@@ -25,6 +25,6 @@ def create_app(open_services: Callable[[], Awaitable[Services]]) -> FastAPI:
 
     app = FastAPI(title="Burrow", version="0.1.0", lifespan=lifespan)
     install_error_handlers(app)
-    for module in (health, conversations, events, files, sandbox):
+    for module in (health, conversations, events, files, sandbox, settings):
         app.include_router(module.router)
     return app

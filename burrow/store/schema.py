@@ -56,3 +56,11 @@ events = sa.Table(
     sa.Column("run_id", sa.String(40), nullable=True),
     sa.Column("data", sa.Text, nullable=False),  # JSON text: kept verbatim, never re-encoded
 )
+
+settings = sa.Table(
+    "settings",
+    metadata,
+    sa.Column("name", sa.String(100), primary_key=True),
+    sa.Column("value", sa.Text, nullable=True),  # secrets are stored encrypted (SecretBox)
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+)

@@ -97,9 +97,10 @@ async def sse_events(
 
 @contextlib.asynccontextmanager
 async def running_server(
-    data_dir: Path, provider: Callable[[], Provider], **settings: Any
+    data_dir: Path, provider: Callable[[], Provider] | None, **settings: Any
 ) -> AsyncIterator[RunningServer]:
-    """`burrow serve` on a free port of 127.0.0.1, with the model replaced by `provider`."""
+    """`burrow serve` on a free port of 127.0.0.1, with the model replaced by `provider`
+    (None: the model the settings choose, as in production)."""
     port = free_port()
     config = Settings(data_dir=data_dir, host="127.0.0.1", port=port, **settings)
     holder: dict[str, Services] = {}

@@ -17,7 +17,7 @@ async def health(svc: ServicesDep) -> Health:
     return Health(
         version=version("burrow"),
         sandbox=svc.runtime.sandboxes.backend.name,
-        model=svc.settings.model,
+        model=svc.models.config.model if svc.models.view().configured else None,
     )
 
 

@@ -1,0 +1,63 @@
+"""Model settings from the settings page: stored encrypted, never shown back, used by runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.api.harness import running_server
+from tests.fakes import FakeOpenAIServer, text_reply
+
+KEY = "sk-burrow-test-0123456789abcd"
+
+
+async def test_a_key_set_in_settings_is_encrypted_masked_and_used(tmp_path: Path) -> None:
+    with FakeOpenAIServer() as fake:
+        fake.enqueue(text_reply("Hello from the fake model."))
+        async with running_server(tmp_path, None) as srv:
+            before = (await srv.client.get("/api/settings/model")).json()
+            assert before["configured"] is False
+            assert (await srv.client.get("/api/health")).json()["model"] is None
+
+            put = await srv.client.put(
+                "/api/settings/model",
+                json={"model": "fake-model", "base_url": fake.base_url, "api_key": KEY},
+            )
+            assert put.status_code == 200, put.text
+            view = put.json()
+            assert view == {
+                "model": "fake-model",
+                "base_url": fake.base_url,
+                "api_key_set": True,
+                "api_key_hint": "…abcd",
+                "configured": True,
+            }
+            assert KEY not in put.text
+
+        raw = (tmp_path / "burrow.db").read_bytes()
+        assert KEY.encode() not in raw  # encrypted at rest
+
+        async with running_server(tmp_path, None) as srv:  # a restart keeps the settings
+            cid = await srv.create_conversation()
+            run = await srv.send(cid, "hi")
+            finished = await srv.run_finished(cid, run["run_id"])
+            assert finished["data"]["status"] == "completed", finished
+            assert fake.headers[-1]["authorization"] == f"Bearer {KEY}"
+            events = await srv.client.get(f"/api/conversations/{cid}/events?format=json")
+            assert KEY not in events.text
+            assert "Hello from the fake model." in events.text
+
+
+async def test_bad_settings_are_rejected(tmp_path: Path) -> None:
+    async with running_server(tmp_path, None) as srv:
+        bad = await srv.client.put("/api/settings/model", json={"base_url": "ftp://x"})
+        assert bad.status_code == 422
+        assert "http://" in bad.json()["error"]["message"]
+
+
+async def test_without_a_model_a_run_fails_with_what_to_set(tmp_path: Path) -> None:
+    async with running_server(tmp_path, None) as srv:
+        cid = await srv.create_conversation()
+        run = await srv.send(cid, "hi")
+        finished = await srv.run_finished(cid, run["run_id"])
+        assert finished["data"]["status"] == "failed"
+        assert finished["data"]["error"].startswith("No model configured: set OPENAI_API_KEY")
