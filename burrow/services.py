@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from burrow.config import Settings
 from burrow.llm.base import Pricing, Provider
 from burrow.llm.factory import ModelConfig
+from burrow.runs.approvals import ApprovalGate
 from burrow.runs.journal import Journal
 from burrow.runs.loop import LoopConfig
 from burrow.runs.models import ModelSettings
@@ -18,6 +19,7 @@ from burrow.runs.runtime import Runtime, RuntimeOptions
 from burrow.runs.sandboxes import SandboxPool
 from burrow.sandbox.backend import Backend
 from burrow.sandbox.local import LocalBackend
+from burrow.store.approvals import ApprovalStore
 from burrow.store.conversations import ConversationStore, UserStore
 from burrow.store.database import Database, open_database
 from burrow.store.events import EventStore
@@ -81,6 +83,7 @@ async def open_services(
         SandboxPool(backend or make_backend(settings), journal),
         tools if tools is not None else default_tools(),
         provider or models.provider,
+        ApprovalGate(ApprovalStore(db), conversations),
         RuntimeOptions(
             pricing=Pricing(settings.price_prompt, settings.price_completion),
             loop=LoopConfig(max_steps=settings.max_steps),

@@ -9,6 +9,8 @@ from pydantic import BaseModel, Field, field_validator
 
 from burrow.store.records import Conversation
 
+ApprovalMode = Literal["ask", "auto", "read_only"]
+
 
 class Usage(BaseModel):
     prompt_tokens: int
@@ -22,6 +24,7 @@ class ConversationOut(BaseModel):
     created_at: datetime
     updated_at: datetime
     status: Literal["idle", "running", "waiting_approval"]
+    approval_mode: ApprovalMode
     sandbox_status: str
     last_seq: int
     usage: Usage
@@ -34,6 +37,7 @@ class ConversationOut(BaseModel):
             created_at=c.created_at,
             updated_at=c.updated_at,
             status=c.status,  # type: ignore[arg-type]
+            approval_mode=c.approval_mode,  # type: ignore[arg-type]
             sandbox_status=c.sandbox_status,
             last_seq=c.last_seq,
             usage=Usage(
@@ -50,7 +54,19 @@ class CreateConversation(BaseModel):
 
 
 class RenameConversation(BaseModel):
-    title: str = Field(min_length=1, max_length=200)
+    """Change the title, the approval mode, or both."""
+
+    title: str | None = Field(default=None, min_length=1, max_length=200)
+    approval_mode: ApprovalMode | None = None
+
+
+class ApprovalAnswer(BaseModel):
+    decision: Literal["allow_once", "allow_session", "deny"]
+
+
+class ApprovalAnswered(BaseModel):
+    request_id: str
+    decision: str
 
 
 class SendMessage(BaseModel):

@@ -28,6 +28,7 @@ from burrow.llm.base import (
     Usage,
 )
 from burrow.runs import events as ev
+from burrow.runs.approvals import ApprovalGate
 from burrow.runs.coalesce import Coalescer
 from burrow.runs.context import ModelContext
 from burrow.runs.events import EventType
@@ -62,6 +63,7 @@ class RunEnv:
     limits: ToolLimits = field(default_factory=ToolLimits)
     pricing: Pricing = field(default_factory=Pricing)
     config: LoopConfig = field(default_factory=LoopConfig)
+    approvals: ApprovalGate | None = None  # None: every call is allowed (benches, tests)
 
 
 @dataclass
@@ -107,6 +109,7 @@ class AgentRun:
         self._out = Coalescer(env.journal, cid, run_id)
         self._open_calls: dict[str, float] = {}  # call_id -> start time
         self._partial: _Answer | None = None  # the answer being streamed, if any
+        self._open_approval: str | None = None  # request_id while waiting for the owner
         self._prompt_tokens = 0
         self._completion_tokens = 0
         self._cost = 0.0
@@ -247,7 +250,11 @@ class AgentRun:
             known = ", ".join(sorted(self.env.tools))
             result = ToolResult(output=f"Unknown tool {name!r}. Available: {known}.", is_error=True)
         else:
-            result = await self._run_tool(tool, call_id, arguments)
+            refusal = await self._approve(call_id, name, arguments)
+            if refusal is not None:
+                result = ToolResult(output=refusal, is_error=True)
+            else:
+                result = await self._run_tool(tool, call_id, arguments)
         await self._out.flush()
         started = self._open_calls.pop(call_id)
         await self._emit(
@@ -262,6 +269,39 @@ class AgentRun:
             ),
             *self._tool_side_events(result),
         )
+
+    async def _approve(self, call_id: str, name: str, arguments: dict[str, Any]) -> str | None:
+        """None when the call may run, else why not (shown to the model and the user)."""
+        gate = self.env.approvals
+        if gate is None:
+            return None
+        verdict = await gate.review(self.cid, name, arguments)
+        if verdict.action == "allow":
+            return None
+        if verdict.action == "deny":
+            return verdict.reason
+        request_id, answer = await gate.open(self.cid, call_id, name, arguments, verdict)
+        self._open_approval = request_id
+        await self._emit(
+            ev.make(
+                EventType.APPROVAL_REQUESTED,
+                self.run_id,
+                request_id=request_id,
+                call_id=call_id,
+                tool=name,
+                arguments=arguments,
+                risk=verdict.risk,
+                reason=verdict.reason,
+            )
+        )
+        decision = await answer
+        self._open_approval = None
+        await self._emit(
+            ev.make(
+                EventType.APPROVAL_RESOLVED, self.run_id, request_id=request_id, decision=decision
+            )
+        )
+        return "Denied by the user." if decision == "deny" else None
 
     def _tool_side_events(self, result: ToolResult) -> list[Any]:
         preview = result.extra.get("preview")
@@ -295,6 +335,18 @@ class AgentRun:
             # Keep what was streamed before the stop in the model's memory, without the
             # half-formed tool calls.
             closing.append(self._assistant_message(self._partial, []))
+        if self._open_approval is not None and self.env.approvals is not None:
+            # Stopping while the owner was asked answers the question: no.
+            await self.env.approvals.abandon(self._open_approval)
+            closing.append(
+                ev.make(
+                    EventType.APPROVAL_RESOLVED,
+                    self.run_id,
+                    request_id=self._open_approval,
+                    decision="deny",
+                )
+            )
+            self._open_approval = None
         reason = "Interrupted by the user." if status == "canceled" else f"Run ended: {error}"
         now = time.monotonic()
         for call_id, started in self._open_calls.items():

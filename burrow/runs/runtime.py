@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from burrow.llm.base import Message, ModelError, Pricing, Provider, StreamEvent, ToolSpec
 from burrow.runs import events as ev
+from burrow.runs.approvals import ApprovalGate
 from burrow.runs.context import ModelContext
 from burrow.runs.events import EventType
 from burrow.runs.journal import Journal
@@ -50,6 +51,7 @@ class Runtime:
         sandboxes: SandboxPool,
         tools: Mapping[str, Tool],
         provider: Callable[[], Provider],
+        approvals: ApprovalGate,
         options: RuntimeOptions | None = None,
     ) -> None:
         self.journal = journal
@@ -57,6 +59,7 @@ class Runtime:
         self.sandboxes = sandboxes
         self.tools = tools
         self._provider = provider
+        self.approvals = approvals
         self.options = options or RuntimeOptions()
         self._active: dict[str, _Active] = {}
         self._shells: dict[str, ShellState] = {}
@@ -103,6 +106,7 @@ class Runtime:
                     limits=self.options.limits,
                     pricing=self.options.pricing,
                     config=self.options.loop,
+                    approvals=self.approvals,
                 )
                 active.run = AgentRun(env, cid, active.run_id, context, feed)
                 await active.run.execute()
@@ -149,6 +153,7 @@ class Runtime:
     async def _repair(self, cid: str) -> None:
         open_runs: dict[str, None] = {}
         open_calls: dict[str, str] = {}
+        open_approvals: dict[str, str] = {}
         for event in await self.journal.read(cid):
             if event.type == EventType.RUN_STARTED and event.run_id:
                 open_runs[event.run_id] = None
@@ -158,7 +163,17 @@ class Runtime:
                 open_calls[event.data["call_id"]] = event.run_id or ""
             elif event.type == EventType.TOOL_FINISHED:
                 open_calls.pop(event.data["call_id"], None)
+            elif event.type == EventType.APPROVAL_REQUESTED:
+                open_approvals[event.data["request_id"]] = event.run_id or ""
+            elif event.type == EventType.APPROVAL_RESOLVED:
+                open_approvals.pop(event.data["request_id"], None)
         closing = [
+            ev.make(EventType.APPROVAL_RESOLVED, run_id, request_id=request_id, decision="deny")
+            for request_id, run_id in open_approvals.items()
+        ]
+        for request_id in open_approvals:
+            await self.approvals.abandon(request_id)
+        closing += [
             ev.tool_finished(run_id, call_id, output=RESTARTED, is_error=True)
             for call_id, run_id in open_calls.items()
         ]

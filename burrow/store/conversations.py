@@ -27,6 +27,7 @@ def _conversation(row: Any) -> Conversation:
         owner_id=row.owner_id,
         title=row.title,
         profile=row.profile,
+        approval_mode=row.approval_mode,
         created_at=_aware(row.created_at),
         updated_at=_aware(row.updated_at),
         status=row.status,
@@ -77,6 +78,7 @@ class ConversationStore:
                     owner_id=owner_id,
                     title=title,
                     profile=profile,
+                    approval_mode="ask",
                     created_at=ts,
                     updated_at=ts,
                     status="idle",
@@ -113,9 +115,16 @@ class ConversationStore:
         query = sa.select(conversations).where(conversations.c.status == status)
         return await self._db.run(lambda conn: [_conversation(r) for r in conn.execute(query)])
 
-    async def rename(self, cid: str, title: str) -> None:
-        query = conversations.update().where(conversations.c.id == cid)
-        await self._db.run(lambda conn: conn.execute(query.values(title=title, updated_at=now())))
+    async def update(
+        self, cid: str, *, title: str | None = None, approval_mode: str | None = None
+    ) -> None:
+        values: dict[str, object] = {"updated_at": now()}
+        if title is not None:
+            values["title"] = title
+        if approval_mode is not None:
+            values["approval_mode"] = approval_mode
+        query = conversations.update().where(conversations.c.id == cid).values(**values)
+        await self._db.run(lambda conn: conn.execute(query))
 
     async def set_status(self, cid: str, status: str) -> None:
         query = conversations.update().where(conversations.c.id == cid).values(status=status)

@@ -22,6 +22,7 @@ class Conversation:
     owner_id: str
     title: str
     profile: str
+    approval_mode: str
     created_at: datetime
     updated_at: datetime
     status: str

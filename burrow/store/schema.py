@@ -30,6 +30,7 @@ conversations = sa.Table(
     ),
     sa.Column("title", sa.Text, nullable=False),
     sa.Column("profile", sa.String(100), nullable=False, default="default"),
+    sa.Column("approval_mode", sa.String(20), nullable=False, default="ask"),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("status", sa.String(20), nullable=False, default="idle"),
@@ -63,4 +64,42 @@ settings = sa.Table(
     sa.Column("name", sa.String(100), primary_key=True),
     sa.Column("value", sa.Text, nullable=True),  # secrets are stored encrypted (SecretBox)
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+# Every approval asked, with its answer: the audit trail.
+approvals = sa.Table(
+    "approvals",
+    metadata,
+    sa.Column("request_id", sa.String(40), primary_key=True),
+    sa.Column(
+        "conversation_id",
+        sa.String(40),
+        sa.ForeignKey("conversations.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column("call_id", sa.String(100), nullable=False),
+    sa.Column("tool", sa.String(100), nullable=False),
+    sa.Column("arguments_digest", sa.String(64), nullable=False),
+    sa.Column("risk", sa.String(20), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("decision", sa.String(20), nullable=True),  # None while waiting
+    sa.Column("requested_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("resolved_at", sa.DateTime(timezone=True), nullable=True),
+)
+
+# "Allow for this session": the same tool with the same arguments runs without asking.
+grants = sa.Table(
+    "grants",
+    metadata,
+    sa.Column(
+        "conversation_id",
+        sa.String(40),
+        sa.ForeignKey("conversations.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("tool", sa.String(100), primary_key=True),
+    sa.Column("arguments_digest", sa.String(64), primary_key=True),
+    sa.Column("request_id", sa.String(40), nullable=False),
+    sa.Column("decision", sa.String(20), nullable=False),
+    sa.Column("granted_at", sa.DateTime(timezone=True), nullable=False),
 )

@@ -5,9 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from burrow.api.deps import ConversationDep, ServicesDep, UserDep
-from burrow.api.errors import not_found
+from burrow.api.errors import ApiError, not_found
 from burrow.api.schemas import (
     Accepted,
+    ApprovalAnswer,
+    ApprovalAnswered,
     ConversationOut,
     CreateConversation,
     MessageAccepted,
@@ -40,10 +42,12 @@ async def get_conversation(conversation: ConversationDep) -> ConversationOut:
 
 
 @router.patch("/{cid}")
-async def rename_conversation(
+async def update_conversation(
     body: RenameConversation, conversation: ConversationDep, svc: ServicesDep
 ) -> ConversationOut:
-    await svc.conversations.rename(conversation.id, body.title)
+    await svc.conversations.update(
+        conversation.id, title=body.title, approval_mode=body.approval_mode
+    )
     renamed = await svc.conversations.get(conversation.id)
     if renamed is None:
         raise not_found(f"Conversation {conversation.id}")
@@ -65,6 +69,21 @@ async def send_message(
     except ConversationGone as exc:
         raise not_found(f"Conversation {conversation.id}") from exc
     return MessageAccepted(run_id=run_id, seq=seq)
+
+
+@router.post("/{cid}/approvals/{request_id}")
+async def answer_approval(
+    request_id: str, body: ApprovalAnswer, conversation: ConversationDep, svc: ServicesDep
+) -> ApprovalAnswered:
+    """The owner's answer to an `approval.requested` event of this conversation."""
+    if not await svc.runtime.approvals.answer(conversation.id, request_id, body.decision):
+        raise ApiError(
+            409,
+            "not_waiting",
+            f"No tool call of this conversation is waiting on {request_id}: it was answered "
+            "already, or its run ended.",
+        )
+    return ApprovalAnswered(request_id=request_id, decision=body.decision)
 
 
 @router.post("/{cid}/interrupt", status_code=202)

@@ -1,0 +1,97 @@
+"""The approval gate: a policy maps each call's risk to allow, ask or deny, and an asked
+call waits for its owner's answer. One place owns the waiting: nothing else answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from burrow.runs.risk import Assessment, Risk, assess
+from burrow.store.approvals import ApprovalStore, arguments_digest
+from burrow.store.conversations import ConversationStore
+
+Mode = Literal["ask", "auto", "read_only"]
+MODES: tuple[Mode, ...] = ("ask", "auto", "read_only")
+Decision = Literal["allow_once", "allow_session", "deny"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    action: Literal["allow", "ask", "deny"]
+    risk: Risk
+    reason: str
+
+
+def policy(mode: str, assessment: Assessment) -> Verdict:
+    """ask (default): ask for dangerous calls; auto: allow everything inside the sandbox;
+    read_only: allow only calls that read. Clearly destructive calls are refused in all."""
+    risk, reason = assessment.risk, assessment.reason
+    if assessment.forbidden:
+        return Verdict("deny", risk, f"Refused: {reason} Burrow never runs such a command.")
+    if mode == "read_only":
+        if risk == "safe":
+            return Verdict("allow", risk, reason)
+        return Verdict(
+            "deny",
+            risk,
+            f"Refused: the conversation is read-only and this call changes things "
+            f"({reason}). Switch the conversation to ask or auto mode to allow it.",
+        )
+    if mode == "auto" or risk != "dangerous":
+        return Verdict("allow", risk, reason)
+    return Verdict("ask", risk, reason)
+
+
+class ApprovalGate:
+    def __init__(self, store: ApprovalStore, conversations: ConversationStore) -> None:
+        self._store = store
+        self._conversations = conversations
+        self._waiting: dict[str, tuple[str, asyncio.Future[Decision]]] = {}
+
+    async def review(self, cid: str, tool: str, arguments: dict[str, Any]) -> Verdict:
+        conversation = await self._conversations.get(cid)
+        mode = conversation.approval_mode if conversation else "ask"
+        verdict = policy(mode, assess(tool, arguments))
+        if verdict.action == "ask":
+            grant = await self._store.grant_for(cid, tool, arguments_digest(arguments))
+            if grant is not None:
+                return Verdict(
+                    "allow", verdict.risk, f"Allowed for this session ({grant.request_id})."
+                )
+        return verdict
+
+    async def open(
+        self, cid: str, call_id: str, tool: str, arguments: dict[str, Any], verdict: Verdict
+    ) -> tuple[str, asyncio.Future[Decision]]:
+        request_id = f"ap_{secrets.token_hex(8)}"
+        await self._store.record_request(
+            request_id,
+            cid,
+            call_id,
+            tool,
+            arguments_digest(arguments),
+            verdict.risk,
+            verdict.reason,
+        )
+        answer: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
+        self._waiting[request_id] = (cid, answer)
+        return request_id, answer
+
+    async def answer(self, cid: str, request_id: str, decision: Decision) -> bool:
+        """The owner's answer. False when no call of `cid` waits on `request_id`."""
+        waiting = self._waiting.get(request_id)
+        if waiting is None or waiting[0] != cid or waiting[1].done():
+            return False
+        if await self._store.resolve(request_id, decision) is None:
+            return False
+        del self._waiting[request_id]
+        waiting[1].set_result(decision)
+        return True
+
+    async def abandon(self, request_id: str) -> None:
+        """The run stopped while waiting (interrupt): the request is recorded as denied."""
+        self._waiting.pop(request_id, None)
+        await self._store.resolve(request_id, "deny")
