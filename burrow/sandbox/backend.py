@@ -31,6 +31,7 @@ class ErrorCode(enum.StrEnum):
     BOOT_FAILED = "boot_failed"
     NOT_SUPPORTED = "not_supported"
     INTERNAL = "internal"
+    CONNECTION_REFUSED = "connection_refused"  # nothing listens on that port in the sandbox
 
 
 class SandboxError(Exception):

@@ -22,8 +22,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-PROTOCOL_VERSION = (1, 0)  # (major, minor); a different major is refused with PROTOCOL
-FEATURES = ("exec", "stdin", "signal", "files", "result_file")
+PROTOCOL_VERSION = (1, 1)  # (major, minor); a different major is refused with PROTOCOL
+FEATURES = ("exec", "stdin", "signal", "files", "result_file", "tunnel")
 
 # Requests (host -> agent)
 HELLO = "hello"
@@ -35,6 +35,7 @@ READ = "read"
 WRITE = "write"
 LIST = "list"
 STAT = "stat"
+TUNNEL = "tunnel"  # `port`: connect to 127.0.0.1:port in the sandbox, then raw bytes
 # Responses (agent -> host)
 PONG = "pong"
 STDOUT = "stdout"
@@ -45,6 +46,7 @@ READ_RESULT = "read_result"  # payload = the bytes read; `size` = the file's ful
 WRITE_RESULT = "write_result"  # `entry`
 LIST_RESULT = "list_result"  # `entries`
 STAT_RESULT = "stat_result"  # `entry`
+TUNNEL_OPEN = "tunnel_open"  # connected; from here on the connection carries raw bytes
 
 FRAME_KINDS = frozenset(
     {
@@ -66,6 +68,8 @@ FRAME_KINDS = frozenset(
         WRITE_RESULT,
         LIST_RESULT,
         STAT_RESULT,
+        TUNNEL,
+        TUNNEL_OPEN,
     }
 )
 
@@ -87,6 +91,7 @@ ERROR_CODES = frozenset(
         "boot_failed",
         "not_supported",
         "internal",
+        "connection_refused",
     }
 )
 
@@ -169,6 +174,12 @@ class FrameDecoder:
             del self._buffer[:end]
             frames.append(Frame(_parse_header(raw_header), payload))
         return frames
+
+    def take_pending(self) -> bytes:
+        """The bytes after the last whole frame (a tunnel's first raw bytes), removed."""
+        rest = bytes(self._buffer)
+        self._buffer.clear()
+        return rest
 
     @property
     def pending(self) -> int:

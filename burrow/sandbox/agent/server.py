@@ -73,6 +73,10 @@ def _dispatch(
         conn.sendall(workspace.list(request.header))
     elif kind == protocol.STAT:
         conn.sendall(workspace.stat(request.header))
+    elif kind == protocol.TUNNEL:
+        from .tunnel import open_tunnel
+
+        open_tunnel(conn, request.header, decoder.take_pending())
     else:
         raise AgentError("protocol", f"{kind!r} is not a request")
 
