@@ -7,6 +7,7 @@ there is no inherited default that silently runs something on the host.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import enum
 from collections.abc import AsyncIterator, Mapping
@@ -141,6 +142,15 @@ class Sandbox(Protocol):
     async def list_dir(self, path: str) -> list[FileEntry]: ...
 
     async def stat(self, path: str) -> FileEntry: ...
+
+    async def open_tunnel(self, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A byte stream to a TCP port on the sandbox's own loopback (previews).
+
+        Reached through the sandbox's channel, never through a port opened on the host.
+        Raises SandboxError(CONNECTION_REFUSED) when nothing listens there. Closing the
+        writer ends the tunnel.
+        """
+        ...
 
     async def ping(self) -> float:
         """Round-trip to the in-sandbox agent, in seconds."""

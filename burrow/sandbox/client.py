@@ -25,6 +25,7 @@ from burrow.sandbox.backend import (
 )
 
 RECV_BYTES = 256 * 1024
+TUNNEL_BUFFER_BYTES = 256 * 1024  # a tunnel reader's buffer before it pauses the agent
 ABORT_WAIT_SECONDS = 2.0  # how long an early close waits for the killed command to exit
 
 
@@ -153,6 +154,39 @@ class AgentClient:
         )
         return _entry(frame.header["entry"])
 
+    async def open_tunnel(self, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A raw byte stream to 127.0.0.1:`port` inside the sandbox (see agent/tunnel.py).
+
+        Frames are read with readexactly, so bytes the service sent right after the
+        `tunnel_open` answer stay in the returned reader's buffer.
+        """
+        try:
+            reader, writer = await asyncio.open_unix_connection(
+                self.socket_path, limit=TUNNEL_BUFFER_BYTES
+            )
+        except OSError as exc:
+            raise _unavailable(f"the sandbox agent is not listening ({exc.strerror})") from None
+        try:
+            writer.write(self._hello + protocol.encode_frame(protocol.TUNNEL, port=port))
+            for expected in (protocol.HELLO, protocol.TUNNEL_OPEN):
+                frame = await _read_frame(reader)
+                if frame.kind == protocol.ERROR:
+                    raise _error_from_frame(frame)
+                if expected == protocol.HELLO:
+                    protocol.check_hello(frame)
+                elif frame.kind != expected:
+                    raise SandboxError(ErrorCode.PROTOCOL, f"expected {expected}, got {frame.kind}")
+        except protocol.ProtocolError as exc:
+            writer.close()
+            raise SandboxError(ErrorCode.PROTOCOL, str(exc)) from None
+        except (OSError, asyncio.IncompleteReadError):
+            writer.close()
+            raise _unavailable("the sandbox agent closed the tunnel before answering") from None
+        except BaseException:
+            writer.close()
+            raise
+        return reader, writer
+
     async def _open(self, request: bytes) -> tuple[_Connection, dict[str, Any]]:
         try:
             reader, writer = await asyncio.open_unix_connection(self.socket_path)
@@ -195,6 +229,18 @@ class AgentClient:
                     pass
         except (OSError, SandboxError, TimeoutError):
             pass  # the agent also kills the group when the connection closes
+
+
+async def _read_frame(reader: asyncio.StreamReader) -> protocol.Frame:
+    """Exactly one frame from `reader`, leaving whatever follows it in the buffer."""
+    header_len, payload_len = protocol.PREFIX.unpack(await reader.readexactly(protocol.PREFIX.size))
+    if header_len > protocol.MAX_HEADER_BYTES or payload_len > protocol.MAX_PAYLOAD_BYTES:
+        raise protocol.ProtocolError(f"frame too large ({header_len}+{payload_len} bytes)")
+    frames = protocol.FrameDecoder().feed(
+        protocol.PREFIX.pack(header_len, payload_len)
+        + await reader.readexactly(header_len + payload_len)
+    )
+    return frames[0]
 
 
 def _unavailable(detail: str) -> SandboxError:

@@ -185,6 +185,13 @@ class LocalSandbox:
         except SandboxError as exc:
             raise await self._explain(exc) from None
 
+    async def open_tunnel(self, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        self._check_ready()
+        try:
+            return await self.client.open_tunnel(port)
+        except SandboxError as exc:
+            raise await self._explain(exc) from None
+
     async def ping(self) -> float:
         self._check_ready()
         try:
