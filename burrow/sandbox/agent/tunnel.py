@@ -33,14 +33,7 @@ def open_tunnel(conn: socket.socket, header: dict[str, Any], pending: bytes) -> 
     port = header.get("port")
     if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
         raise AgentError("protocol", f"tunnel port must be an integer 1-65535, not {port!r}")
-    try:
-        upstream = socket.create_connection(("127.0.0.1", port), timeout=CONNECT_TIMEOUT)
-    except ConnectionRefusedError:
-        raise AgentError(
-            "connection_refused", f"nothing is listening on port {port} in the sandbox"
-        ) from None
-    except OSError as exc:
-        raise AgentError("unavailable", f"cannot connect to port {port}: {exc}") from None
+    upstream = _connect(port)
     try:
         upstream.settimeout(None)
         upstream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -55,6 +48,21 @@ def open_tunnel(conn: socket.socket, header: dict[str, Any], pending: bytes) -> 
         done.acquire()
     finally:
         upstream.close()
+
+
+def _connect(port: int) -> socket.socket:
+    # IPv4 first, then IPv6: Node resolves "localhost" to ::1, so dev servers started
+    # without --host may listen there only.
+    for address in ("127.0.0.1", "::1"):
+        try:
+            return socket.create_connection((address, port), timeout=CONNECT_TIMEOUT)
+        except ConnectionRefusedError:
+            continue
+        except OSError as exc:
+            if address == "::1":  # no IPv6 loopback in this sandbox
+                break
+            raise AgentError("unavailable", f"cannot connect to port {port}: {exc}") from None
+    raise AgentError("connection_refused", f"nothing is listening on port {port} in the sandbox")
 
 
 def _pipe_then_release(source: socket.socket, sink: socket.socket, done: _thread.LockType) -> None:
