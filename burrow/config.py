@@ -36,6 +36,8 @@ class Settings(BaseSettings):
     price_completion: float = 0.0
     max_steps: int = 50
     """Model calls per run before it stops and asks the user to continue."""
+    admin_password: str | None = None
+    """The first admin's password (user `admin`); generated and printed once when unset."""
     secret_key: str | None = None
     """Fernet key that encrypts stored secrets; default: secret.key in the data directory."""
     sandbox: str = "local"

@@ -5,6 +5,8 @@ Everything is constructed here and passed down explicitly; nothing below reads g
 
 from __future__ import annotations
 
+import secrets
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,6 +21,7 @@ from burrow.runs.runtime import Runtime, RuntimeOptions
 from burrow.runs.sandboxes import SandboxPool
 from burrow.sandbox.backend import Backend
 from burrow.sandbox.local import LocalBackend
+from burrow.store.accounts import AccountStore
 from burrow.store.approvals import ApprovalStore
 from burrow.store.conversations import ConversationStore, UserStore
 from burrow.store.database import Database, open_database
@@ -29,7 +32,7 @@ from burrow.store.settings import SettingsStore
 from burrow.tools.base import Tool
 from burrow.tools.registry import default_tools
 
-LOCAL_OWNER = "admin"
+ADMIN = "admin"
 
 
 @dataclass
@@ -37,11 +40,12 @@ class Services:
     settings: Settings
     db: Database
     users: UserStore
+    accounts: AccountStore
     conversations: ConversationStore
     journal: Journal
     runtime: Runtime
     models: ModelSettings
-    owner: User  # until accounts exist, the single local owner of everything
+    owner: User  # the admin: owner of what `burrow run` creates
 
     async def close(self) -> None:
         await self.runtime.shutdown()
@@ -90,5 +94,32 @@ async def open_services(
         ),
     )
     await runtime.recover()
-    owner = await users.get_or_create(LOCAL_OWNER, is_admin=True)
-    return Services(settings, db, users, conversations, journal, runtime, models, owner)
+    accounts = AccountStore(db)
+    owner = await ensure_admin(users, accounts, settings.admin_password)
+    return Services(
+        settings,
+        db,
+        users,
+        accounts,
+        conversations,
+        journal,
+        runtime,
+        models,
+        owner,
+    )
+
+
+async def ensure_admin(users: UserStore, accounts: AccountStore, password: str | None) -> User:
+    """The first admin: BURROW_ADMIN_PASSWORD, or a generated password printed once."""
+    admin = await users.get_or_create(ADMIN, is_admin=True)
+    if not await accounts.has_password(admin.id):
+        chosen = password or secrets.token_urlsafe(12)
+        await accounts.set_password(admin.id, chosen)
+        if not password:
+            print(
+                f"Burrow: first start. Log in as '{ADMIN}' with password: {chosen}\n"
+                "        (shown once; set BURROW_ADMIN_PASSWORD to choose it)",
+                file=sys.stderr,
+                flush=True,
+            )
+    return admin

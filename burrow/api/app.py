@@ -7,8 +7,19 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from burrow.api.csrf import CSRFGuard
 from burrow.api.errors import install_error_handlers
-from burrow.api.routes import conversations, events, files, health, sandbox, settings
+from burrow.api.routes import (
+    auth,
+    conversations,
+    events,
+    files,
+    health,
+    sandbox,
+    settings,
+    users,
+)
+from burrow.api.throttle import LoginThrottle
 from burrow.services import Services
 
 
@@ -24,7 +35,9 @@ def create_app(open_services: Callable[[], Awaitable[Services]]) -> FastAPI:
             await app.state.services.close()
 
     app = FastAPI(title="Burrow", version="0.1.0", lifespan=lifespan)
+    app.state.login_throttle = LoginThrottle()
+    app.add_middleware(CSRFGuard)
     install_error_handlers(app)
-    for module in (health, conversations, events, files, sandbox, settings):
+    for module in (health, auth, users, conversations, events, files, sandbox, settings):
         app.include_router(module.router)
     return app

@@ -103,3 +103,17 @@ grants = sa.Table(
     sa.Column("decision", sa.String(20), nullable=False),
     sa.Column("granted_at", sa.DateTime(timezone=True), nullable=False),
 )
+
+# Browser sessions and CLI tokens: only a SHA-256 of each secret is stored.
+sessions = sa.Table(
+    "sessions",
+    metadata,
+    sa.Column("token_hash", sa.String(64), primary_key=True),
+    sa.Column(
+        "user_id", sa.String(40), sa.ForeignKey("users.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("kind", sa.String(10), nullable=False),  # "session" | "api"
+    sa.Column("name", sa.String(200), nullable=False, default=""),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("expires_at", sa.DateTime(timezone=True), nullable=True),  # None: until revoked
+)

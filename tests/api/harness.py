@@ -19,6 +19,16 @@ from burrow.config import Settings
 from burrow.llm.base import Provider
 from burrow.services import Services, open_services
 
+ADMIN_PASSWORD = "burrow-test-admin-password"
+
+
+async def log_in(client: httpx.AsyncClient, username: str, password: str) -> None:
+    """Log `client` in; its cookie jar then carries the session, as a browser's would."""
+    response = await client.post(
+        "/api/auth/login", json={"username": username, "password": password}
+    )
+    assert response.status_code == 200, response.text
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -32,6 +42,7 @@ class RunningServer:
     base_url: str
     services: Services
     client: httpx.AsyncClient
+    app: Any = None  # the FastAPI application, for its routes and OpenAPI document
 
     async def create_conversation(self, title: str = "test") -> str:
         response = await self.client.post("/api/conversations", json={"title": title})
@@ -102,6 +113,7 @@ async def running_server(
     """`burrow serve` on a free port of 127.0.0.1, with the model replaced by `provider`
     (None: the model the settings choose, as in production)."""
     port = free_port()
+    settings.setdefault("admin_password", ADMIN_PASSWORD)
     config = Settings(data_dir=data_dir, host="127.0.0.1", port=port, **settings)
     holder: dict[str, Services] = {}
 
@@ -109,9 +121,8 @@ async def running_server(
         holder["services"] = await open_services(config, provider=provider)
         return holder["services"]
 
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(start), host="127.0.0.1", port=port, log_level="warning")
-    )
+    app = create_app(start)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():
@@ -120,7 +131,8 @@ async def running_server(
     base_url = f"http://127.0.0.1:{port}"
     try:
         async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
-            yield RunningServer(base_url, holder["services"], client)
+            await log_in(client, "admin", config.admin_password or ADMIN_PASSWORD)
+            yield RunningServer(base_url, holder["services"], client, app)
     finally:
         server.should_exit = True
         await asyncio.wait_for(task, 30)

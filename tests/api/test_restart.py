@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import httpx
 
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
-from tests.api.harness import free_port, running_server, sse_events
+from tests.api.harness import ADMIN_PASSWORD, free_port, log_in, running_server, sse_events
 
 
 async def test_second_request_after_restart_contains_the_first_exchange(tmp_path: Path) -> None:
@@ -61,6 +62,7 @@ async def test_a_run_cut_off_by_a_killed_server_is_repaired_on_start(tmp_path: P
         str(tmp_path),
         "--model",
         f"scripted:{script}",
+        env={**os.environ, "BURROW_ADMIN_PASSWORD": ADMIN_PASSWORD},
     )
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
@@ -71,6 +73,7 @@ async def test_a_run_cut_off_by_a_killed_server_is_repaired_on_start(tmp_path: P
                             break
                     except httpx.TransportError:
                         await asyncio.sleep(0.05)
+            await log_in(client, "admin", ADMIN_PASSWORD)
             cid = (await client.post("/api/conversations", json={})).json()["id"]
             await client.post(f"/api/conversations/{cid}/messages", json={"content": "sleep"})
             async with asyncio.timeout(20):

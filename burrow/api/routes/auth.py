@@ -1,0 +1,101 @@
+"""Log in and out (session cookie), and API tokens for the command line."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from fastapi import APIRouter, Request, Response
+from pydantic import BaseModel, Field
+
+from burrow.api.deps import SESSION_COOKIE, ServicesDep, UserDep
+from burrow.api.errors import ApiError, not_found
+from burrow.api.schemas import Me
+from burrow.api.throttle import LoginThrottle
+from burrow.store.accounts import SESSION_LIFETIME, token_digest
+
+router = APIRouter(prefix="/api/auth", tags=["auth"])
+
+
+class Login(BaseModel):
+    username: str = Field(min_length=1, max_length=200)
+    password: str = Field(min_length=1, max_length=1000)
+
+
+class NewToken(BaseModel):
+    name: str = Field(default="cli", max_length=200)
+
+
+class TokenCreated(BaseModel):
+    token: str = Field(description="Shown once; send it as Authorization: Bearer <token>.")
+    id: str
+    name: str
+
+
+class TokenOut(BaseModel):
+    id: str
+    name: str
+    created_at: datetime
+
+
+def _secure(request: Request) -> bool:
+    return request.headers.get("x-forwarded-proto", request.url.scheme) == "https"
+
+
+@router.post("/login")
+async def login(body: Login, request: Request, response: Response, svc: ServicesDep) -> Me:
+    throttle: LoginThrottle = request.app.state.login_throttle
+    client = request.client.host if request.client else "?"
+    wait = throttle.retry_after(client, body.username)
+    if wait > 0:
+        raise ApiError(
+            429, "too_many_attempts", f"Too many failed logins: try again in {int(wait) + 1} s."
+        )
+    user = await svc.accounts.authenticate(body.username, body.password)
+    if user is None:
+        throttle.failed(client, body.username)
+        raise ApiError(401, "bad_credentials", "Wrong username or password.")
+    throttle.succeeded(body.username)
+    token = await svc.accounts.issue(user.id, "session")
+    response.set_cookie(
+        SESSION_COOKIE,
+        token,
+        max_age=int(SESSION_LIFETIME.total_seconds()),
+        httponly=True,
+        samesite="lax",
+        secure=_secure(request),
+        path="/",
+    )
+    return Me(id=user.id, username=user.username, is_admin=user.is_admin)
+
+
+@router.post("/logout", status_code=204)
+async def logout(request: Request, svc: ServicesDep) -> Response:
+    token = request.cookies.get(SESSION_COOKIE)
+    if token:
+        await svc.accounts.revoke(token)
+    response = Response(status_code=204)
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response
+
+
+@router.post("/tokens", status_code=201)
+async def create_token(body: NewToken, user: UserDep, svc: ServicesDep) -> TokenCreated:
+    token = await svc.accounts.issue(user.id, "api", body.name)
+    return TokenCreated(token=token, id=token_digest(token)[:16], name=body.name)
+
+
+@router.get("/tokens")
+async def list_tokens(user: UserDep, svc: ServicesDep) -> list[TokenOut]:
+    return [
+        TokenOut(id=t.token_hash[:16], name=t.name, created_at=t.created_at)
+        for t in await svc.accounts.api_tokens(user.id)
+    ]
+
+
+@router.delete("/tokens/{token_id}", status_code=204)
+async def delete_token(token_id: str, user: UserDep, svc: ServicesDep) -> Response:
+    for t in await svc.accounts.api_tokens(user.id):
+        if t.token_hash.startswith(token_id) and len(token_id) == 16:
+            await svc.accounts.revoke_api_token(user.id, t.token_hash)
+            return Response(status_code=204)
+    raise not_found(f"API token {token_id}")

@@ -1,0 +1,137 @@
+"""Accounts: password hashes (argon2), browser sessions and API tokens.
+
+Secrets handed to clients are random; the database keeps only their SHA-256, so a copy of
+the database lets nobody in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+import sqlalchemy as sa
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+from burrow.store.conversations import new_id
+from burrow.store.database import Database
+from burrow.store.records import User
+from burrow.store.schema import sessions, users
+
+SESSION_LIFETIME = timedelta(days=30)
+_hasher = PasswordHasher()
+# Verifying against this when the user does not exist keeps the timing the same.
+_DUMMY_HASH = _hasher.hash(secrets.token_hex(8))
+
+TokenKind = Literal["session", "api"]
+
+
+def token_digest(token: str) -> str:
+    """What is stored of a token (its SHA-256); its first 16 characters name it."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    token_hash: str
+    name: str
+    created_at: datetime
+
+
+class AccountStore:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def create_user(self, username: str, password: str, *, is_admin: bool = False) -> User:
+        password_hash = _hasher.hash(password)
+        uid = new_id("u")
+        query = users.insert().values(
+            id=uid,
+            username=username,
+            password_hash=password_hash,
+            is_admin=is_admin,
+            created_at=datetime.now(UTC),
+        )
+        await self._db.run(lambda conn: conn.execute(query))
+        return User(id=uid, username=username, is_admin=is_admin)
+
+    async def username_taken(self, username: str) -> bool:
+        query = sa.select(users.c.id).where(users.c.username == username)
+        return await self._db.run(lambda conn: conn.execute(query).first()) is not None
+
+    async def set_password(self, user_id: str, password: str) -> None:
+        query = (
+            users.update().where(users.c.id == user_id).values(password_hash=_hasher.hash(password))
+        )
+        await self._db.run(lambda conn: conn.execute(query))
+
+    async def has_password(self, user_id: str) -> bool:
+        query = sa.select(users.c.password_hash).where(users.c.id == user_id)
+        return bool(await self._db.run(lambda conn: conn.execute(query).scalar()))
+
+    async def authenticate(self, username: str, password: str) -> User | None:
+        query = sa.select(users).where(users.c.username == username)
+        row = await self._db.run(lambda conn: conn.execute(query).first())
+        stored = row.password_hash if row is not None and row.password_hash else _DUMMY_HASH
+        try:
+            _hasher.verify(stored, password)
+        except (VerificationError, InvalidHashError):
+            return None
+        if row is None or not row.password_hash:
+            return None
+        return User(id=row.id, username=row.username, is_admin=row.is_admin)
+
+    async def issue(self, user_id: str, kind: TokenKind, name: str = "") -> str:
+        """A new secret for the user; returned once, stored only as its digest."""
+        token = ("bw_" if kind == "api" else "") + secrets.token_urlsafe(32)
+        now = datetime.now(UTC)
+        query = sessions.insert().values(
+            token_hash=token_digest(token),
+            user_id=user_id,
+            kind=kind,
+            name=name,
+            created_at=now,
+            expires_at=now + SESSION_LIFETIME if kind == "session" else None,
+        )
+        await self._db.run(lambda conn: conn.execute(query))
+        return token
+
+    async def user_for(self, token: str, kind: TokenKind) -> User | None:
+        query = (
+            sa.select(users, sessions.c.expires_at)
+            .join(sessions, sessions.c.user_id == users.c.id)
+            .where(sessions.c.token_hash == token_digest(token), sessions.c.kind == kind)
+        )
+        row = await self._db.run(lambda conn: conn.execute(query).first())
+        if row is None:
+            return None
+        expires = row.expires_at
+        if expires is not None:
+            expires = expires if expires.tzinfo else expires.replace(tzinfo=UTC)
+            if expires < datetime.now(UTC):
+                return None
+        return User(id=row.id, username=row.username, is_admin=row.is_admin)
+
+    async def revoke(self, token: str) -> None:
+        query = sessions.delete().where(sessions.c.token_hash == token_digest(token))
+        await self._db.run(lambda conn: conn.execute(query))
+
+    async def revoke_api_token(self, user_id: str, token_hash: str) -> bool:
+        query = sessions.delete().where(
+            sessions.c.token_hash == token_hash,
+            sessions.c.user_id == user_id,
+            sessions.c.kind == "api",
+        )
+        return bool(await self._db.run(lambda conn: conn.execute(query).rowcount))
+
+    async def api_tokens(self, user_id: str) -> list[TokenInfo]:
+        query = (
+            sa.select(sessions)
+            .where(sessions.c.user_id == user_id, sessions.c.kind == "api")
+            .order_by(sessions.c.created_at)
+        )
+        rows = await self._db.run(lambda conn: list(conn.execute(query)))
+        return [TokenInfo(r.token_hash, r.name, r.created_at) for r in rows]
