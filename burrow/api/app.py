@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from burrow.api import web
 from burrow.api.csrf import CSRFGuard
 from burrow.api.errors import install_error_handlers
 from burrow.api.routes import (
@@ -40,4 +41,5 @@ def create_app(open_services: Callable[[], Awaitable[Services]]) -> FastAPI:
     install_error_handlers(app)
     for module in (health, auth, users, conversations, events, files, sandbox, settings):
         app.include_router(module.router)
+    web.mount(app)  # last: the UI's catch-all never shadows /api/*
     return app

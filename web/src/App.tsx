@@ -1,0 +1,180 @@
+// The shell: conversations on the left, the open conversation, settings and first run.
+import { useCallback, useEffect, useState } from "react";
+import { api, type Conversation, type Health } from "./api/client";
+import { Composer } from "./composer/Composer";
+import { ConversationView } from "./ConversationView";
+import { Sidebar } from "./conversations/Sidebar";
+import { FirstRun, loadModelSettings, SettingsDialog, type SettingsState } from "./settings/Settings";
+import type { RunStatus } from "./timeline/reducer";
+
+const POLL_MS = 3000;
+const DEFAULT_TITLE = "New conversation";
+
+function routeId(): string | null {
+  const m = /^\/c\/([^/]+)/.exec(location.pathname);
+  return m ? decodeURIComponent(m[1]!) : null;
+}
+
+export function App() {
+  const [conversations, setConversations] = useState<Conversation[] | null>(null);
+  const [activeId, setActiveId] = useState<string | null>(routeId);
+  const [live, setLive] = useState<{ cid: string; status: RunStatus } | null>(null);
+  const [health, setHealth] = useState<Health | null>(null);
+  const [settings, setSettings] = useState<SettingsState>(null);
+  const [settingsOpen, setSettingsOpen] = useState(false);
+  const [menuOpen, setMenuOpen] = useState(false);
+  const [pending, setPending] = useState<{ cid: string; text: string } | null>(null);
+  const [error, setError] = useState<string | null>(null);
+
+  const refresh = useCallback(async () => {
+    try {
+      setConversations(await api.conversations());
+      setError(null);
+    } catch (e) {
+      setError(e instanceof Error ? e.message : String(e));
+    }
+  }, []);
+
+  useEffect(() => {
+    void refresh();
+    const timer = setInterval(() => void refresh(), POLL_MS);
+    return () => clearInterval(timer);
+  }, [refresh]);
+
+  useEffect(() => {
+    api.health().then(setHealth, () => setHealth(null));
+    loadModelSettings().then(setSettings, () => setSettings("unavailable"));
+  }, []);
+
+  useEffect(() => {
+    const onPop = () => setActiveId(routeId());
+    window.addEventListener("popstate", onPop);
+    return () => window.removeEventListener("popstate", onPop);
+  }, []);
+
+  const open = useCallback((cid: string | null) => {
+    history.pushState(null, "", cid ? `/c/${encodeURIComponent(cid)}` : "/");
+    setActiveId(cid);
+    setMenuOpen(false);
+  }, []);
+
+  const create = async (firstMessage?: string) => {
+    const created = await api.createConversation(firstMessage ? titleFrom(firstMessage) : undefined);
+    setConversations((list) => [created, ...(list ?? [])]);
+    if (firstMessage) setPending({ cid: created.id, text: firstMessage });
+    open(created.id);
+  };
+
+  const onStatus = useCallback((cid: string, status: RunStatus) => setLive({ cid, status }), []);
+  const onSent = useCallback(
+    (cid: string, content: string) => {
+      const c = conversations?.find((x) => x.id === cid);
+      if (c && c.title === DEFAULT_TITLE) {
+        void api.renameConversation(cid, titleFrom(content)).then(refresh, () => undefined);
+      } else {
+        void refresh();
+      }
+    },
+    [conversations, refresh],
+  );
+
+  const shown = conversations?.map((c) =>
+    live && c.id === live.cid && c.status !== live.status ? { ...c, status: live.status } : c,
+  ) ?? null;
+  const active = shown?.find((c) => c.id === activeId);
+  const configuredModel =
+    settings && settings !== "unavailable" ? (settings.configured ? settings.model : null) : (health?.model ?? null);
+  const needsModel =
+    health !== null && !health.model && (settings === "unavailable" || (settings !== null && !settings.configured));
+
+  const useDemo = async () => {
+    setSettings(await api.saveModelSettings({ model: "demo" }));
+    setHealth(await api.health());
+  };
+  const firstRun = needsModel ? (
+    <FirstRun settings={settings} onUseDemo={useDemo} onConfigure={() => setSettingsOpen(true)} />
+  ) : null;
+
+  return (
+    <div className={`app ${menuOpen ? "menu-open" : ""}`}>
+      <Sidebar
+        conversations={shown}
+        activeId={activeId}
+        onOpen={open}
+        onCreate={() => void create().catch((e: unknown) => setError(String(e)))}
+        onRename={async (cid, title) => {
+          await api.renameConversation(cid, title);
+          await refresh();
+        }}
+        onDelete={async (cid) => {
+          await api.deleteConversation(cid);
+          if (cid === activeId) open(null);
+          await refresh();
+        }}
+        onSettings={() => setSettingsOpen(true)}
+        model={configuredModel ?? health?.model ?? null}
+      />
+      {menuOpen && <div className="scrim" onClick={() => setMenuOpen(false)} aria-hidden="true" />}
+      {error && (
+        <div className="toast error-text" role="alert">
+          {error}
+        </div>
+      )}
+      {activeId ? (
+        <ConversationView
+          key={activeId}
+          cid={activeId}
+          conversation={active}
+          initialMessage={pending?.cid === activeId ? pending.text : null}
+          onStatus={onStatus}
+          onSent={onSent}
+          onMenu={() => setMenuOpen(true)}
+          emptyState={firstRun ?? <Welcome />}
+        />
+      ) : (
+        <div className="workspace">
+          <main className="conversation home">
+            <header className="conv-header">
+              <button type="button" className="icon menu" aria-label="Conversations" onClick={() => setMenuOpen(true)}>
+                ☰
+              </button>
+              <h1>Burrow</h1>
+            </header>
+            <div className="timeline">
+              <div className="timeline-inner">{firstRun ?? <Welcome />}</div>
+            </div>
+            <Composer running={false} onSend={(text) => create(text)} onStop={async () => undefined} />
+          </main>
+        </div>
+      )}
+      {settingsOpen && (
+        <SettingsDialog
+          settings={settings}
+          onClose={() => setSettingsOpen(false)}
+          onSaved={(s) => {
+            setSettings(s);
+            api.health().then(setHealth, () => undefined);
+          }}
+        />
+      )}
+    </div>
+  );
+}
+
+function titleFrom(message: string): string {
+  const line = message.trim().split("\n")[0]!.trim();
+  return line.length > 60 ? `${line.slice(0, 57)}…` : line || DEFAULT_TITLE;
+}
+
+function Welcome() {
+  return (
+    <section className="welcome">
+      <h2>What should we build?</h2>
+      <p className="muted">
+        The agent works in a sandbox of its own: it writes files, runs commands and starts
+        servers. Watch every step here, open a terminal beside it, browse the files, and try the
+        app in the preview.
+      </p>
+    </section>
+  );
+}

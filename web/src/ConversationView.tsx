@@ -1,0 +1,123 @@
+// One open conversation: header, timeline, composer, and the sandbox panel beside them.
+import { useEffect, useRef, useState } from "react";
+import { api, type Conversation } from "./api/client";
+import { Composer } from "./composer/Composer";
+import { formatCost, formatTokens } from "./format";
+import { SidePanel, type Tab } from "./panel/SidePanel";
+import { runStatus, type RunStatus } from "./timeline/reducer";
+import { useConversationEvents } from "./timeline/stream";
+import { Timeline } from "./timeline/Timeline";
+
+const STATUS_TEXT: Record<RunStatus, string> = {
+  idle: "Idle",
+  running: "Running",
+  waiting_approval: "Needs approval",
+};
+
+export function ConversationView({
+  cid,
+  conversation,
+  initialMessage,
+  onStatus,
+  onSent,
+  onMenu,
+  emptyState,
+}: {
+  cid: string;
+  conversation: Conversation | undefined;
+  initialMessage: string | null;
+  onStatus: (cid: string, status: RunStatus) => void;
+  onSent: (cid: string, content: string) => void;
+  onMenu: () => void;
+  emptyState: React.ReactNode;
+}) {
+  const { state, connection, attached } = useConversationEvents(cid);
+  const status = runStatus(state);
+  const [panelOpen, setPanelOpen] = useState(() => window.innerWidth >= 1100);
+  const [tab, setTab] = useState<Tab>("files");
+  const lastPreview = useRef<string | null>(null);
+
+  useEffect(() => onStatus(cid, status), [cid, status, onStatus]);
+
+  // A newly opened preview is what the person wants to look at.
+  useEffect(() => {
+    const url = state.preview?.url ?? null;
+    if (url && url !== lastPreview.current) {
+      lastPreview.current = url;
+      setTab("preview");
+    }
+  }, [state.preview]);
+
+  const send = async (content: string) => {
+    await attached(); // subscribed before sending: nothing of the run can be missed
+    await api.send(cid, content);
+    onSent(cid, content);
+  };
+
+  const sentInitial = useRef(false);
+  useEffect(() => {
+    if (initialMessage && !sentInitial.current) {
+      sentInitial.current = true;
+      void send(initialMessage);
+    }
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [initialMessage]);
+
+  const tokens = state.usage.prompt_tokens + state.usage.completion_tokens;
+  const sandbox = state.sandbox.status !== "none" ? state.sandbox.status : (conversation?.sandbox_status ?? "none");
+  return (
+    <div className={`workspace ${panelOpen ? "with-panel" : ""}`}>
+      <main className="conversation">
+        <header className="conv-header">
+          <button type="button" className="icon menu" aria-label="Conversations" onClick={onMenu}>
+            ☰
+          </button>
+          <h1 title={conversation?.title}>{conversation?.title ?? "Conversation"}</h1>
+          <span className={`pill ${status}`} role="status" data-status={status}>
+            {STATUS_TEXT[status]}
+          </span>
+          {connection !== "live" && (
+            <span className="pill connection" role="status" data-connection={connection}>
+              {connection === "connecting" ? "Connecting…" : "Reconnecting…"}
+            </span>
+          )}
+          <span className="spacer" />
+          <span className="header-meta muted" title="Sandbox">
+            sandbox {sandbox}
+          </span>
+          <span className="header-meta muted" title={`${state.usage.prompt_tokens} prompt + ${state.usage.completion_tokens} completion tokens`}>
+            {formatTokens(tokens)} tok · {formatCost(state.usage.cost)}
+          </span>
+          <button
+            type="button"
+            className={`icon ${panelOpen ? "active" : ""}`}
+            aria-pressed={panelOpen}
+            aria-label="Toggle sandbox panel"
+            title="Preview, terminal and files"
+            onClick={() => setPanelOpen(!panelOpen)}
+          >
+            ◧
+          </button>
+        </header>
+        <Timeline cid={cid} state={state} empty={emptyState} />
+        <Composer
+          running={status !== "idle"}
+          onSend={send}
+          onStop={async () => {
+            await api.interrupt(cid);
+          }}
+        />
+      </main>
+      {panelOpen && (
+        <SidePanel
+          cid={cid}
+          tab={tab}
+          onTab={setTab}
+          preview={state.preview}
+          filesVersion={state.filesVersion}
+          onClose={() => setPanelOpen(false)}
+        />
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,105 @@
+// A thin typed client over the HTTP contract (DESIGN.md §3). Types come from /openapi.json.
+import type { components } from "./schema";
+
+type Schemas = components["schemas"];
+export type Conversation = Schemas["ConversationOut"];
+export type FileEntry = Schemas["FileEntryOut"];
+export type Health = Schemas["Health"];
+
+// The settings route may be newer than the server this was built against.
+type Fallback<K extends string, T> = K extends keyof Schemas ? Schemas[K] : T;
+export type ModelSettings = Fallback<
+  "ModelSettingsOut",
+  {
+    model: string | null;
+    base_url: string | null;
+    api_key_set: boolean;
+    api_key_hint: string | null;
+    configured: boolean;
+  }
+>;
+export interface ModelSettingsUpdate {
+  model?: string | null;
+  base_url?: string | null;
+  api_key?: string | null;
+}
+
+export type Decision = "allow_once" | "allow_session" | "deny";
+
+export class ApiError extends Error {
+  constructor(
+    public status: number,
+    public code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const init: RequestInit = { method, headers: {} };
+  if (method !== "GET" && method !== "DELETE") {
+    // The server accepts state changes only as JSON (CSRF defence), so always send a body.
+    init.headers = { "Content-Type": "application/json" };
+    init.body = JSON.stringify(body ?? {});
+  }
+  let response: Response;
+  try {
+    response = await fetch(path, init);
+  } catch {
+    throw new ApiError(0, "network", "The server cannot be reached. Is `burrow serve` running?");
+  }
+  if (!response.ok) {
+    let code = "http_error";
+    let message = `${method} ${path} failed with ${response.status}`;
+    try {
+      const payload = (await response.json()) as { error?: { code: string; message: string } };
+      if (payload.error) ({ code, message } = payload.error);
+    } catch {
+      // not JSON: keep the generic message
+    }
+    throw new ApiError(response.status, code, message);
+  }
+  if (response.status === 204) return undefined as T;
+  const type = response.headers.get("content-type") ?? "";
+  return (type.includes("json") ? await response.json() : await response.text()) as T;
+}
+
+const conv = (cid: string) => `/api/conversations/${encodeURIComponent(cid)}`;
+const q = (path: string) => `?path=${encodeURIComponent(path)}`;
+
+export const api = {
+  health: () => request<Health>("GET", "/api/health"),
+  conversations: () => request<Conversation[]>("GET", "/api/conversations"),
+  conversation: (cid: string) => request<Conversation>("GET", conv(cid)),
+  createConversation: (title?: string) =>
+    request<Conversation>("POST", "/api/conversations", title ? { title } : {}),
+  renameConversation: (cid: string, title: string) =>
+    request<Conversation>("PATCH", conv(cid), { title }),
+  deleteConversation: (cid: string) => request<void>("DELETE", conv(cid)),
+  send: (cid: string, content: string) =>
+    request<Schemas["MessageAccepted"]>("POST", `${conv(cid)}/messages`, { content }),
+  interrupt: (cid: string) => request<Schemas["Accepted"]>("POST", `${conv(cid)}/interrupt`, {}),
+  decide: (cid: string, requestId: string, decision: Decision) =>
+    request<unknown>("POST", `${conv(cid)}/approvals/${encodeURIComponent(requestId)}`, {
+      decision,
+    }),
+  files: (cid: string, path: string) => request<FileEntry[]>("GET", `${conv(cid)}/files${q(path)}`),
+  fileText: (cid: string, path: string) =>
+    request<string>("GET", `${conv(cid)}/files/content${q(path)}`),
+  fileUrl: (cid: string, path: string) => `${conv(cid)}/files/content${q(path)}`,
+  eventsUrl: (cid: string, after = 0) =>
+    `${conv(cid)}/events${after > 0 ? `?after=${after}` : ""}`,
+  createTerminal: (cid: string, cols: number, rows: number) =>
+    request<{ terminal_id: string }>("POST", `${conv(cid)}/terminals`, { cols, rows }),
+  terminals: (cid: string) => request<unknown>("GET", `${conv(cid)}/terminals`),
+  deleteTerminal: (cid: string, tid: string) =>
+    request<void>("DELETE", `${conv(cid)}/terminals/${encodeURIComponent(tid)}`),
+  terminalSocketUrl: (cid: string, tid: string) => {
+    const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+    return `${scheme}//${location.host}${conv(cid)}/terminals/${encodeURIComponent(tid)}/ws`;
+  },
+  modelSettings: () => request<ModelSettings>("GET", "/api/settings/model"),
+  saveModelSettings: (update: ModelSettingsUpdate) =>
+    request<ModelSettings>("PUT", "/api/settings/model", update),
+};

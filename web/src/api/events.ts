@@ -1,0 +1,87 @@
+// The journal's event vocabulary (DESIGN.md §4). The OpenAPI document types the envelope
+// (`EventOut`) with `data: object`; the per-type payloads are spelled out here.
+import type { components } from "./schema";
+
+export type Envelope = components["schemas"]["EventOut"];
+
+export interface UsageData {
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost: number;
+}
+
+export interface EventData {
+  "user.message": { content: string; steering: boolean };
+  "run.started": { run_id: string };
+  "assistant.thinking.delta": { text: string };
+  "assistant.text.delta": { text: string };
+  "assistant.message": {
+    content: string;
+    thinking: string;
+    tool_calls: { id: string; name: string; arguments: unknown }[];
+  };
+  "tool.started": { call_id: string; name: string; arguments: unknown };
+  "tool.output": { call_id: string; stream: "stdout" | "stderr"; text: string };
+  "tool.finished": {
+    call_id: string;
+    is_error: boolean;
+    exit_code: number | null;
+    output: string;
+    truncated: boolean;
+    duration_ms: number;
+  };
+  "approval.requested": {
+    request_id: string;
+    call_id: string;
+    tool: string;
+    arguments: unknown;
+    risk: string;
+    reason: string;
+  };
+  "approval.resolved": { request_id: string; decision: string };
+  "sandbox.status": { status: string; detail: string | null };
+  "preview.opened": { port: number; url: string };
+  usage: UsageData;
+  "context.compacted": { tokens_before: number; tokens_after: number };
+  "run.finished": {
+    status: "completed" | "failed" | "canceled";
+    error: string | null;
+    usage: UsageData;
+  };
+}
+
+export type EventType = keyof EventData;
+
+export const EVENT_TYPES: readonly EventType[] = [
+  "user.message",
+  "run.started",
+  "assistant.thinking.delta",
+  "assistant.text.delta",
+  "assistant.message",
+  "tool.started",
+  "tool.output",
+  "tool.finished",
+  "approval.requested",
+  "approval.resolved",
+  "sandbox.status",
+  "preview.opened",
+  "usage",
+  "context.compacted",
+  "run.finished",
+];
+
+/** An envelope whose `data` is typed by its `type`. */
+export type BurrowEvent = {
+  [K in EventType]: {
+    seq: number;
+    type: K;
+    ts: string;
+    run_id: string | null;
+    data: EventData[K];
+  };
+}[EventType];
+
+/** The envelope as it arrives; events of a type this client does not know are kept as-is. */
+export function asEvent(envelope: Envelope): BurrowEvent {
+  return envelope as unknown as BurrowEvent;
+}

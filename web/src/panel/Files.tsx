@@ -1,0 +1,140 @@
+// The workspace: a lazily expanded tree and a read-only viewer with highlighting.
+import { lazy, Suspense, useCallback, useEffect, useState } from "react";
+import { api, type FileEntry } from "../api/client";
+import { formatBytes } from "../format";
+
+const CodeView = lazy(() => import("./CodeView"));
+
+const MAX_VIEW_BYTES = 1024 * 1024;
+
+function Dir({
+  cid,
+  path,
+  depth,
+  version,
+  selected,
+  onSelect,
+}: {
+  cid: string;
+  path: string;
+  depth: number;
+  version: number;
+  selected: string | null;
+  onSelect: (entry: FileEntry) => void;
+}) {
+  const [entries, setEntries] = useState<FileEntry[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [open, setOpen] = useState<Record<string, boolean>>({});
+
+  useEffect(() => {
+    let live = true;
+    api.files(cid, path).then(
+      (list) => {
+        if (live) {
+          setEntries(list);
+          setError(null);
+        }
+      },
+      (e: unknown) => live && setError(e instanceof Error ? e.message : String(e)),
+    );
+    return () => {
+      live = false;
+    };
+  }, [cid, path, version]);
+
+  if (error) return <div className="tree-note error-text" style={{ paddingLeft: depth * 14 + 8 }}>{error}</div>;
+  if (!entries) return <div className="tree-note muted" style={{ paddingLeft: depth * 14 + 8 }}>Loading…</div>;
+  if (entries.length === 0 && depth === 0) return <div className="tree-note muted">The workspace is empty.</div>;
+  return (
+    <ul className="tree" role={depth === 0 ? "tree" : "group"}>
+      {entries.map((e) => {
+        const isDir = e.kind === "dir";
+        const expanded = !!open[e.path];
+        return (
+          <li key={e.path} role="treeitem" aria-expanded={isDir ? expanded : undefined}>
+            <button
+              type="button"
+              className={`tree-row ${selected === e.path ? "selected" : ""}`}
+              style={{ paddingLeft: depth * 14 + 8 }}
+              onClick={() => (isDir ? setOpen({ ...open, [e.path]: !expanded }) : onSelect(e))}
+            >
+              <span className="tree-icon" aria-hidden="true">
+                {isDir ? (expanded ? "▾" : "▸") : "·"}
+              </span>
+              <span className="tree-name">{e.name}</span>
+              {!isDir && <span className="muted tree-size">{formatBytes(e.size)}</span>}
+            </button>
+            {isDir && expanded && (
+              <Dir cid={cid} path={e.path} depth={depth + 1} version={version} selected={selected} onSelect={onSelect} />
+            )}
+          </li>
+        );
+      })}
+    </ul>
+  );
+}
+
+function Viewer({ cid, entry, version }: { cid: string; entry: FileEntry; version: number }) {
+  const [text, setText] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    let live = true;
+    setText(null);
+    setError(null);
+    if (entry.size > MAX_VIEW_BYTES) {
+      setError(`${formatBytes(entry.size)} is too large to show here; download it instead.`);
+      return;
+    }
+    api.fileText(cid, entry.path).then(
+      (t) => live && setText(typeof t === "string" ? t : JSON.stringify(t, null, 2)),
+      (e: unknown) => live && setError(e instanceof Error ? e.message : String(e)),
+    );
+    return () => {
+      live = false;
+    };
+  }, [cid, entry.path, entry.size, version]);
+  return (
+    <div className="viewer">
+      <div className="panel-toolbar">
+        <code className="url" title={entry.path}>
+          {entry.path}
+        </code>
+        <a className="button" href={api.fileUrl(cid, entry.path)} download={entry.name}>
+          Download
+        </a>
+      </div>
+      {error && <p className="pad error-text">{error}</p>}
+      {text !== null && (
+        <Suspense fallback={<pre className="code">{text}</pre>}>
+          <CodeView path={entry.path} text={text} />
+        </Suspense>
+      )}
+    </div>
+  );
+}
+
+export function Files({ cid, version }: { cid: string; version: number }) {
+  const [selected, setSelected] = useState<FileEntry | null>(null);
+  const [manual, setManual] = useState(0);
+  const onSelect = useCallback((e: FileEntry) => setSelected(e), []);
+  const v = version + manual;
+  return (
+    <div className="files">
+      <div className="files-tree">
+        <div className="panel-toolbar">
+          <strong>Workspace</strong>
+          <span className="spacer" />
+          <button type="button" className="icon" title="Refresh" aria-label="Refresh files" onClick={() => setManual(manual + 1)}>
+            ↻
+          </button>
+        </div>
+        <Dir cid={cid} path="." depth={0} version={v} selected={selected?.path ?? null} onSelect={onSelect} />
+      </div>
+      {selected ? (
+        <Viewer cid={cid} entry={selected} version={v} />
+      ) : (
+        <div className="viewer panel-empty muted">Select a file to view it.</div>
+      )}
+    </div>
+  );
+}

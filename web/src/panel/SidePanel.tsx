@@ -1,0 +1,74 @@
+// Preview, terminal and files of the conversation's sandbox, as tabs.
+import { lazy, Suspense, useState } from "react";
+import { Files } from "./Files";
+import { Preview } from "./Preview";
+
+const Terminals = lazy(() => import("./Terminal"));
+
+export type Tab = "preview" | "terminal" | "files";
+const TABS: { id: Tab; label: string }[] = [
+  { id: "preview", label: "Preview" },
+  { id: "terminal", label: "Terminal" },
+  { id: "files", label: "Files" },
+];
+
+export function SidePanel({
+  cid,
+  tab,
+  onTab,
+  preview,
+  filesVersion,
+  onClose,
+}: {
+  cid: string;
+  tab: Tab;
+  onTab: (tab: Tab) => void;
+  preview: { port: number; url: string } | null;
+  filesVersion: number;
+  onClose: () => void;
+}) {
+  // A terminal stays attached while the person looks at another tab.
+  const [terminalSeen, setTerminalSeen] = useState(tab === "terminal");
+  if (tab === "terminal" && !terminalSeen) setTerminalSeen(true);
+  return (
+    <aside className="panel" aria-label="Sandbox">
+      <div className="tabs" role="tablist">
+        {TABS.map((t) => (
+          <button
+            key={t.id}
+            type="button"
+            role="tab"
+            id={`tab-${t.id}`}
+            aria-selected={tab === t.id}
+            aria-controls={`tabpanel-${t.id}`}
+            className={tab === t.id ? "active" : ""}
+            onClick={() => onTab(t.id)}
+            onKeyDown={(e) => {
+              const i = TABS.findIndex((x) => x.id === tab);
+              if (e.key === "ArrowRight") onTab(TABS[(i + 1) % TABS.length]!.id);
+              if (e.key === "ArrowLeft") onTab(TABS[(i + TABS.length - 1) % TABS.length]!.id);
+            }}
+          >
+            {t.label}
+            {t.id === "preview" && preview && <span className="dot running" aria-label="available" />}
+          </button>
+        ))}
+        <span className="spacer" />
+        <button type="button" className="icon" aria-label="Close panel" title="Close panel" onClick={onClose}>
+          ✕
+        </button>
+      </div>
+      <div className="tab-body" role="tabpanel" id={`tabpanel-${tab}`} aria-labelledby={`tab-${tab}`}>
+        {tab === "preview" && <Preview preview={preview} />}
+        {tab === "files" && <Files cid={cid} version={filesVersion} />}
+        {terminalSeen && (
+          <div className="terminal-slot" hidden={tab !== "terminal"}>
+            <Suspense fallback={<div className="panel-empty muted">Loading terminal…</div>}>
+              <Terminals cid={cid} />
+            </Suspense>
+          </div>
+        )}
+      </div>
+    </aside>
+  );
+}

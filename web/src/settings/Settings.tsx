@@ -1,0 +1,202 @@
+// Model settings: stored on the server; the key is write-only (only a hint comes back).
+import { useEffect, useRef, useState } from "react";
+import { ApiError, api, type ModelSettings } from "../api/client";
+
+export type SettingsState = ModelSettings | "unavailable" | null;
+
+export async function loadModelSettings(): Promise<SettingsState> {
+  try {
+    return await api.modelSettings();
+  } catch (e) {
+    if (e instanceof ApiError && (e.status === 404 || e.status === 405)) return "unavailable";
+    throw e;
+  }
+}
+
+export function SettingsDialog({
+  settings,
+  onClose,
+  onSaved,
+}: {
+  settings: SettingsState;
+  onClose: () => void;
+  onSaved: (s: ModelSettings) => void;
+}) {
+  const loaded = settings && settings !== "unavailable" ? settings : null;
+  const [model, setModel] = useState(loaded?.model ?? "");
+  const [baseUrl, setBaseUrl] = useState(loaded?.base_url ?? "");
+  const [apiKey, setApiKey] = useState("");
+  const [clearKey, setClearKey] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const [saving, setSaving] = useState(false);
+  const dialog = useRef<HTMLDialogElement>(null);
+
+  useEffect(() => {
+    const el = dialog.current;
+    if (el && !el.open) el.showModal();
+  }, []);
+
+  const save = async (update: { model?: string; base_url?: string; api_key?: string }) => {
+    setSaving(true);
+    setError(null);
+    try {
+      onSaved(await api.saveModelSettings(update));
+      onClose();
+    } catch (e) {
+      setError(e instanceof Error ? e.message : String(e));
+    } finally {
+      setSaving(false);
+    }
+  };
+
+  return (
+    <dialog ref={dialog} className="settings" onClose={onClose} aria-labelledby="settings-title">
+      <form
+        method="dialog"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const update: { model?: string; base_url?: string; api_key?: string } = {
+            model: model.trim(),
+            base_url: baseUrl.trim(),
+          };
+          if (apiKey) update.api_key = apiKey;
+          else if (clearKey) update.api_key = "";
+          void save(update);
+        }}
+      >
+        <h2 id="settings-title">Model</h2>
+        {settings === "unavailable" ? (
+          <p className="muted">
+            This server does not offer model settings over HTTP. Configure it with{" "}
+            <code>BURROW_MODEL</code>, <code>OPENAI_API_KEY</code> and <code>OPENAI_BASE_URL</code>,
+            or start it with <code>--model demo</code>.
+          </p>
+        ) : (
+          <>
+            <p className="muted">
+              Any OpenAI-compatible server (OpenAI, DeepSeek, vLLM, Ollama, LM Studio), or{" "}
+              <code>demo</code> for the offline demo model. The key stays on the server and never
+              enters a sandbox.
+            </p>
+            <label>
+              Model name
+              <input
+                value={model}
+                onChange={(e) => setModel(e.target.value)}
+                placeholder="e.g. gpt-4.1, deepseek-chat, demo"
+                autoComplete="off"
+              />
+            </label>
+            <label>
+              Base URL
+              <input
+                value={baseUrl}
+                onChange={(e) => setBaseUrl(e.target.value)}
+                placeholder="https://api.openai.com/v1 (default)"
+                autoComplete="off"
+                inputMode="url"
+              />
+            </label>
+            <label>
+              API key
+              <input
+                type="password"
+                value={apiKey}
+                onChange={(e) => {
+                  setApiKey(e.target.value);
+                  setClearKey(false);
+                }}
+                placeholder={
+                  loaded?.api_key_set
+                    ? `set (${loaded.api_key_hint ?? "hidden"}) — type to replace`
+                    : "not set"
+                }
+                autoComplete="off"
+              />
+            </label>
+            {loaded?.api_key_set && (
+              <label className="check">
+                <input
+                  type="checkbox"
+                  checked={clearKey}
+                  onChange={(e) => setClearKey(e.target.checked)}
+                  disabled={!!apiKey}
+                />
+                Remove the stored key
+              </label>
+            )}
+          </>
+        )}
+        {error && (
+          <p className="error-text" role="alert">
+            {error}
+          </p>
+        )}
+        <div className="actions">
+          {settings !== "unavailable" && (
+            <button
+              type="button"
+              disabled={saving}
+              onClick={() => void save({ model: "demo" })}
+              title="The offline demo model: no key needed"
+            >
+              Use the demo model
+            </button>
+          )}
+          <span className="spacer" />
+          <button type="button" onClick={onClose}>
+            Cancel
+          </button>
+          {settings !== "unavailable" && (
+            <button type="submit" className="primary" disabled={saving}>
+              Save
+            </button>
+          )}
+        </div>
+      </form>
+    </dialog>
+  );
+}
+
+export function FirstRun({
+  settings,
+  onUseDemo,
+  onConfigure,
+}: {
+  settings: SettingsState;
+  onUseDemo: () => Promise<void>;
+  onConfigure: () => void;
+}) {
+  const [error, setError] = useState<string | null>(null);
+  return (
+    <section className="first-run" aria-labelledby="first-run-title">
+      <h2 id="first-run-title">No model is configured yet</h2>
+      <p>
+        Burrow needs a model to plan and write code. Try it right away with the offline demo
+        model — it builds a small site in a sandbox, no key needed — or connect your own
+        OpenAI-compatible model.
+      </p>
+      <div className="actions">
+        {settings !== "unavailable" ? (
+          <button
+            type="button"
+            className="primary"
+            onClick={() => {
+              onUseDemo().catch((e: unknown) => setError(e instanceof Error ? e.message : String(e)));
+            }}
+          >
+            Use the demo model
+          </button>
+        ) : (
+          <p className="muted">
+            Restart the server with <code>--model demo</code>, or set <code>OPENAI_API_KEY</code>.
+          </p>
+        )}
+        <button type="button" onClick={onConfigure}>
+          Configure a model…
+        </button>
+      </div>
+      {error && <p className="error-text">{error}</p>}
+    </section>
+  );
+}

@@ -1,0 +1,117 @@
+// The conversation as a person reads it: one row per item of the reduced view state.
+import { memo, useEffect, useLayoutEffect, useRef } from "react";
+import { formatCost, formatTokens } from "../format";
+import { ApprovalCard } from "./ApprovalCard";
+import { Markdown } from "./Markdown";
+import type { AssistantItem, Item, RunEndItem, ViewState } from "./reducer";
+import { ToolCard } from "./ToolCard";
+
+const Assistant = memo(function Assistant({ item }: { item: AssistantItem }) {
+  return (
+    <div className={`assistant ${item.streaming ? "streaming" : ""}`}>
+      {item.thinking && (
+        <details className="thinking" open={item.streaming && !item.text}>
+          <summary>{item.streaming && !item.text ? "Thinking…" : "Thought"}</summary>
+          <div className="thinking-text">{item.thinking}</div>
+        </details>
+      )}
+      {item.text && <Markdown text={item.text} />}
+    </div>
+  );
+});
+
+function RunEnd({ item }: { item: RunEndItem }) {
+  const tokens = item.usage.prompt_tokens + item.usage.completion_tokens;
+  const usage = `${formatTokens(tokens)} tokens · ${formatCost(item.usage.cost)}`;
+  if (item.status === "failed") {
+    return (
+      <div className="run-end failed" role="alert">
+        <strong>Run failed.</strong> {item.error}
+        <span className="muted"> · {usage}</span>
+      </div>
+    );
+  }
+  return (
+    <div className={`run-end ${item.status}`}>
+      {item.status === "canceled" ? "Stopped" : "Done"} · {usage}
+    </div>
+  );
+}
+
+const Row = memo(function Row({ cid, item }: { cid: string; item: Item }) {
+  switch (item.kind) {
+    case "user":
+      return (
+        <div className="user">
+          {item.steering && <span className="badge">steering</span>}
+          <div className="user-text">{item.content}</div>
+        </div>
+      );
+    case "assistant":
+      return <Assistant item={item} />;
+    case "tool":
+      return <ToolCard item={item} />;
+    case "approval":
+      return <ApprovalCard cid={cid} item={item} />;
+    case "run.finished":
+      return <RunEnd item={item} />;
+    case "notice":
+      return (
+        <div className={`notice ${item.tone}`} role={item.tone === "error" ? "alert" : undefined}>
+          {item.text}
+          {item.url && (
+            <a href={item.url} target="_blank" rel="noopener noreferrer">
+              {" "}
+              open ↗
+            </a>
+          )}
+        </div>
+      );
+  }
+});
+
+export function Timeline({
+  cid,
+  state,
+  empty,
+}: {
+  cid: string;
+  state: ViewState;
+  empty?: React.ReactNode;
+}) {
+  const scroller = useRef<HTMLDivElement>(null);
+  const pinned = useRef(true);
+
+  useEffect(() => {
+    const el = scroller.current;
+    if (!el) return;
+    const onScroll = () => {
+      pinned.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+    };
+    el.addEventListener("scroll", onScroll, { passive: true });
+    return () => el.removeEventListener("scroll", onScroll);
+  }, []);
+
+  // Follow the output while the reader is at the bottom; leave them be when they scrolled up.
+  useLayoutEffect(() => {
+    const el = scroller.current;
+    if (el && pinned.current) el.scrollTop = el.scrollHeight;
+  }, [state]);
+
+  const running = state.activeRun !== null;
+  const last = state.items[state.items.length - 1];
+  const waitingForModel = running && (!last || last.kind === "user" || (last.kind === "tool" && last.result));
+  return (
+    <div className="timeline" ref={scroller} data-last-seq={state.lastSeq}>
+      <div className="timeline-inner">
+        {state.items.length === 0 && empty}
+        {state.items.map((item) => (
+          <div className={`row row-${item.kind}`} key={item.key}>
+            <Row cid={cid} item={item} />
+          </div>
+        ))}
+        {waitingForModel && <div className="working pulse">Working…</div>}
+      </div>
+    </div>
+  );
+}

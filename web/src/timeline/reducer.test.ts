@@ -1,0 +1,231 @@
+import { describe, expect, it } from "vitest";
+import type { Envelope } from "../api/events";
+import {
+  type AssistantItem,
+  type ToolItem,
+  type ViewState,
+  initialState,
+  reduce,
+  runStatus,
+} from "./reducer";
+
+let seq = 0;
+function ev(type: string, data: Record<string, unknown>, run_id: string | null = "r1"): Envelope {
+  seq += 1;
+  return { seq, type, ts: "2026-11-29T08:00:00Z", run_id, data };
+}
+
+/** A realistic run: thinking and text deltas, a bash call with streamed output, a file write. */
+function journal(): Envelope[] {
+  seq = 0;
+  return [
+    ev("user.message", { content: "build it", steering: false }, null),
+    ev("run.started", { run_id: "r1" }),
+    ev("sandbox.status", { status: "starting", detail: null }, null),
+    ev("assistant.thinking.delta", { text: "Let me " }),
+    ev("assistant.thinking.delta", { text: "think." }),
+    ev("assistant.text.delta", { text: "I'll **list** " }),
+    ev("assistant.text.delta", { text: "the files." }),
+    ev("sandbox.status", { status: "ready", detail: null }, null),
+    ev("assistant.message", {
+      content: "I'll **list** the files.",
+      thinking: "Let me think.",
+      tool_calls: [{ id: "c1", name: "bash", arguments: { command: "ls" } }],
+    }),
+    ev("usage", { prompt_tokens: 100, completion_tokens: 20, cost: 0.01 }),
+    ev("tool.started", { call_id: "c1", name: "bash", arguments: { command: "ls" } }),
+    ev("tool.output", { call_id: "c1", stream: "stdout", text: "a.txt\n" }),
+    ev("tool.output", { call_id: "c1", stream: "stdout", text: "b.txt\n" }),
+    ev("tool.output", { call_id: "c1", stream: "stderr", text: "warn\n" }),
+    ev("tool.finished", {
+      call_id: "c1",
+      is_error: false,
+      exit_code: 0,
+      output: "a.txt\nb.txt\nwarn",
+      truncated: false,
+      duration_ms: 12,
+    }),
+    ev("user.message", { content: "also README", steering: true }, "r1"),
+    ev("assistant.text.delta", { text: "Done." }),
+    ev("assistant.message", { content: "Done.", thinking: "", tool_calls: [] }),
+    ev("usage", { prompt_tokens: 150, completion_tokens: 5, cost: 0.02 }),
+    ev("preview.opened", { port: 8000, url: "http://8000-x.preview.localhost:8421/" }),
+    ev("run.finished", {
+      status: "completed",
+      error: null,
+      usage: { prompt_tokens: 250, completion_tokens: 25, cost: 0.03 },
+    }),
+  ];
+}
+
+function oneByOne(events: Envelope[], start: ViewState = initialState): ViewState {
+  return events.reduce((s, e) => reduce(s, [e]), start);
+}
+
+/** What a person sees: the items and the derived status, without bookkeeping indices. */
+function visible(s: ViewState) {
+  return {
+    items: s.items,
+    status: runStatus(s),
+    usage: s.usage,
+    preview: s.preview,
+    sandbox: s.sandbox,
+    lastSeq: s.lastSeq,
+    filesVersion: s.filesVersion,
+  };
+}
+
+describe("reduce", () => {
+  it("merges text and thinking deltas into one assistant item", () => {
+    const events = journal();
+    const s = reduce(initialState, events.slice(0, 7));
+    const assistant = s.items.filter((i) => i.kind === "assistant") as AssistantItem[];
+    expect(assistant).toHaveLength(1);
+    expect(assistant[0]).toMatchObject({
+      text: "I'll **list** the files.",
+      thinking: "Let me think.",
+      streaming: true,
+    });
+    expect(runStatus(s)).toBe("running");
+  });
+
+  it("pairs tool output and result by call_id, keeping stdout and stderr apart", () => {
+    const s = reduce(initialState, journal());
+    const tool = s.items.find((i) => i.kind === "tool") as ToolItem;
+    expect(tool.output).toEqual([
+      { stream: "stdout", text: "a.txt\nb.txt\n" },
+      { stream: "stderr", text: "warn\n" },
+    ]);
+    expect(tool.result).toMatchObject({ exitCode: 0, isError: false, durationMs: 12 });
+    expect(s.filesVersion).toBe(1);
+  });
+
+  it("ends the run: status idle, usage summed, preview remembered", () => {
+    const s = reduce(initialState, journal());
+    expect(runStatus(s)).toBe("idle");
+    expect(s.usage.prompt_tokens).toBe(250);
+    expect(s.usage.cost).toBeCloseTo(0.03);
+    expect(s.preview?.port).toBe(8000);
+    expect(s.items.map((i) => i.kind)).toEqual([
+      "user",
+      "assistant",
+      "tool",
+      "user",
+      "assistant",
+      "notice",
+      "run.finished",
+    ]);
+  });
+
+  it("ignores duplicates and out-of-order events", () => {
+    const events = journal();
+    const s = reduce(initialState, events);
+    expect(reduce(s, events)).toBe(s); // nothing new: the very same state
+    expect(reduce(s, [events[5]!, events[3]!])).toBe(s);
+    const shuffled = [events[0]!, events[1]!, events[0]!, events[1]!, events[3]!, events[2]!];
+    expect(reduce(initialState, shuffled).lastSeq).toBe(4);
+    const partial = reduce(initialState, events.slice(0, 5));
+    const withStale = reduce(partial, [events[3]!, events[4]!, ...events.slice(5)]);
+    expect(visible(withStale)).toEqual(visible(s));
+  });
+
+  it("replay equals live: one batch, one by one, and with duplicates injected", () => {
+    const events = journal();
+    const batch = reduce(initialState, events);
+    const live = oneByOne(events);
+    expect(visible(live)).toEqual(visible(batch));
+
+    // A reconnect replays overlapping ranges: every event twice, and a burst repeated.
+    const noisy: Envelope[] = [];
+    events.forEach((e, i) => noisy.push(e, e, ...events.slice(Math.max(0, i - 3), i)));
+    expect(visible(oneByOne(noisy))).toEqual(visible(batch));
+
+    // Random batch boundaries give the same view.
+    let s = initialState;
+    for (let i = 0; i < events.length; ) {
+      const n = 1 + ((i * 7) % 4);
+      s = reduce(s, events.slice(Math.max(0, i - 1), i + n));
+      i += n;
+    }
+    expect(visible(s)).toEqual(visible(batch));
+  });
+
+  it("never mutates the state it is given and keeps untouched items identical", () => {
+    const events = journal();
+    const before = reduce(initialState, events.slice(0, 12));
+    const frozen = JSON.stringify(before);
+    const after = reduce(before, events.slice(12, 14));
+    expect(JSON.stringify(before)).toBe(frozen);
+    expect(after.items[0]).toBe(before.items[0]); // the user message did not change
+    expect(after.items[2]).not.toBe(before.items[2]); // the tool card did
+  });
+
+  it("takes assistant.message as the authority over coalesced deltas", () => {
+    seq = 0;
+    const s = reduce(initialState, [
+      ev("run.started", { run_id: "r1" }),
+      ev("assistant.text.delta", { text: "Hel" }),
+      ev("assistant.message", { content: "Hello", thinking: "", tool_calls: [] }),
+    ]);
+    expect(s.items).toHaveLength(1);
+    expect(s.items[0]).toMatchObject({ kind: "assistant", text: "Hello", streaming: false });
+  });
+
+  it("tracks approvals: waiting, resolved, and expired when the run ends", () => {
+    seq = 0;
+    const requested = [
+      ev("run.started", { run_id: "r1" }),
+      ev("approval.requested", {
+        request_id: "q1",
+        call_id: "c1",
+        tool: "bash",
+        arguments: { command: "rm -rf build" },
+        risk: "high",
+        reason: "deletes files",
+      }),
+    ];
+    const waiting = reduce(initialState, requested);
+    expect(runStatus(waiting)).toBe("waiting_approval");
+    const resolved = reduce(waiting, [ev("approval.resolved", { request_id: "q1", decision: "deny" })]);
+    expect(runStatus(resolved)).toBe("running");
+    expect(resolved.items[0]).toMatchObject({ kind: "approval", decision: "deny" });
+
+    const ended = reduce(waiting, [
+      ev("run.finished", {
+        status: "canceled",
+        error: null,
+        usage: { prompt_tokens: 0, completion_tokens: 0, cost: 0 },
+      }),
+    ]);
+    expect(ended.items[0]).toMatchObject({ kind: "approval", decision: null, expired: true });
+    expect(runStatus(ended)).toBe("idle");
+  });
+
+  it("reduces a 2,000-event journal quickly", () => {
+    seq = 0;
+    const events: Envelope[] = [ev("run.started", { run_id: "r1" })];
+    for (let i = 0; i < 400; i++) {
+      const call = `c${i}`;
+      events.push(
+        ev("assistant.text.delta", { text: `Step ${i}. ` }),
+        ev("tool.started", { call_id: call, name: "bash", arguments: { command: "ls" } }),
+        ev("tool.output", { call_id: call, stream: "stdout", text: "x\n" }),
+        ev("tool.output", { call_id: call, stream: "stdout", text: "y\n" }),
+        ev("tool.finished", {
+          call_id: call,
+          is_error: false,
+          exit_code: 0,
+          output: "x\ny",
+          truncated: false,
+          duration_ms: 1,
+        }),
+      );
+    }
+    const t0 = performance.now();
+    const batch = reduce(initialState, events);
+    const live = oneByOne(events);
+    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(visible(live)).toEqual(visible(batch));
+    expect(batch.items).toHaveLength(800);
+  });
+});

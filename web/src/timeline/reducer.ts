@@ -1,0 +1,355 @@
+// Events -> view state: the one rendering path for live events and replay.
+//
+// `reduce(state, batch)` is pure: it never mutates `state`, and items it does not touch keep
+// their identity (so memoized rows do not re-render). Events at or below the last seen seq
+// are duplicates or stale (a reconnect, a replay overlapping the live stream) and are ignored,
+// so feeding the same journal in one batch, one by one, or with repeats gives the same view.
+import type { BurrowEvent, Envelope, UsageData } from "../api/events";
+
+export type Stream = "stdout" | "stderr";
+
+export interface OutputChunk {
+  stream: Stream;
+  text: string;
+}
+
+export interface UserItem {
+  kind: "user";
+  key: string;
+  content: string;
+  steering: boolean;
+}
+
+export interface AssistantItem {
+  kind: "assistant";
+  key: string;
+  runId: string | null;
+  text: string;
+  thinking: string;
+  streaming: boolean;
+}
+
+export interface ToolResult {
+  isError: boolean;
+  exitCode: number | null;
+  output: string;
+  truncated: boolean;
+  durationMs: number;
+}
+
+export interface ToolItem {
+  kind: "tool";
+  key: string;
+  callId: string;
+  name: string;
+  arguments: unknown;
+  output: readonly OutputChunk[];
+  outputChars: number;
+  result: ToolResult | null;
+}
+
+export interface ApprovalItem {
+  kind: "approval";
+  key: string;
+  requestId: string;
+  callId: string;
+  tool: string;
+  arguments: unknown;
+  risk: string;
+  reason: string;
+  decision: string | null;
+  expired: boolean;
+}
+
+export interface RunEndItem {
+  kind: "run.finished";
+  key: string;
+  runId: string | null;
+  status: "completed" | "failed" | "canceled";
+  error: string | null;
+  usage: UsageData;
+}
+
+export interface NoticeItem {
+  kind: "notice";
+  key: string;
+  tone: "info" | "error";
+  text: string;
+  url?: string;
+}
+
+export type Item = UserItem | AssistantItem | ToolItem | ApprovalItem | RunEndItem | NoticeItem;
+
+export type RunStatus = "idle" | "running" | "waiting_approval";
+
+export interface ViewState {
+  lastSeq: number;
+  items: readonly Item[];
+  /** call_id -> index in items */
+  tools: Readonly<Record<string, number>>;
+  /** request_id -> index in items */
+  approvals: Readonly<Record<string, number>>;
+  /** index of the assistant item receiving deltas, or -1 */
+  openAssistant: number;
+  activeRun: string | null;
+  pendingApprovals: readonly string[];
+  usage: UsageData;
+  sandbox: { status: string; detail: string | null };
+  preview: { port: number; url: string } | null;
+  /** bumps when a tool that may change the workspace finishes */
+  filesVersion: number;
+}
+
+export const FILE_TOOLS = new Set(["write_file", "edit_file", "bash"]);
+
+export const initialState: ViewState = {
+  lastSeq: 0,
+  items: [],
+  tools: {},
+  approvals: {},
+  openAssistant: -1,
+  activeRun: null,
+  pendingApprovals: [],
+  usage: { prompt_tokens: 0, completion_tokens: 0, cost: 0 },
+  sandbox: { status: "none", detail: null },
+  preview: null,
+  filesVersion: 0,
+};
+
+export function runStatus(state: ViewState): RunStatus {
+  if (state.pendingApprovals.length > 0) return "waiting_approval";
+  return state.activeRun ? "running" : "idle";
+}
+
+/** A copy-on-write view of the state for one batch: each item is copied at most once. */
+class Draft {
+  items: Item[];
+  tools: Record<string, number>;
+  approvals: Record<string, number>;
+  private fresh = new Set<number>();
+
+  constructor(public s: ViewState) {
+    this.items = s.items.slice();
+    this.tools = { ...s.tools };
+    this.approvals = { ...s.approvals };
+    this.s = { ...s };
+  }
+
+  push(item: Item): number {
+    this.fresh.add(this.items.length);
+    return this.items.push(item) - 1;
+  }
+
+  /** The item at `index`, copied once per batch so it may be changed in place. */
+  edit<T extends Item>(index: number): T {
+    const item = this.items[index] as T;
+    if (this.fresh.has(index)) return item;
+    const copy = { ...item };
+    if (copy.kind === "tool") copy.output = copy.output.slice();
+    this.items[index] = copy;
+    this.fresh.add(index);
+    return copy;
+  }
+
+  closeAssistant(): void {
+    if (this.s.openAssistant >= 0) {
+      this.edit<AssistantItem>(this.s.openAssistant).streaming = false;
+      this.s.openAssistant = -1;
+    }
+  }
+
+  assistantFor(runId: string | null): AssistantItem {
+    const open = this.s.openAssistant;
+    if (open >= 0 && (this.items[open] as AssistantItem).runId === runId) {
+      return this.edit<AssistantItem>(open);
+    }
+    this.closeAssistant();
+    const item: AssistantItem = {
+      kind: "assistant",
+      key: `a${this.s.lastSeq}`,
+      runId,
+      text: "",
+      thinking: "",
+      streaming: true,
+    };
+    this.s.openAssistant = this.push(item);
+    return item;
+  }
+
+  finish(): ViewState {
+    return { ...this.s, items: this.items, tools: this.tools, approvals: this.approvals };
+  }
+}
+
+function apply(d: Draft, e: BurrowEvent): void {
+  const key = String(e.seq);
+  switch (e.type) {
+    case "user.message":
+      d.closeAssistant();
+      d.push({ kind: "user", key, content: e.data.content, steering: !!e.data.steering });
+      return;
+    case "run.started":
+      d.s.activeRun = e.data.run_id ?? e.run_id;
+      return;
+    case "assistant.thinking.delta":
+      d.assistantFor(e.run_id).thinking += e.data.text;
+      return;
+    case "assistant.text.delta":
+      d.assistantFor(e.run_id).text += e.data.text;
+      return;
+    case "assistant.message": {
+      const { content, thinking } = e.data;
+      if (d.s.openAssistant >= 0) {
+        const item = d.assistantFor(e.run_id);
+        // The message is the authority: deltas may have been coalesced or cut by a stop.
+        item.text = content;
+        item.thinking = thinking;
+      } else if (content || thinking) {
+        d.push({
+          kind: "assistant",
+          key,
+          runId: e.run_id,
+          text: content,
+          thinking,
+          streaming: false,
+        });
+      }
+      d.closeAssistant();
+      return;
+    }
+    case "tool.started":
+      d.closeAssistant();
+      d.tools[e.data.call_id] = d.push({
+        kind: "tool",
+        key,
+        callId: e.data.call_id,
+        name: e.data.name,
+        arguments: e.data.arguments,
+        output: [],
+        outputChars: 0,
+        result: null,
+      });
+      return;
+    case "tool.output": {
+      const index = d.tools[e.data.call_id];
+      if (index === undefined || !e.data.text) return;
+      const tool = d.edit<ToolItem>(index);
+      const chunks = tool.output as OutputChunk[];
+      const last = chunks[chunks.length - 1];
+      const stream = e.data.stream === "stderr" ? "stderr" : "stdout";
+      if (last && last.stream === stream) {
+        chunks[chunks.length - 1] = { stream, text: last.text + e.data.text };
+      } else {
+        chunks.push({ stream, text: e.data.text });
+      }
+      tool.outputChars += e.data.text.length;
+      return;
+    }
+    case "tool.finished": {
+      const index = d.tools[e.data.call_id];
+      if (index === undefined) return;
+      const tool = d.edit<ToolItem>(index);
+      if (tool.result) return;
+      tool.result = {
+        isError: !!e.data.is_error,
+        exitCode: e.data.exit_code ?? null,
+        output: e.data.output ?? "",
+        truncated: !!e.data.truncated,
+        durationMs: e.data.duration_ms ?? 0,
+      };
+      if (FILE_TOOLS.has(tool.name)) d.s.filesVersion += 1;
+      return;
+    }
+    case "approval.requested":
+      d.closeAssistant();
+      d.approvals[e.data.request_id] = d.push({
+        kind: "approval",
+        key,
+        requestId: e.data.request_id,
+        callId: e.data.call_id,
+        tool: e.data.tool,
+        arguments: e.data.arguments,
+        risk: e.data.risk ?? "",
+        reason: e.data.reason ?? "",
+        decision: null,
+        expired: false,
+      });
+      d.s.pendingApprovals = [...d.s.pendingApprovals, e.data.request_id];
+      return;
+    case "approval.resolved": {
+      const index = d.approvals[e.data.request_id];
+      if (index !== undefined) d.edit<ApprovalItem>(index).decision = e.data.decision;
+      d.s.pendingApprovals = d.s.pendingApprovals.filter((id) => id !== e.data.request_id);
+      return;
+    }
+    case "sandbox.status":
+      d.s.sandbox = { status: e.data.status, detail: e.data.detail ?? null };
+      if (e.data.status === "failed") {
+        d.push({
+          kind: "notice",
+          key,
+          tone: "error",
+          text: `Sandbox failed${e.data.detail ? `: ${e.data.detail}` : ""}`,
+        });
+      }
+      return;
+    case "preview.opened":
+      d.s.preview = { port: e.data.port, url: e.data.url };
+      d.push({
+        kind: "notice",
+        key,
+        tone: "info",
+        text: `Preview opened on port ${e.data.port}`,
+        url: e.data.url,
+      });
+      return;
+    case "usage": {
+      const u = d.s.usage;
+      d.s.usage = {
+        prompt_tokens: u.prompt_tokens + (e.data.prompt_tokens ?? 0),
+        completion_tokens: u.completion_tokens + (e.data.completion_tokens ?? 0),
+        cost: u.cost + (e.data.cost ?? 0),
+      };
+      return;
+    }
+    case "context.compacted":
+      d.push({
+        kind: "notice",
+        key,
+        tone: "info",
+        text: `Context compacted: ${e.data.tokens_before} → ${e.data.tokens_after} tokens`,
+      });
+      return;
+    case "run.finished":
+      d.closeAssistant();
+      for (const id of d.s.pendingApprovals) {
+        const index = d.approvals[id];
+        if (index !== undefined) d.edit<ApprovalItem>(index).expired = true;
+      }
+      d.s.pendingApprovals = [];
+      if (d.s.activeRun === e.run_id || e.run_id === null) d.s.activeRun = null;
+      d.push({
+        kind: "run.finished",
+        key,
+        runId: e.run_id,
+        status: e.data.status,
+        error: e.data.error ?? null,
+        usage: e.data.usage ?? { prompt_tokens: 0, completion_tokens: 0, cost: 0 },
+      });
+      return;
+    default:
+      return; // a type this client does not know yet: skip it, keep the seq
+  }
+}
+
+export function reduce(state: ViewState, batch: readonly Envelope[]): ViewState {
+  let draft: Draft | null = null;
+  for (const envelope of batch) {
+    const last = draft ? draft.s.lastSeq : state.lastSeq;
+    if (!(envelope.seq > last)) continue;
+    draft ??= new Draft(state);
+    draft.s.lastSeq = envelope.seq;
+    apply(draft, envelope as unknown as BurrowEvent);
+  }
+  return draft ? draft.finish() : state;
+}
