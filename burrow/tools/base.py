@@ -28,6 +28,7 @@ class ToolLimits:
     output_tail: int = 8_000  # ... and from the end, when the output is longer
     read_lines: int = 2_000  # lines read_file returns when the model gives no limit
     read_chars: int = 50_000  # characters read_file returns at most in one call
+    preview_timeout: float = 60.0  # seconds a preview service gets to accept connections
 
 
 @dataclass
@@ -44,6 +45,8 @@ class ToolContext:
     shell: ShellState = field(default_factory=ShellState)
     limits: ToolLimits = field(default_factory=ToolLimits)
     on_output: OutputSink = _discard  # live stdout/stderr text for `tool.output` events
+    conversation_id: str = ""  # whose sandbox this is (names its preview addresses)
+    preview_url: Callable[[int], str] | None = None  # port -> the preview's address (no token)
 
 
 @dataclass

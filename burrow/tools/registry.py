@@ -8,10 +8,17 @@ from burrow.llm.base import ToolSpec
 from burrow.tools.base import Tool
 from burrow.tools.bash import BashTool
 from burrow.tools.files import EditFileTool, ReadFileTool, WriteFileTool
+from burrow.tools.preview import PreviewTool
 
 
 def default_tools() -> dict[str, Tool]:
-    tools: list[Tool] = [BashTool(), ReadFileTool(), WriteFileTool(), EditFileTool()]
+    tools: list[Tool] = [
+        BashTool(),
+        ReadFileTool(),
+        WriteFileTool(),
+        EditFileTool(),
+        PreviewTool(),
+    ]
     return {tool.spec.name: tool for tool in tools}
 
 

@@ -5,7 +5,7 @@ from burrow.tools.registry import default_tools, tool_specs
 
 def test_default_tools_use_the_contract_names_and_parameters() -> None:
     tools = default_tools()
-    assert list(tools) == ["bash", "read_file", "write_file", "edit_file"]
+    assert list(tools) == ["bash", "read_file", "write_file", "edit_file", "preview"]
     parameters = {spec.name: spec.parameters for spec in tool_specs()}
     assert parameters["bash"]["required"] == ["command"]
     assert set(parameters["bash"]["properties"]) == {"command", "timeout"}
@@ -14,6 +14,7 @@ def test_default_tools_use_the_contract_names_and_parameters() -> None:
     assert parameters["read_file"]["required"] == ["path"]
     assert parameters["write_file"]["required"] == ["path", "content"]
     assert parameters["edit_file"]["required"] == ["path", "old_text", "new_text"]
+    assert parameters["preview"]["required"] == ["command", "port"]
     for spec in tool_specs(tools):
         assert spec.description
         assert spec.parameters["type"] == "object"

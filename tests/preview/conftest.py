@@ -1,0 +1,3 @@
+from tests.sandbox.harness import backend, sandbox
+
+__all__ = ["backend", "sandbox"]
