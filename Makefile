@@ -6,7 +6,7 @@ VENV := .venv
 UV := .uv/bin/uv
 BURROW := $(VENV)/bin/burrow
 
-.PHONY: run test setup lint typecheck pytest bench clean
+.PHONY: run test setup lint typecheck pytest bench clean web webtest chromium
 
 # A project-local uv (pinned) installs the locked dependencies into .venv.
 $(UV):
@@ -18,7 +18,32 @@ $(VENV)/.synced: $(UV) pyproject.toml uv.lock
 	$(VENV)/bin/python -m compileall -q burrow
 	touch $@
 
-setup: $(VENV)/.synced
+setup: $(VENV)/.synced web
+
+# The web UI: npm ci, API types generated from the server's OpenAPI document, vite build
+# (each step only when its inputs changed). Built assets are never committed.
+WEB_SRC := $(shell find web/src -type f ! -name schema.ts 2>/dev/null) web/index.html web/vite.config.ts web/tsconfig.json
+
+web/node_modules/.installed: web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+web/src/api/schema.ts: $(VENV)/.synced web/node_modules/.installed $(shell find burrow/api -name '*.py')
+	$(VENV)/bin/python -c "import json; from burrow.api.app import create_app; print(json.dumps(create_app(lambda: None).openapi()))" > web/openapi.json
+	cd web && npx openapi-typescript openapi.json -o src/api/schema.ts >/dev/null
+
+web/dist/index.html: web/src/api/schema.ts $(WEB_SRC)
+	cd web && npm run --silent build >/dev/null
+	touch $@
+
+web: web/dist/index.html
+
+webtest: web
+	cd web && npm run --silent typecheck && npm test --silent
+
+# The browser end-to-end tests drive Debian's Chromium (never a downloaded browser).
+chromium:
+	@[ -x /usr/bin/chromium ] || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
 # Embedded defaults: SQLite and workspaces in ~/.local/share/burrow, the local sandbox,
 # and the offline demo model unless a model is configured.
@@ -40,7 +65,7 @@ typecheck: setup
 pytest: setup
 	$(VENV)/bin/pytest -q
 
-test: lint typecheck pytest
+test: lint typecheck webtest chromium pytest
 
 bench: setup
 	@for b in bench/*.py; do echo "== $$b"; $(VENV)/bin/python $$b || exit 1; done
