@@ -23,6 +23,12 @@ class Settings(BaseSettings):
     port: int = 8420
     preview_port: int | None = None
     """Defaults to port + 1."""
+    preview_domain: str | None = None
+    """Wildcard domain of the previews (`{port}-{cid}.<domain>`), e.g. `preview.example.com`
+    (then served as https on the default port) or `http://preview.lan:8421`; default:
+    `preview.localhost` on the preview port."""
+    preview_token_ttl: float = 120.0
+    """Seconds a signed preview link stays valid; it is exchanged for a cookie on first use."""
     model: str | None = None
     """A model name for the OpenAI-compatible server, `demo`, or `scripted:<file.json>`."""
     openai_api_key: str | None = Field(
@@ -42,6 +48,9 @@ class Settings(BaseSettings):
     """Fernet key that encrypts stored secrets; default: secret.key in the data directory."""
     sandbox: str = "local"
     """Sandbox backend: `local` (bubblewrap namespaces)."""
+
+    def preview_listen_port(self) -> int:
+        return self.preview_port if self.preview_port is not None else self.port + 1
 
     def database(self) -> str:
         if self.database_url:
