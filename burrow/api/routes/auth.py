@@ -54,7 +54,7 @@ async def login(body: Login, request: Request, response: Response, svc: Services
     if user is None:
         throttle.failed(client, body.username)
         raise ApiError(401, "bad_credentials", "Wrong username or password.")
-    throttle.succeeded(body.username)
+    throttle.succeeded(client, body.username)
     token = await svc.accounts.issue(user.id, "session")
     response.set_cookie(
         SESSION_COOKIE,
