@@ -1,9 +1,10 @@
 // The shell: conversations on the left, the open conversation, settings and first run.
 import { useCallback, useEffect, useState } from "react";
-import { api, type Conversation, type Health } from "./api/client";
+import { ApiError, api, type Conversation, type Health, type Me } from "./api/client";
 import { Composer } from "./composer/Composer";
 import { ConversationView } from "./ConversationView";
 import { Sidebar } from "./conversations/Sidebar";
+import { Login } from "./settings/Login";
 import { FirstRun, loadModelSettings, SettingsDialog, type SettingsState } from "./settings/Settings";
 import type { RunStatus } from "./timeline/reducer";
 
@@ -16,6 +17,7 @@ function routeId(): string | null {
 }
 
 export function App() {
+  const [me, setMe] = useState<Me | null | undefined>(undefined);
   const [conversations, setConversations] = useState<Conversation[] | null>(null);
   const [activeId, setActiveId] = useState<string | null>(routeId);
   const [live, setLive] = useState<{ cid: string; status: RunStatus } | null>(null);
@@ -31,20 +33,27 @@ export function App() {
       setConversations(await api.conversations());
       setError(null);
     } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
+      if (e instanceof ApiError && e.status === 401) setMe(null);
+      else setError(e instanceof Error ? e.message : String(e));
     }
   }, []);
 
   useEffect(() => {
+    api.me().then(setMe, (e: unknown) => {
+      if (e instanceof ApiError && e.status === 401) setMe(null);
+      else setError(e instanceof Error ? e.message : String(e));
+    });
+  }, []);
+
+  const signedIn = !!me;
+  useEffect(() => {
+    if (!signedIn) return;
     void refresh();
     const timer = setInterval(() => void refresh(), POLL_MS);
-    return () => clearInterval(timer);
-  }, [refresh]);
-
-  useEffect(() => {
     api.health().then(setHealth, () => setHealth(null));
     loadModelSettings().then(setSettings, () => setSettings("unavailable"));
-  }, []);
+    return () => clearInterval(timer);
+  }, [refresh, signedIn]);
 
   useEffect(() => {
     const onPop = () => setActiveId(routeId());
@@ -95,6 +104,17 @@ export function App() {
     <FirstRun settings={settings} onUseDemo={useDemo} onConfigure={() => setSettingsOpen(true)} />
   ) : null;
 
+  if (me === null) {
+    return (
+      <div className="app">
+        <Login onLoggedIn={setMe} />
+      </div>
+    );
+  }
+  if (me === undefined) {
+    return <div className="app">{error && <div className="toast error-text">{error}</div>}</div>;
+  }
+
   return (
     <div className={`app ${menuOpen ? "menu-open" : ""}`}>
       <Sidebar
@@ -112,6 +132,8 @@ export function App() {
           await refresh();
         }}
         onSettings={() => setSettingsOpen(true)}
+        onLogout={() => void api.logout().finally(() => setMe(null))}
+        user={me.username}
         model={configuredModel ?? health?.model ?? null}
       />
       {menuOpen && <div className="scrim" onClick={() => setMenuOpen(false)} aria-hidden="true" />}

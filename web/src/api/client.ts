@@ -68,7 +68,13 @@ async function request<T>(method: string, path: string, body?: unknown): Promise
 const conv = (cid: string) => `/api/conversations/${encodeURIComponent(cid)}`;
 const q = (path: string) => `?path=${encodeURIComponent(path)}`;
 
+export type Me = Schemas["Me"];
+
 export const api = {
+  me: () => request<Me>("GET", "/api/me"),
+  login: (username: string, password: string) =>
+    request<Me>("POST", "/api/auth/login", { username, password }),
+  logout: () => request<void>("POST", "/api/auth/logout", {}),
   health: () => request<Health>("GET", "/api/health"),
   conversations: () => request<Conversation[]>("GET", "/api/conversations"),
   conversation: (cid: string) => request<Conversation>("GET", conv(cid)),

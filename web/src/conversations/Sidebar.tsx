@@ -107,6 +107,8 @@ export function Sidebar({
   onRename,
   onDelete,
   onSettings,
+  onLogout,
+  user,
   model,
 }: {
   conversations: Conversation[] | null;
@@ -116,6 +118,8 @@ export function Sidebar({
   onRename: (cid: string, title: string) => Promise<void>;
   onDelete: (cid: string) => Promise<void>;
   onSettings: () => void;
+  onLogout: () => void;
+  user: string;
   model: string | null;
 }) {
   return (
@@ -149,6 +153,12 @@ export function Sidebar({
           <span aria-hidden="true">⚙</span> Settings
           <span className="muted model-name">{model ?? "no model"}</span>
         </button>
+        <div className="account muted">
+          <span>{user}</span>
+          <button type="button" className="link" onClick={onLogout}>
+            Sign out
+          </button>
+        </div>
       </div>
     </nav>
   );
