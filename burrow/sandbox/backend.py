@@ -109,6 +109,29 @@ class ExecRequest:
     result_file: str | None = None
 
 
+class PtySession(Protocol):
+    """An interactive shell on a pseudo-terminal inside a sandbox."""
+
+    @property
+    def exit(self) -> ExecExit | None:
+        """How the shell ended; None while it runs."""
+        ...
+
+    async def read(self) -> bytes:
+        """The next bytes the terminal shows; b"" once the shell has exited."""
+        ...
+
+    def write(self, data: bytes) -> None:
+        """Keystrokes (Ctrl-C is b"\\x03" and reaches the foreground job as SIGINT)."""
+        ...
+
+    def resize(self, cols: int, rows: int) -> None: ...
+
+    def close(self) -> None:
+        """Hang up: the shell and its jobs get SIGHUP, then SIGKILL."""
+        ...
+
+
 class Sandbox(Protocol):
     """One conversation's isolated machine. All paths are inside the sandbox."""
 
@@ -154,6 +177,14 @@ class Sandbox(Protocol):
 
     async def ping(self) -> float:
         """Round-trip to the in-sandbox agent, in seconds."""
+        ...
+
+    async def open_pty(self, cols: int, rows: int) -> PtySession:
+        """Start an interactive login shell in the workspace on a new pseudo-terminal."""
+        ...
+
+    async def running_commands(self) -> int:
+        """One-shot commands running now; a sandbox running one is never hibernated."""
         ...
 
     async def stop(self) -> None:

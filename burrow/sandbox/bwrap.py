@@ -92,15 +92,25 @@ def build_argv(
     python: str,
     agent_dir: Path = AGENT_DIR,
     hostname: str = "burrow",
+    seccomp_fd: int | None = None,
+    info_fd: int | None = None,
+    tmp_size_bytes: int = TMP_SIZE_BYTES,
+    resolv_conf: Path | None = None,
 ) -> list[str]:
-    """The full command that starts the sandbox with its agent listening on `listen_fd`."""
+    """The full command that starts the sandbox with its agent listening on `listen_fd`.
+
+    The network namespace has only loopback; egress mode plugs user-mode networking into
+    it afterwards (see network.py), which needs the pid that `info_fd` reports, and its
+    own resolver (`resolv_conf`), as the host's may sit on an address the sandbox must
+    not reach.
+    """
     argv = [
         bwrap,
         "--unshare-user",
         "--unshare-pid",
         "--unshare-ipc",
         "--unshare-uts",
-        "--unshare-net",  # loopback only
+        "--unshare-net",
         "--unshare-cgroup",
         "--disable-userns",  # no nested user namespace to regain capabilities in
         "--cap-drop",
@@ -122,15 +132,21 @@ def build_argv(
             argv += ["--ro-bind", path, path]
     for name in ETC_ENTRIES:
         source = f"/etc/{name}"
-        if os.path.exists(source):  # follows symlinks: the target's content is bound
+        if name == "resolv.conf" and resolv_conf is not None:
+            argv += ["--ro-bind", str(resolv_conf), source]
+        elif os.path.exists(source):  # follows symlinks: the target's content is bound
             argv += ["--ro-bind", source, source]
+    if info_fd is not None:
+        argv += ["--info-fd", str(info_fd)]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     argv += [
         "--proc",
         "/proc",
         "--dev",
         "/dev",
         "--size",
-        str(TMP_SIZE_BYTES),
+        str(tmp_size_bytes),
         "--tmpfs",
         "/tmp",
         "--symlink",

@@ -61,6 +61,51 @@ class _Connection:
         self.writer.close()
 
 
+class PtyConnection:
+    """One shell on a pseudo-terminal in the sandbox; see `burrow.sandbox.backend.PtySession`."""
+
+    def __init__(self, conn: _Connection, pid: int) -> None:
+        self._conn = conn
+        self.pid = pid
+        self.exit: ExecExit | None = None
+
+    async def read(self) -> bytes:
+        """The next output bytes; b"" once the shell has exited (see `exit`) or the
+        connection broke."""
+        if self.exit is not None:
+            return b""
+        try:
+            frame = await self._conn.receive()
+        except SandboxError:
+            self.exit = ExecExit(exit_code=None)
+            return b""
+        if frame.kind == protocol.EXIT:
+            header = frame.header
+            self.exit = ExecExit(exit_code=header.get("exit_code"), signal=header.get("signal"))
+            return b""
+        return frame.payload
+
+    def write(self, data: bytes) -> None:
+        if data and self.exit is None:
+            self._send(protocol.encode_frame(protocol.STDIN, data))
+
+    def resize(self, cols: int, rows: int) -> None:
+        self._send(protocol.encode_frame(protocol.RESIZE, cols=cols, rows=rows))
+
+    def signal(self, signum: int) -> None:
+        self._send(protocol.encode_frame(protocol.SIGNAL, signal=signum))
+
+    def close(self) -> None:
+        """Hang up: the agent sends the session SIGHUP, then SIGKILL."""
+        self._conn.close()
+
+    def _send(self, data: bytes) -> None:
+        try:
+            self._conn.send(data)
+        except (OSError, RuntimeError):
+            pass  # the shell is gone; read() reports its end
+
+
 class AgentClient:
     """Talks to the agent listening on `socket_path`."""
 
@@ -86,6 +131,27 @@ class AgentClient:
         finally:
             conn.close()
         return time.perf_counter() - started
+
+    async def running_commands(self) -> int:
+        """How many one-shot commands the agent is running (terminals not counted)."""
+        conn, _ = await self._open(protocol.encode_frame(protocol.PING))
+        try:
+            frame = await self._expect(conn, protocol.PONG)
+        finally:
+            conn.close()
+        return int(frame.header.get("busy") or 0)
+
+    async def open_pty(self, cols: int, rows: int, argv: list[str] | None = None) -> PtyConnection:
+        """Start a shell on a new pseudo-terminal; the connection is the session's life."""
+        conn, _ = await self._open(
+            protocol.encode_frame(protocol.PTY_OPEN, cols=cols, rows=rows, argv=argv)
+        )
+        try:
+            started = await self._expect(conn, protocol.PTY_STARTED)
+        except BaseException:
+            conn.close()
+            raise
+        return PtyConnection(conn, int(started.header["pid"]))
 
     async def exec(self, request: ExecRequest) -> AsyncIterator[ExecEvent]:
         spawn = protocol.encode_frame(

@@ -19,29 +19,59 @@ import signal
 import socket
 import tempfile
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
-from burrow.sandbox import bwrap
+from burrow.sandbox import bwrap, cgroups, network, seccomp
 from burrow.sandbox.backend import (
     ErrorCode,
+    ExecChunk,
     ExecEvent,
+    ExecExit,
     ExecRequest,
     FileEntry,
     SandboxError,
     SandboxStatus,
     closing_exec,
 )
-from burrow.sandbox.client import AgentClient
+from burrow.sandbox.cgroups import Limits
+from burrow.sandbox.client import AgentClient, PtyConnection
+from burrow.sandbox.disk import WorkspaceDisk
+from burrow.sandbox.network import NetworkPolicy
 
 SANDBOX_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 STDERR_TAIL_LINES = 20
 
 
+@dataclass(frozen=True)
+class BootPlan:
+    """How every sandbox of a backend is started."""
+
+    bwrap: str
+    python: str
+    agent_dir: Path
+    boot_timeout: float
+    seccomp_filter: bytes | None
+    limits: Limits | None
+    network: NetworkPolicy
+    resolv_conf: Path | None
+
+
 class LocalSandbox:
     """A running (or stopped) bubblewrap sandbox; see `LocalBackend`."""
 
-    def __init__(self, sandbox_id: str, workspace_dir: Path, socket_path: Path) -> None:
+    def __init__(
+        self,
+        sandbox_id: str,
+        workspace_dir: Path,
+        socket_path: Path,
+        disk: WorkspaceDisk | None = None,
+    ) -> None:
         self._id = sandbox_id
+        self.disk = disk
+        self.cgroup: cgroups.SandboxCgroup | None = None
+        self.limits: Limits | None = None
+        self._egress: network.Egress | None = None
         self.workspace_dir = workspace_dir  # on the host
         self.socket_path = socket_path
         self.client = AgentClient(str(socket_path))
@@ -64,15 +94,13 @@ class LocalSandbox:
     def status(self) -> SandboxStatus:
         return self._status
 
-    async def start(
-        self, bwrap_bin: str, python: str, agent_dir: Path, boot_timeout: float
-    ) -> None:
+    async def start(self, plan: BootPlan) -> None:
         """Boot the sandbox and wait until its agent answers the handshake.
 
         A cancelled caller does not interrupt the boot halfway (a bwrap killed during its
         own set-up can leave the namespace's init behind); the boot finishes, then stops.
         """
-        booting = asyncio.ensure_future(self._boot(bwrap_bin, python, agent_dir, boot_timeout))
+        booting = asyncio.ensure_future(self._boot(plan))
         try:
             await asyncio.shield(booting)
         except asyncio.CancelledError:
@@ -81,54 +109,103 @@ class LocalSandbox:
             await self.stop()
             raise
 
-    async def _boot(
-        self, bwrap_bin: str, python: str, agent_dir: Path, boot_timeout: float
-    ) -> None:
+    async def _boot(self, plan: BootPlan) -> None:
         await self.stop()
         self._status, self.detail, self._stopping = "starting", "", False
         self._stderr_tail.clear()
-        self.workspace_dir.mkdir(parents=True, exist_ok=True)
-        self.socket_path.unlink(missing_ok=True)
+        try:
+            await self._prepare(plan)
+        except SandboxError as exc:
+            await self.stop()
+            self._fail(exc.message)
+            raise SandboxError(ErrorCode.BOOT_FAILED, f"Sandbox {self.id}: {exc.message}") from None
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        fds: list[int] = []
+        info_read = -1
         try:
             listener.bind(str(self.socket_path))
             listener.listen(128)
+            fds.append(listener.fileno())
+            seccomp_fd = None
+            if plan.seccomp_filter is not None:
+                seccomp_fd = seccomp.filter_fd(plan.seccomp_filter)
+                fds.append(seccomp_fd)
+            info_fd = None
+            if plan.network == "egress":
+                info_read, info_fd = os.pipe()
+                fds.append(info_fd)
             argv = bwrap.build_argv(
-                bwrap_bin,
+                plan.bwrap,
                 workspace=self.workspace_dir,
                 listen_fd=listener.fileno(),
-                python=python,
-                agent_dir=agent_dir,
+                python=plan.python,
+                agent_dir=plan.agent_dir,
+                seccomp_fd=seccomp_fd,
+                info_fd=info_fd,
+                tmp_size_bytes=(plan.limits.tmp_mb << 20) if plan.limits else bwrap.TMP_SIZE_BYTES,
+                resolv_conf=plan.resolv_conf if plan.network == "egress" else None,
             )
+            procs_files = self.cgroup.procs_files() if self.cgroup else []
             self._process = await asyncio.create_subprocess_exec(
                 *argv,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
-                pass_fds=(listener.fileno(),),
+                pass_fds=tuple(fds),
                 # Its own process group, so stop() can kill bwrap and the namespace's init
                 # together even if bwrap's die-with-parent has not taken effect yet.
                 start_new_session=True,
+                # Joins the cgroups before exec, so no process of the sandbox starts outside.
+                preexec_fn=(lambda: cgroups.join(procs_files)) if procs_files else None,
             )
         except OSError as exc:
             self._fail(f"could not start bubblewrap: {exc}")
             raise SandboxError(ErrorCode.BOOT_FAILED, f"Sandbox {self.id}: {self.detail}") from exc
         finally:
             listener.close()
+            for fd in fds[1:]:
+                os.close(fd)
         process = self._process
         self._watchers = [
             asyncio.create_task(self._collect_stderr(process)),
             asyncio.create_task(self._watch_exit(process)),
         ]
         try:
-            async with asyncio.timeout(boot_timeout):
+            async with asyncio.timeout(plan.boot_timeout):
+                if info_read >= 0:
+                    await self._start_egress(info_read)
                 await self.client.handshake()
         except (SandboxError, TimeoutError) as exc:
             reason = await self._boot_failure(process, exc)
             await self.stop()
             self._fail(reason)
             raise SandboxError(ErrorCode.BOOT_FAILED, f"Sandbox {self.id}: {reason}") from None
+        finally:
+            if info_read >= 0:
+                os.close(info_read)
         self._status = "ready"
+
+    async def _prepare(self, plan: BootPlan) -> None:
+        """The workspace (its disk, when quotas are on) and the cgroups, before bwrap."""
+        self.limits = plan.limits
+        if self.disk is not None:
+            await self.disk.mount()
+        else:
+            self.workspace_dir.mkdir(parents=True, exist_ok=True)
+        self.socket_path.unlink(missing_ok=True)
+        if plan.limits is not None:
+            self.cgroup = cgroups.SandboxCgroup(_short_hash(self.id), plan.limits)
+            await asyncio.to_thread(self.cgroup.create)
+
+    async def _start_egress(self, info_read: int) -> None:
+        info = b""
+        while b"}" not in info:  # bwrap writes its JSON in pieces
+            chunk = await asyncio.to_thread(os.read, info_read, 4096)
+            if not chunk:
+                raise SandboxError(ErrorCode.BOOT_FAILED, "bubblewrap exited before it started")
+            info += chunk
+        self._egress = network.Egress()
+        await self._egress.start(network.read_child_pid(info))
 
     async def stop(self) -> None:
         """Kill every process of the sandbox (the pid namespace dies with bwrap)."""
@@ -142,6 +219,12 @@ class LocalSandbox:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._watchers = []
+        egress, self._egress = self._egress, None
+        if egress is not None:
+            await egress.stop()
+        cgroup, self.cgroup = self.cgroup, None
+        if cgroup is not None:
+            await asyncio.to_thread(cgroup.remove)
         self.socket_path.unlink(missing_ok=True)
         if self._status != "failed":
             self._status = "stopped"
@@ -149,11 +232,55 @@ class LocalSandbox:
 
     async def exec(self, request: ExecRequest) -> AsyncIterator[ExecEvent]:
         self._check_ready()
+        before = self.cgroup.usage() if self.cgroup else None
         try:
             # aclosing: closing this stream must close (and so kill) the agent's at once.
             async with closing_exec(self.client.exec(request)) as events:
                 async for event in events:
+                    if isinstance(event, ExecExit):
+                        note = self._limit_note(before, event)
+                        if note:
+                            yield ExecChunk("stderr", note.encode())
                     yield event
+        except SandboxError as exc:
+            raise await self._explain(exc) from None
+
+    def _limit_note(self, before: cgroups.Usage | None, exit: ExecExit) -> str:
+        """Name the limit a failed command ran into, so the model and the user see why."""
+        if exit.exit_code == 0 or self.limits is None:
+            return ""
+        notes = []
+        if before is not None and self.cgroup is not None:
+            after = self.cgroup.usage()
+            if after.oom_kills > before.oom_kills:
+                notes.append(
+                    f"a process was killed because the sandbox ran out of memory "
+                    f"(limit {self.limits.memory_mb} MiB)"
+                )
+            if after.pids_refused > before.pids_refused:
+                notes.append(
+                    f"the sandbox reached its process limit ({self.limits.pids}); "
+                    "a fork was refused"
+                )
+        if self.disk is not None and self.disk.mounted:
+            used, total = self.disk.usage()
+            if total and used >= total * 0.98:
+                notes.append(f"the workspace disk is full ({self.limits.disk_mb} MiB)")
+        if not notes:
+            return ""
+        return "\n[burrow] " + "; ".join(notes) + ". The sandbox is still usable.\n"
+
+    async def open_pty(self, cols: int, rows: int) -> PtyConnection:
+        self._check_ready()
+        try:
+            return await self.client.open_pty(cols, rows)
+        except SandboxError as exc:
+            raise await self._explain(exc) from None
+
+    async def running_commands(self) -> int:
+        self._check_ready()
+        try:
+            return await self.client.running_commands()
         except SandboxError as exc:
             raise await self._explain(exc) from None
 
@@ -265,16 +392,23 @@ class LocalBackend:
         python: str = "/usr/bin/python3",
         boot_timeout: float = 10.0,
         runtime_dir: Path | None = None,
+        limits: Limits | None = None,
+        network: NetworkPolicy = "none",
+        seccomp: bool = True,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.python = python
         self.boot_timeout = boot_timeout
+        self.limits = limits  # None: no cgroups and no disk quota (tests, unprivileged hosts)
+        self.network: NetworkPolicy = network
+        self.seccomp = seccomp
         self._runtime_dir = runtime_dir
         self._owns_runtime_dir = runtime_dir is None
         self._sandboxes: dict[str, LocalSandbox] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._agent_dir: Path | None = None
         self._agent_lock = asyncio.Lock()
+        self._seccomp_filter: bytes | None = None
 
     def workspace_dir(self, sandbox_id: str) -> Path:
         """Where the sandbox's /workspace lives on the host."""
@@ -299,11 +433,34 @@ class LocalBackend:
                 )
             if sandbox is None:
                 socket_path = self._runtime_path() / f"{_short_hash(sandbox_id)}.sock"
-                sandbox = LocalSandbox(sandbox_id, workspace_dir, socket_path)
+                sandbox = LocalSandbox(
+                    sandbox_id, workspace_dir, socket_path, self._disk(sandbox_id)
+                )
                 self._sandboxes[sandbox_id] = sandbox
-            agent_dir = await self._prepared_agent()
-            await sandbox.start(bwrap_bin, self.python, agent_dir, self.boot_timeout)
+            await sandbox.start(await self._plan(bwrap_bin))
             return sandbox
+
+    def _disk(self, sandbox_id: str) -> WorkspaceDisk | None:
+        if self.limits is None or not self.limits.disk_mb:
+            return None
+        image = self.data_dir / "workspaces" / f"{_checked_id(sandbox_id)}.img"
+        return WorkspaceDisk(image, self.workspace_dir(sandbox_id), self.limits.disk_mb)
+
+    async def _plan(self, bwrap_bin: str) -> BootPlan:
+        if self._seccomp_filter is None and self.seccomp:
+            self._seccomp_filter = seccomp.build_filter()
+        return BootPlan(
+            bwrap=bwrap_bin,
+            python=self.python,
+            agent_dir=await self._prepared_agent(),
+            boot_timeout=self.boot_timeout,
+            seccomp_filter=self._seccomp_filter,
+            limits=self.limits,
+            network=self.network,
+            resolv_conf=network.resolv_conf(self._runtime_path())
+            if self.network == "egress"
+            else None,
+        )
 
     async def destroy(self, sandbox_id: str) -> None:
         workspace_dir = self.workspace_dir(sandbox_id)
@@ -311,10 +468,19 @@ class LocalBackend:
             sandbox = self._sandboxes.pop(sandbox_id, None)
             if sandbox is not None:
                 await sandbox.stop()
+            disk = self._disk(sandbox_id)
+            if disk is not None:
+                await disk.unmount()
+                disk.image.unlink(missing_ok=True)
             await asyncio.to_thread(shutil.rmtree, workspace_dir, ignore_errors=True)
 
     async def close(self) -> None:
-        await asyncio.gather(*(sandbox.stop() for sandbox in self._sandboxes.values()))
+        sandboxes = list(self._sandboxes.values())
+        await asyncio.gather(*(sandbox.stop() for sandbox in sandboxes))
+        for sandbox in sandboxes:
+            if sandbox.disk is not None:
+                with contextlib.suppress(SandboxError):
+                    await sandbox.disk.unmount()
         self._sandboxes.clear()
         if self._owns_runtime_dir and self._runtime_dir is not None:
             shutil.rmtree(self._runtime_dir, ignore_errors=True)

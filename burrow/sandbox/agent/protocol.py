@@ -22,8 +22,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-PROTOCOL_VERSION = (1, 1)  # (major, minor); a different major is refused with PROTOCOL
-FEATURES = ("exec", "stdin", "signal", "files", "result_file", "tunnel")
+PROTOCOL_VERSION = (1, 2)  # (major, minor); a different major is refused with PROTOCOL
+FEATURES = ("exec", "stdin", "signal", "files", "result_file", "tunnel", "pty", "busy")
 
 # Requests (host -> agent)
 HELLO = "hello"
@@ -36,6 +36,10 @@ WRITE = "write"
 LIST = "list"
 STAT = "stat"
 TUNNEL = "tunnel"  # `port`: connect to 127.0.0.1:port in the sandbox, then raw bytes
+PTY_OPEN = "pty_open"  # `cols`, `rows`, `argv`?, `cwd`?: a shell on a new pseudo-terminal;
+# then `stdin` frames are keystrokes, `resize` frames change the window, `signal` frames
+# reach the session; the agent streams `stdout` frames and ends with `exit`
+RESIZE = "resize"  # `cols`, `rows`
 # Responses (agent -> host)
 PONG = "pong"
 STDOUT = "stdout"
@@ -47,6 +51,7 @@ WRITE_RESULT = "write_result"  # `entry`
 LIST_RESULT = "list_result"  # `entries`
 STAT_RESULT = "stat_result"  # `entry`
 TUNNEL_OPEN = "tunnel_open"  # connected; from here on the connection carries raw bytes
+PTY_STARTED = "pty_started"  # `pid` of the shell (inside the sandbox's pid namespace)
 
 FRAME_KINDS = frozenset(
     {
@@ -70,6 +75,9 @@ FRAME_KINDS = frozenset(
         STAT_RESULT,
         TUNNEL,
         TUNNEL_OPEN,
+        PTY_OPEN,
+        RESIZE,
+        PTY_STARTED,
     }
 )
 

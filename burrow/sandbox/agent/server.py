@@ -16,6 +16,9 @@ from . import protocol
 from .files import AgentError, Workspace
 
 RECV_BYTES = 64 * 1024
+# Commands running now (not terminals): the host keeps a busy sandbox from hibernating.
+# A list mutated by one append/pop is atomic under the GIL, without importing threading.
+_running: list[None] = []
 
 
 def serve(listener: socket.socket, workspace: Workspace) -> None:
@@ -62,9 +65,17 @@ def _dispatch(
         # wait for subprocess and selectors to load.
         from .process import Execution
 
-        Execution(conn, decoder, backlog, request.header, workspace.root).run()
+        _running.append(None)
+        try:
+            Execution(conn, decoder, backlog, request.header, workspace.root).run()
+        finally:
+            _running.pop()
+    elif kind == protocol.PTY_OPEN:
+        from .terminal import Terminal
+
+        Terminal(conn, decoder, backlog, request.header, workspace.root).run()
     elif kind == protocol.PING:
-        conn.sendall(protocol.encode_frame(protocol.PONG))
+        conn.sendall(protocol.encode_frame(protocol.PONG, busy=len(_running)))
     elif kind == protocol.READ:
         conn.sendall(workspace.read(request.header))
     elif kind == protocol.WRITE:

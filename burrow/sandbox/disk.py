@@ -1,0 +1,88 @@
+"""A workspace with a size limit: an ext4 file system in a sparse image, loop-mounted.
+
+The host file system has no per-directory quotas to lean on, and a check after each
+command comes too late (one `dd` fills the host's disk first). A file system of its own
+makes "disk full" the sandbox's problem alone: writes fail with ENOSPC inside it while the
+host keeps its space. The image is sparse, so it costs only what is written; the mount
+stays up across hibernation (it holds no memory worth freeing) and goes on destroy/close.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from pathlib import Path
+
+from burrow.sandbox.backend import ErrorCode, SandboxError
+
+
+class WorkspaceDisk:
+    def __init__(self, image: Path, mountpoint: Path, size_mb: int) -> None:
+        self.image = image
+        self.mountpoint = mountpoint
+        self.size_mb = size_mb
+
+    @property
+    def mounted(self) -> bool:
+        return os.path.ismount(self.mountpoint)
+
+    async def mount(self) -> None:
+        """Create the image on first use and mount it on the workspace directory."""
+        if self.mounted:
+            return
+        self.mountpoint.mkdir(parents=True, exist_ok=True)
+        fresh = not self.image.exists()
+        if fresh:
+            if any(self.mountpoint.iterdir()):
+                raise SandboxError(
+                    ErrorCode.BOOT_FAILED,
+                    f"The workspace {self.mountpoint} predates disk quotas and is not empty; "
+                    "move its files away or set BURROW_SANDBOX_DISK_MB=0.",
+                )
+            await asyncio.to_thread(_sparse_file, self.image, self.size_mb << 20)
+            await _run(
+                "mkfs.ext4", "-q", "-F", "-m", "0",
+                "-E", "lazy_itable_init=1,lazy_journal_init=1,root_owner=0:0",
+                str(self.image),
+            )  # fmt: skip
+        await _run(
+            "mount", "-o", "loop,nosuid,nodev,noatime", str(self.image), str(self.mountpoint)
+        )
+        if fresh:
+            shutil.rmtree(self.mountpoint / "lost+found", ignore_errors=True)
+
+    async def unmount(self) -> None:
+        if self.mounted:
+            await _run("umount", str(self.mountpoint))
+
+    def usage(self) -> tuple[int, int]:
+        """(used, total) bytes of the workspace file system."""
+        st = os.statvfs(self.mountpoint)
+        total = st.f_blocks * st.f_frsize
+        return total - st.f_bavail * st.f_frsize, total
+
+
+async def _run(*argv: str) -> None:
+    if shutil.which(argv[0]) is None:
+        raise SandboxError(
+            ErrorCode.BOOT_FAILED,
+            f"{argv[0]} is missing: workspace disk quotas need e2fsprogs and util-linux "
+            "(`apt-get install e2fsprogs mount`), or set BURROW_SANDBOX_DISK_MB=0.",
+        )
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
+    )
+    _, stderr = await process.communicate()
+    if process.returncode != 0:
+        raise SandboxError(
+            ErrorCode.BOOT_FAILED,
+            f"Could not prepare the workspace disk ({argv[0]}: "
+            f"{stderr.decode(errors='replace').strip()}); the local backend needs root for "
+            "loop mounts, or set BURROW_SANDBOX_DISK_MB=0 to run without a disk quota.",
+        )
+
+
+def _sparse_file(path: Path, size: int) -> None:
+    with open(path, "wb") as file:
+        file.truncate(size)

@@ -1,0 +1,154 @@
+"""A sandbox's network policy: `none` (loopback only) or `egress` (outbound, user-mode).
+
+Egress plugs slirp4netns into the sandbox's network namespace: a user-mode TCP/IP stack
+that turns the sandbox's connections into ordinary sockets of an unprivileged host
+process, so the sandbox gets no interface on the host's networks. The host's loopback is
+cut (`--disable-host-loopback`), and "unreachable" routes inside the namespace refuse the
+private, link-local and shared ranges and every address of this host before a packet
+leaves: the Burrow API, a database or a metadata service on the LAN stay out of reach,
+while public registries (PyPI, npm) work. DNS goes through slirp's forwarder (10.0.2.3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+from pathlib import Path
+from typing import Literal
+
+from burrow.sandbox.backend import ErrorCode, SandboxError
+
+NetworkPolicy = Literal["none", "egress"]
+
+SLIRP_DNS = "10.0.2.3"
+BLOCKED_RANGES = (
+    "0.0.0.0/8",
+    "10.0.0.0/8",  # slirp's own 10.0.2.0/24 stays reachable: its route is more specific
+    "100.64.0.0/10",
+    "127.0.0.0/8",
+    "169.254.0.0/16",  # cloud metadata services
+    "172.16.0.0/12",
+    "192.0.0.0/24",
+    "192.168.0.0/16",
+    "198.18.0.0/15",
+    "224.0.0.0/3",  # multicast and reserved
+)
+READY_TIMEOUT = 5.0
+
+
+def host_addresses() -> list[str]:
+    """This host's own IPv4 addresses (a service bound to 0.0.0.0 listens on each)."""
+    found: set[str] = set()
+    with contextlib.suppress(OSError):
+        for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET):
+            found.add(str(info[4][0]))
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        listing = subprocess.run(
+            ["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True, timeout=5
+        ).stdout
+        for line in listing.splitlines():
+            fields = line.split()
+            if "inet" in fields:
+                found.add(fields[fields.index("inet") + 1].split("/")[0])
+    return sorted(found)
+
+
+def resolv_conf(runtime_dir: Path) -> Path:
+    path = runtime_dir / "resolv.conf"
+    if not path.exists():
+        path.write_text(f"nameserver {SLIRP_DNS}\n")
+    return path
+
+
+class Egress:
+    """slirp4netns serving one sandbox's network namespace."""
+
+    def __init__(self) -> None:
+        self._process: asyncio.subprocess.Process | None = None
+
+    async def start(self, sandbox_pid: int) -> None:
+        slirp = shutil.which("slirp4netns")
+        if slirp is None:
+            raise SandboxError(
+                ErrorCode.BOOT_FAILED,
+                "BURROW_SANDBOX_NETWORK=egress needs slirp4netns "
+                "(`apt-get install slirp4netns`; `make run` installs it).",
+            )
+        ready_read, ready_write = os.pipe()
+        try:
+            self._process = await asyncio.create_subprocess_exec(
+                slirp, "--configure", "--mtu=65520", "--disable-host-loopback",
+                "--enable-sandbox", "--enable-seccomp", "--ready-fd", str(ready_write),
+                str(sandbox_pid), "tap0",
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE,
+                pass_fds=(ready_write,),
+                start_new_session=True,
+            )  # fmt: skip
+            os.close(ready_write)
+            ready_write = -1
+            async with asyncio.timeout(READY_TIMEOUT):
+                ready = await asyncio.to_thread(os.read, ready_read, 1)
+            if ready != b"1":
+                raise SandboxError(ErrorCode.BOOT_FAILED, await self._failure("exited"))
+        except TimeoutError:
+            raise SandboxError(ErrorCode.BOOT_FAILED, await self._failure("timed out")) from None
+        finally:
+            os.close(ready_read)
+            if ready_write >= 0:
+                os.close(ready_write)
+        await self._block_private_ranges(sandbox_pid)
+
+    async def _block_private_ranges(self, sandbox_pid: int) -> None:
+        routes = [*BLOCKED_RANGES, *(f"{a}/32" for a in host_addresses())]
+        script = "".join(f"route add unreachable {r}\n" for r in routes).encode()
+        process = await asyncio.create_subprocess_exec(
+            "nsenter", f"--net=/proc/{sandbox_pid}/ns/net", "ip", "-batch", "-",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        _, stderr = await process.communicate(script)
+        if process.returncode != 0:
+            await self.stop()
+            raise SandboxError(
+                ErrorCode.BOOT_FAILED,
+                "Could not fence the sandbox off the host's networks "
+                f"({stderr.decode(errors='replace').strip()}); egress needs root "
+                "(nsenter and ip from iproute2).",
+            )
+
+    async def _failure(self, what: str) -> str:
+        stderr = b""
+        process = self._process
+        if process is not None and process.stderr is not None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(0.5):
+                    stderr = await process.stderr.read(4096)
+        await self.stop()
+        detail = stderr.decode(errors="replace").strip()
+        return f"slirp4netns {what}{': ' + detail if detail else ''}"
+
+    async def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            await process.wait()
+
+
+def read_child_pid(info: bytes) -> int:
+    """The sandbox's pid on the host, from bwrap's --info-fd JSON."""
+    try:
+        return int(json.loads(info)["child-pid"])
+    except (ValueError, KeyError, TypeError):
+        raise SandboxError(
+            ErrorCode.BOOT_FAILED, f"bubblewrap reported no child pid: {info[:200]!r}"
+        ) from None
