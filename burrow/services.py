@@ -27,7 +27,7 @@ from burrow.store.conversations import ConversationStore, UserStore
 from burrow.store.database import Database, open_database
 from burrow.store.events import EventStore
 from burrow.store.records import User
-from burrow.store.secrets import SecretBox
+from burrow.store.secrets import Redactor, SecretBox, install_redaction
 from burrow.store.settings import SettingsStore
 from burrow.tools.base import Tool
 from burrow.tools.registry import default_tools
@@ -46,8 +46,10 @@ class Services:
     runtime: Runtime
     models: ModelSettings
     owner: User  # the admin: owner of what `burrow run` creates
+    on_close: Callable[[], None] = lambda: None
 
     async def close(self) -> None:
+        self.on_close()
         await self.runtime.shutdown()
         await self.db.close()
 
@@ -77,9 +79,11 @@ async def open_services(
     db = await open_database(settings.database())
     users = UserStore(db)
     conversations = ConversationStore(db)
-    journal = Journal(EventStore(db))
+    redactor = Redactor()
+    uninstall_redaction = install_redaction(redactor)
+    journal = Journal(EventStore(db, redactor))
     box = SecretBox.for_data_dir(settings.data_dir, settings.secret_key)
-    models = ModelSettings(model_config(settings), SettingsStore(db), box)
+    models = ModelSettings(model_config(settings), SettingsStore(db), box, redactor)
     await models.load()
     runtime = Runtime(
         journal,
@@ -106,6 +110,7 @@ async def open_services(
         runtime,
         models,
         owner,
+        uninstall_redaction,
     )
 
 

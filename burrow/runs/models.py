@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from burrow.llm.base import Provider
 from burrow.llm.factory import ModelConfig, provider_from_config
-from burrow.store.secrets import SecretBox, mask
+from burrow.store.secrets import Redactor, SecretBox, mask
 from burrow.store.settings import SettingsStore
 
 MODEL, BASE_URL, API_KEY = "model.name", "model.base_url", "model.api_key"
@@ -28,8 +28,11 @@ class ModelView:
 
 
 class ModelSettings:
-    def __init__(self, defaults: ModelConfig, store: SettingsStore, box: SecretBox) -> None:
+    def __init__(
+        self, defaults: ModelConfig, store: SettingsStore, box: SecretBox, redactor: Redactor
+    ) -> None:
         self._defaults = defaults
+        self._redactor = redactor
         self._store = store
         self._box = box
         self._config = defaults
@@ -45,6 +48,7 @@ class ModelSettings:
         if stored.get(API_KEY):
             config = replace(config, api_key=self._box.open(str(stored[API_KEY])))
         self._config = config
+        self._redactor.add(config.api_key)
 
     @property
     def config(self) -> ModelConfig:

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from burrow.store.database import Database
 from burrow.store.records import Event, NewEvent, ProjectionChange
 from burrow.store.schema import conversations, events
+from burrow.store.secrets import Redactor
 
 
 class ConversationGone(LookupError):
@@ -43,8 +44,9 @@ _INSERT_EVENTS = events.insert()
 
 
 class EventStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, redactor: Redactor | None = None) -> None:
         self._db = db
+        self._redactor = redactor or Redactor()
 
     async def append(
         self, cid: str, batch: Sequence[NewEvent], change: ProjectionChange
@@ -67,6 +69,8 @@ class EventStore:
             "p_sandbox": change.sandbox_status,
         }
 
+        redact = self._redactor.apply
+
         def write(conn: sa.Connection) -> list[Event]:
             last = conn.execute(_RESERVE_SEQS, params).scalar_one_or_none()
             if last is None:
@@ -79,7 +83,7 @@ class EventStore:
                     type=e.type,
                     ts=ts,
                     run_id=e.run_id,
-                    data_json=json.dumps(e.data, ensure_ascii=False, separators=(",", ":")),
+                    data_json=redact(json.dumps(e.data, ensure_ascii=False, separators=(",", ":"))),
                 )
                 for i, e in enumerate(batch)
             ]

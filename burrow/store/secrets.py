@@ -7,7 +7,9 @@ model keys.
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken
@@ -51,3 +53,53 @@ class SecretBox:
 def mask(secret: str) -> str:
     """What may be shown of a secret: its last four characters at most."""
     return f"…{secret[-4:]}" if len(secret) >= 12 else "…"
+
+
+REDACTED = "[redacted]"
+
+
+class Redactor(logging.Filter):
+    """Replaces known secrets (model keys) in journal text and log records.
+
+    A model can echo back anything it was sent, and an error message can quote a header;
+    whatever the path, a known secret is not written to the journal or the log.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._secrets: set[str] = set()
+
+    def add(self, secret: str | None) -> None:
+        if secret and len(secret) >= 8:  # shorter values would mangle ordinary text
+            self._secrets.add(secret)
+
+    def apply(self, text: str) -> str:
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        return text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self._secrets:
+            message = record.getMessage()
+            cleaned = self.apply(message)
+            if cleaned != message:
+                record.msg, record.args = cleaned, None
+        return True
+
+
+def install_redaction(redactor: Redactor) -> Callable[[], None]:
+    """Attach `redactor` to every log handler (filters on handlers see propagated records,
+    filters on loggers do not); returns the undo."""
+    handlers = set(logging.root.handlers)
+    for logger in logging.Logger.manager.loggerDict.values():
+        if isinstance(logger, logging.Logger):
+            handlers.update(logger.handlers)
+    for handler in handlers:
+        handler.addFilter(redactor)
+
+    def uninstall() -> None:
+        for handler in handlers:
+            handler.removeFilter(redactor)
+
+    return uninstall

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+
+import pytest
 
 from tests.api.harness import running_server
 from tests.fakes import FakeOpenAIServer, text_reply
@@ -61,3 +64,24 @@ async def test_without_a_model_a_run_fails_with_what_to_set(tmp_path: Path) -> N
         finished = await srv.run_finished(cid, run["run_id"])
         assert finished["data"]["status"] == "failed"
         assert finished["data"]["error"].startswith("No model configured: set OPENAI_API_KEY")
+
+
+async def test_a_key_the_model_repeats_is_redacted_from_the_journal_and_logs(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with FakeOpenAIServer() as fake:
+        fake.enqueue(text_reply(f"Your key is {KEY}, right?"))
+        async with running_server(tmp_path, None) as srv:
+            await srv.client.put(
+                "/api/settings/model",
+                json={"model": "fake-model", "base_url": fake.base_url, "api_key": KEY},
+            )
+            cid = await srv.create_conversation()
+            run = await srv.send(cid, "what is my key?")
+            await srv.run_finished(cid, run["run_id"])
+            page = (await srv.client.get(f"/api/conversations/{cid}/events?format=json")).text
+            assert KEY not in page
+            assert "Your key is [redacted], right?" in page
+            with caplog.at_level(logging.INFO):
+                logging.getLogger("burrow.test").warning("leaking %s", KEY)
+            assert KEY not in caplog.text and "[redacted]" in caplog.text
