@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import statistics
 
 
@@ -24,3 +25,10 @@ def report(
         f"| ratio {ratio:.2f}x | target {target}",
         flush=True,
     )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port

@@ -5,7 +5,6 @@ Baseline, in the same run: starting the same Python interpreter with `-c pass`.
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import tempfile
@@ -15,16 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import p50, report
+from bench.common import free_port, p50, report
 
 RUNS = 5
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def healthy(url: str) -> bool:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import socket
 import sys
 import tempfile
 import time
@@ -20,7 +19,7 @@ import uvicorn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import p50, pct, report
+from bench.common import free_port, p50, pct, report
 from burrow.api.app import create_app
 from burrow.config import Settings
 from burrow.llm.scripted import ScriptedProvider
@@ -28,13 +27,6 @@ from burrow.runs.events import EventType, make
 from burrow.services import Services, open_services
 
 SAMPLES = 300
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 async def crowd(port: int, cid: str, count: int) -> None:

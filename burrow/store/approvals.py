@@ -11,6 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from burrow.store.database import Database
+from burrow.store.records import utc
 from burrow.store.schema import approvals, grants
 
 
@@ -48,12 +49,6 @@ class Grant:
     request_id: str
     decision: str
     granted_at: datetime
-
-
-def _aware(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 class ApprovalStore:
@@ -134,21 +129,17 @@ class ApprovalStore:
         row = await self._db.run(lambda conn: conn.execute(query).first())
         if row is None:
             return None
-        granted_at = _aware(row.granted_at)
-        assert granted_at is not None
         return Grant(
             row.conversation_id,
             row.tool,
             row.arguments_digest,
             row.request_id,
             row.decision,
-            granted_at,
+            utc(row.granted_at),
         )
 
 
 def _record(row: Any) -> ApprovalRecord:
-    requested_at = _aware(row.requested_at)
-    assert requested_at is not None
     return ApprovalRecord(
         request_id=row.request_id,
         conversation_id=row.conversation_id,
@@ -158,6 +149,6 @@ def _record(row: Any) -> ApprovalRecord:
         risk=row.risk,
         reason=row.reason,
         decision=row.decision,
-        requested_at=requested_at,
-        resolved_at=_aware(row.resolved_at),
+        requested_at=utc(row.requested_at),
+        resolved_at=utc(row.resolved_at) if row.resolved_at else None,
     )

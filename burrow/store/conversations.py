@@ -9,7 +9,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from burrow.store.database import Database
-from burrow.store.records import Conversation, User
+from burrow.store.records import Conversation, User, utc
 from burrow.store.schema import conversations, users
 
 
@@ -28,8 +28,8 @@ def _conversation(row: Any) -> Conversation:
         title=row.title,
         profile=row.profile,
         approval_mode=row.approval_mode,
-        created_at=_aware(row.created_at),
-        updated_at=_aware(row.updated_at),
+        created_at=utc(row.created_at),
+        updated_at=utc(row.updated_at),
         status=row.status,
         sandbox_status=row.sandbox_status,
         last_seq=row.last_seq,
@@ -37,11 +37,6 @@ def _conversation(row: Any) -> Conversation:
         completion_tokens=row.completion_tokens,
         cost=row.cost,
     )
-
-
-def _aware(value: datetime) -> datetime:
-    # SQLite hands datetimes back naive; they were stored as UTC.
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 class UserStore:

@@ -5,8 +5,13 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
+
+
+def utc(value: datetime) -> datetime:
+    """A stored datetime as an aware UTC one (SQLite hands them back naive)."""
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import socket
-from collections.abc import AsyncIterator, Callable
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +32,37 @@ async def log_in(client: httpx.AsyncClient, username: str, password: str) -> Non
         "/api/auth/login", json={"username": username, "password": password}
     )
     assert response.status_code == 200, response.text
+
+
+@contextlib.contextmanager
+def serve_process(data_dir: Path, model: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """A real `burrow serve` child process, healthy; yields it and its base URL.
+
+    For tests that must kill the server outright or call it from blocking code.
+    """
+    port = free_port()
+    env = {**os.environ, "BURROW_ADMIN_PASSWORD": ADMIN_PASSWORD}
+    command = [sys.executable, "-m", "burrow.cli", "serve", "--port", str(port)]
+    command += ["--data-dir", str(data_dir), "--model", model]
+    process = subprocess.Popen(command, env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while not _healthy(base):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"burrow serve did not become healthy (exit {process.poll()})")
+            time.sleep(0.05)
+        yield process, base
+    finally:
+        process.kill()
+        process.wait(10)
+
+
+def _healthy(base: str) -> bool:
+    try:
+        return httpx.get(f"{base}/api/health", timeout=1).status_code == 200
+    except httpx.TransportError:
+        return False
 
 
 def free_port() -> int:

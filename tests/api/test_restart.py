@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import sys
 from pathlib import Path
 
 import httpx
 
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
-from tests.api.harness import ADMIN_PASSWORD, free_port, log_in, running_server, sse_events
+from tests.api.harness import ADMIN_PASSWORD, log_in, running_server, serve_process, sse_events
 
 
 async def test_second_request_after_restart_contains_the_first_exchange(tmp_path: Path) -> None:
@@ -50,29 +48,8 @@ async def test_a_run_cut_off_by_a_killed_server_is_repaired_on_start(tmp_path: P
     script.write_text(
         json.dumps([{"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 30"}}]}])
     )
-    port = free_port()
-    server = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "burrow.cli",
-        "serve",
-        "--port",
-        str(port),
-        "--data-dir",
-        str(tmp_path),
-        "--model",
-        f"scripted:{script}",
-        env={**os.environ, "BURROW_ADMIN_PASSWORD": ADMIN_PASSWORD},
-    )
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
-            async with asyncio.timeout(20):
-                while True:
-                    try:
-                        if (await client.get("/api/health")).status_code == 200:
-                            break
-                    except httpx.TransportError:
-                        await asyncio.sleep(0.05)
+    with serve_process(tmp_path, f"scripted:{script}") as (server, base):
+        async with httpx.AsyncClient(base_url=base, timeout=10) as client:
             await log_in(client, "admin", ADMIN_PASSWORD)
             cid = (await client.post("/api/conversations", json={})).json()["id"]
             await client.post(f"/api/conversations/{cid}/messages", json={"content": "sleep"})
@@ -80,9 +57,8 @@ async def test_a_run_cut_off_by_a_killed_server_is_repaired_on_start(tmp_path: P
                 async for event in sse_events(client, cid):
                     if event["type"] == "tool.started":
                         break
-    finally:
         server.kill()  # SIGKILL: no shutdown code runs
-        await server.wait()
+        server.wait()
 
     async with running_server(tmp_path, lambda: ScriptedProvider([])) as srv:
         events = await srv.events(cid)

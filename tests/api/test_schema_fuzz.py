@@ -4,20 +4,15 @@ gets a 5xx, and no route answers 2xx without a login."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 import requests
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 
-from tests.api.harness import ADMIN_PASSWORD, free_port
+from tests.api.harness import ADMIN_PASSWORD, serve_process
 
 OPEN = {"/api/health", "/api/auth/login", "/api/auth/logout"}
 EXAMPLES = 15
@@ -25,41 +20,10 @@ EXAMPLES = 15
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[str]:
-    data = tmp_path
-    script = data / "script.json"
+    script = tmp_path / "script.json"
     script.write_text(json.dumps([{"text": "ok"}]))
-    port = free_port()
-    env = {**os.environ, "BURROW_ADMIN_PASSWORD": ADMIN_PASSWORD}
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "BURROW_MODEL"):
-        env.pop(name, None)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "burrow.cli",
-            "serve",
-            "--port",
-            str(port),
-            "--data-dir",
-            str(data),
-            "--model",
-            f"scripted:{script}",
-        ],
-        env=env,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            if httpx.get(f"{base}/api/health").status_code == 200:
-                break
-        except httpx.TransportError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-    yield base
-    process.terminate()
-    process.wait(10)
+    with serve_process(tmp_path, f"scripted:{script}") as (_, base):
+        yield base
 
 
 def _session(base: str) -> requests.Session:
