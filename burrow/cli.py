@@ -61,7 +61,10 @@ def _render(event: Event, as_json: bool) -> str | None:
         case "assistant.message":
             return "\n"
         case "tool.started":
-            return f"\n$ {data['name']} {json.dumps(data['arguments'], ensure_ascii=False)}\n"
+            arguments = json.dumps(data["arguments"], ensure_ascii=False)
+            if len(arguments) > 160:  # a file's whole content is not worth a screen
+                arguments = arguments[:160] + "…"
+            return f"\n$ {data['name']} {arguments}\n"
         case "tool.output":
             return str(data["text"])
         case "tool.finished":
