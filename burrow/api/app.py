@@ -16,6 +16,7 @@ from burrow.api.routes import (
     events,
     files,
     health,
+    previews,
     sandbox,
     settings,
     users,
@@ -39,7 +40,7 @@ def create_app(open_services: Callable[[], Awaitable[Services]]) -> FastAPI:
     app.state.login_throttle = LoginThrottle()
     app.add_middleware(CSRFGuard)
     install_error_handlers(app)
-    for module in (health, auth, users, conversations, events, files, sandbox, settings):
+    for module in (health, auth, users, conversations, events, files, sandbox, settings, previews):
         app.include_router(module.router)
     web.mount(app)  # last: the UI's catch-all never shadows /api/*
     return app

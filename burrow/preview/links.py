@@ -1,0 +1,29 @@
+"""The owner's way in: a preview URL carrying a short-lived signed link token."""
+
+from __future__ import annotations
+
+from burrow.config import Settings
+from burrow.preview.hosts import PreviewHosts
+from burrow.preview.tokens import PreviewSigner, load_key
+
+
+class PreviewLinks:
+    def __init__(self, hosts: PreviewHosts, signer: PreviewSigner, ttl: float) -> None:
+        self.hosts = hosts
+        self.signer = signer
+        self.ttl = ttl
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> PreviewLinks:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        signer = PreviewSigner(load_key(settings.data_dir))
+        return cls(PreviewHosts.from_settings(settings), signer, settings.preview_token_ttl)
+
+    def url(self, cid: str, port: int) -> str:
+        """The clean address (what `preview.opened` carries; it admits no one by itself)."""
+        return self.hosts.url(cid, port)
+
+    def signed_url(self, user_id: str, cid: str, port: int) -> str:
+        """The address for the owner's iframe: the token becomes a cookie on first load."""
+        token = self.signer.mint("link", user_id, cid, port, self.ttl)
+        return f"{self.hosts.url(cid, port)}?burrow_token={token}"

@@ -1,0 +1,465 @@
+"""The preview proxy: its own listener, one origin per preview, for the owner only.
+
+A request for `{port}-{cid}.<preview domain>` is admitted with a signed link token
+(`?burrow_token=`, exchanged for a cookie scoped to that host and a redirect to the clean
+URL) or that cookie, checked against the conversation's owner; then it is forwarded, HTTP
+streamed both ways or WebSocket relayed, through the sandbox's tunnel to the port. Burrow's
+own credentials (its session cookie, Authorization) never reach the sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import httpcore
+
+from burrow.preview import pages
+from burrow.preview.asgi import Receive, Scope, Send
+from burrow.preview.hosts import PreviewAddress, PreviewHosts
+from burrow.preview.tokens import PreviewGrant, PreviewSigner, TokenExpired, TokenInvalid
+from burrow.preview.upstream import upstream_pool
+from burrow.preview.websocket import UpstreamRefused, relay_websocket
+from burrow.sandbox.backend import ErrorCode, Sandbox, SandboxError
+from burrow.services import Services
+
+COOKIE = "burrow_preview"
+TOKEN_PARAM = b"burrow_token"
+APP_COOKIES = (b"burrow_session", COOKIE.encode())  # never forwarded to a sandbox
+COOKIE_TTL_SECONDS = 12 * 3600
+OWNER_CACHE_SECONDS = 5.0  # a revoked owner loses access within this
+TIMEOUTS = {"connect": 30.0, "read": None, "write": None, "pool": 30.0}
+HOP_BY_HOP = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"proxy-connection",
+        b"te",
+        b"trailer",
+        b"trailers",
+        b"transfer-encoding",
+        b"upgrade",
+    }
+)
+NOT_FORWARDED = HOP_BY_HOP | {
+    b"authorization",
+    b"host",
+    b"x-forwarded-for",
+    b"x-forwarded-host",
+    b"x-forwarded-proto",
+}
+WEBSOCKET_OWN = frozenset(  # the upstream handshake makes its own
+    {b"sec-websocket-key", b"sec-websocket-version", b"sec-websocket-extensions"}
+    | {b"sec-websocket-protocol", b"content-length"}
+)
+
+
+class PreviewAccess(Protocol):
+    """What the proxy needs from the rest of Burrow."""
+
+    async def owns(self, user_id: str, cid: str) -> bool: ...
+
+    async def sandbox(self, cid: str) -> Sandbox:
+        """The conversation's running sandbox, woken up when it hibernates."""
+        ...
+
+
+class ServicesAccess:
+    """`PreviewAccess` over the server's services (available once the app has started)."""
+
+    def __init__(self, services: Callable[[], Services | None]) -> None:
+        self._services = services
+
+    def _get(self) -> Services:
+        svc = self._services()
+        if svc is None:
+            raise SandboxError(ErrorCode.UNAVAILABLE, "Burrow is still starting.")
+        return svc
+
+    async def owns(self, user_id: str, cid: str) -> bool:
+        return await self._get().conversations.get(cid, owner_id=user_id) is not None
+
+    async def sandbox(self, cid: str) -> Sandbox:
+        return await self._get().runtime.sandboxes.get(cid)
+
+
+@dataclass(frozen=True)
+class _Admitted:
+    grant: PreviewGrant
+
+
+@dataclass(frozen=True)
+class _Exchange:
+    cookie: str
+    location: bytes
+
+
+_Refused = tuple[int, pages.Headers, bytes]
+
+
+class PreviewProxy:
+    def __init__(
+        self,
+        access: PreviewAccess,
+        hosts: PreviewHosts,
+        signer: PreviewSigner,
+        *,
+        cookie_ttl: float = COOKIE_TTL_SECONDS,
+    ) -> None:
+        self.access = access
+        self.hosts = hosts
+        self.signer = signer
+        self.cookie_ttl = cookie_ttl
+        self._pool = upstream_pool(self._open_tunnel)
+        self._owners: dict[tuple[str, str], float] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] not in ("http", "websocket"):
+            return
+        host = _header(scope, b"host").decode("latin-1")
+        address = self.hosts.parse(host)
+        if address is None:
+            await _refuse(scope, send, pages.unknown_host())
+            return
+        admission = await self._admit(scope, address)
+        if isinstance(admission, tuple):
+            await _refuse(scope, send, admission)
+        elif isinstance(admission, _Exchange):
+            await self._exchange(send, admission)
+        elif scope["type"] == "http":
+            await self._forward_http(scope, receive, send, address, host)
+        else:
+            await self._forward_websocket(scope, receive, send, address, host)
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
+
+    # Admission
+
+    async def _admit(
+        self, scope: Scope, address: PreviewAddress
+    ) -> _Admitted | _Exchange | _Refused:
+        token = _query_param(scope.get("query_string", b""), TOKEN_PARAM)
+        if token is not None:
+            try:
+                grant = self.signer.verify("link", token)
+            except TokenExpired:
+                return pages.sign_in_needed(expired=True)
+            except TokenInvalid:
+                return pages.sign_in_needed(expired=False)
+            if not await self._grants(grant, address):
+                return pages.not_found()
+            if scope["type"] == "websocket":
+                return _Admitted(grant)
+            cookie = self.signer.mint(
+                "cookie", grant.user_id, grant.cid, grant.port, self.cookie_ttl
+            )
+            return _Exchange(cookie, _without_token(scope))
+        expired = False
+        for value in _cookies(scope, COOKIE.encode()):
+            try:
+                grant = self.signer.verify("cookie", value.decode("latin-1"))
+            except TokenExpired:
+                expired = True
+                continue
+            except TokenInvalid:
+                continue  # e.g. a cookie another preview host tossed onto the parent domain
+            if await self._grants(grant, address):
+                return _Admitted(grant)
+        return pages.sign_in_needed(expired=expired)
+
+    async def _grants(self, grant: PreviewGrant, address: PreviewAddress) -> bool:
+        if (grant.cid, grant.port) != (address.cid, address.port):
+            return False
+        key = (grant.user_id, grant.cid)
+        now = time.monotonic()
+        if self._owners.get(key, 0.0) > now:
+            return True
+        if not await self.access.owns(grant.user_id, grant.cid):
+            return False
+        if len(self._owners) > 10_000:
+            self._owners.clear()
+        self._owners[key] = now + OWNER_CACHE_SECONDS
+        return True
+
+    async def _exchange(self, send: Send, exchange: _Exchange) -> None:
+        secure = "; Secure" if self.hosts.scheme == "https" else ""
+        cookie = (
+            f"{COOKIE}={exchange.cookie}; Max-Age={int(self.cookie_ttl)}; Path=/; HttpOnly; "
+            f"SameSite=Lax{secure}"
+        )
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 303,
+                "headers": [
+                    (b"location", exchange.location),
+                    (b"set-cookie", cookie.encode()),
+                    (b"cache-control", b"no-store"),
+                    (b"referrer-policy", b"no-referrer"),
+                    (b"content-length", b"0"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": b""})
+
+    # Forwarding
+
+    async def _open_tunnel(
+        self, cid: str, port: int
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        sandbox = await self.access.sandbox(cid)
+        return await sandbox.open_tunnel(port)
+
+    async def _forward_http(
+        self, scope: Scope, receive: Receive, send: Send, address: PreviewAddress, host: str
+    ) -> None:
+        headers, body_framed = _upstream_headers(scope, host, self.hosts.scheme)
+        body_done = asyncio.Event()
+        request = httpcore.Request(
+            scope["method"].encode(),
+            httpcore.URL(
+                scheme=b"http",
+                host=address.cid.encode(),
+                port=address.port,
+                target=_target(scope),
+            ),
+            headers=headers,
+            content=_request_body(receive, body_done) if body_framed else b"",
+            extensions={"timeout": TIMEOUTS},
+        )
+        if not body_framed:
+            body_done.set()
+        # The ASGI server keeps accepting sends after the browser has gone; a watcher
+        # stops the copy then, so an abandoned download does not run to its end.
+        task = asyncio.current_task()
+        assert task is not None
+        gone = asyncio.Event()
+        watcher = asyncio.ensure_future(_watch_disconnect(receive, body_done, gone, task))
+        try:
+            await self._stream_response(scope, send, request, address)
+        except asyncio.CancelledError:
+            if not gone.is_set():
+                raise
+            task.uncancel()
+        finally:
+            watcher.cancel()
+
+    async def _stream_response(
+        self, scope: Scope, send: Send, request: httpcore.Request, address: PreviewAddress
+    ) -> None:
+        try:
+            response = await self._pool.handle_async_request(request)
+        except SandboxError as exc:
+            await _refuse(scope, send, _unavailable(address, exc))
+            return
+        except (httpcore.ProtocolError, httpcore.NetworkError, httpcore.TimeoutException) as exc:
+            await _refuse(scope, send, _upstream_broke(address, exc))
+            return
+        try:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": response.status,
+                    "headers": _response_headers(response.headers),
+                }
+            )
+            stream = response.stream
+            assert isinstance(stream, AsyncIterator)
+            try:
+                async for chunk in stream:
+                    if chunk:
+                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            except (httpcore.ProtocolError, httpcore.NetworkError):
+                return  # the service broke off mid-body; the browser sees a cut response
+            await send({"type": "http.response.body", "body": b""})
+        finally:
+            await response.aclose()
+
+    async def _forward_websocket(
+        self, scope: Scope, receive: Receive, send: Send, address: PreviewAddress, host: str
+    ) -> None:
+        if (await receive())["type"] != "websocket.connect":
+            return
+        try:
+            stream = await self._open_tunnel(address.cid, address.port)
+        except SandboxError:
+            await send({"type": "websocket.close", "code": 1011})
+            return
+        headers = [
+            (name, value)
+            for name, value in _upstream_headers(scope, host, self.hosts.scheme)[0]
+            if name not in WEBSOCKET_OWN
+        ]
+        url = f"ws://{host}{_target(scope).decode('latin-1')}"
+        try:
+            await relay_websocket(scope, receive, send, stream, url, headers)
+        except (UpstreamRefused, OSError):
+            await send({"type": "websocket.close", "code": 1011})
+        finally:
+            stream[1].close()
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+async def _request_body(receive: Receive, done: asyncio.Event) -> AsyncIterator[bytes]:
+    try:
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise httpcore.ReadError("the browser went away while sending the body")
+            body = message.get("body", b"")
+            if body:
+                yield body
+            if not message.get("more_body", False):
+                return
+    finally:
+        done.set()
+
+
+async def _watch_disconnect(
+    receive: Receive, body_done: asyncio.Event, gone: asyncio.Event, task: asyncio.Task[None]
+) -> None:
+    await body_done.wait()
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    gone.set()
+    task.cancel()
+
+
+def _header(scope: Scope, name: bytes) -> bytes:
+    for key, value in scope["headers"]:
+        if key == name:
+            return bytes(value)
+    return b""
+
+
+def _cookies(scope: Scope, name: bytes) -> list[bytes]:
+    found: list[bytes] = []
+    for key, value in scope["headers"]:
+        if key == b"cookie":
+            for part in value.split(b";"):
+                cookie_name, _, cookie_value = part.strip().partition(b"=")
+                if cookie_name == name:
+                    found.append(cookie_value.strip(b'"'))
+    return found
+
+
+def _query_param(query: bytes, name: bytes) -> str | None:
+    for part in query.split(b"&"):
+        key, _, value = part.partition(b"=")
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def _without_token(scope: Scope) -> bytes:
+    path = scope.get("raw_path") or scope["path"].encode()
+    kept = [
+        p
+        for p in scope.get("query_string", b"").split(b"&")
+        if p.partition(b"=")[0] not in (TOKEN_PARAM, b"")
+    ]
+    return bytes(path) + (b"?" + b"&".join(kept) if kept else b"")
+
+
+def _target(scope: Scope) -> bytes:
+    path = bytes(scope.get("raw_path") or scope["path"].encode())
+    query = scope.get("query_string", b"")
+    return path + b"?" + query if query else path
+
+
+def _upstream_headers(
+    scope: Scope, host: str, scheme: str
+) -> tuple[list[tuple[bytes, bytes]], bool]:
+    """The browser's headers minus hop-by-hop ones and Burrow's credentials, plus the
+    X-Forwarded ones; and whether the request has a body."""
+    listed = {token.strip().lower() for token in _header(scope, b"connection").split(b",") if token}
+    headers: list[tuple[bytes, bytes]] = [(b"host", host.encode("latin-1"))]
+    framed = False
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            framed = True
+        elif name == b"transfer-encoding":
+            framed = True
+            headers.append((b"transfer-encoding", b"chunked"))  # re-framed on this hop
+            continue
+        if name in NOT_FORWARDED or name in listed:
+            continue
+        if name == b"cookie":
+            value = _strip_app_cookies(value)
+            if not value:
+                continue
+        headers.append((name, value))
+    client = scope.get("client")
+    if client:
+        headers.append((b"x-forwarded-for", str(client[0]).encode()))
+    headers += [
+        (b"x-forwarded-host", host.encode("latin-1")),
+        (b"x-forwarded-proto", scheme.encode()),
+    ]
+    return headers, framed
+
+
+def _strip_app_cookies(value: bytes) -> bytes:
+    parts = [p.strip() for p in value.split(b";")]
+    return b"; ".join(p for p in parts if p and p.partition(b"=")[0].strip() not in APP_COOKIES)
+
+
+def _response_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    listed: set[bytes] = set()
+    for name, value in headers:
+        if name.lower() == b"connection":
+            listed |= {token.strip().lower() for token in value.split(b",")}
+    kept: list[tuple[bytes, bytes]] = []
+    for name, value in headers:
+        lower = name.lower()
+        if lower in HOP_BY_HOP or lower in listed:
+            continue
+        if lower == b"set-cookie" and value.partition(b"=")[0].strip() == COOKIE.encode():
+            continue  # the service may not replace the proxy's own cookie
+        kept.append((lower, value))
+    return kept
+
+
+def _unavailable(address: PreviewAddress, exc: SandboxError) -> _Refused:
+    if exc.code == ErrorCode.CONNECTION_REFUSED:
+        detail = f"Nothing is listening on port {address.port} in the sandbox yet."
+    else:
+        detail = f"The sandbox is not available: {exc.message}"
+    return pages.starting(address.port, detail)
+
+
+def _upstream_broke(address: PreviewAddress, exc: Exception) -> _Refused:
+    return pages.page(
+        502,
+        "The service did not answer",
+        f"The service on port {address.port} broke off the connection ({type(exc).__name__}).",
+    )
+
+
+async def _refuse(scope: Scope, send: Send, refused: _Refused) -> None:
+    status, headers, body = refused
+    if scope["type"] == "websocket":
+        with contextlib.suppress(OSError):
+            await send({"type": "websocket.close", "code": 1008 if status < 500 else 1011})
+        return
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
