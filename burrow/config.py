@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -48,6 +49,22 @@ class Settings(BaseSettings):
     """Fernet key that encrypts stored secrets; default: secret.key in the data directory."""
     sandbox: str = "local"
     """Sandbox backend: `local` (bubblewrap namespaces)."""
+    sandbox_idle_hibernate_seconds: float = 900.0
+    """Idle seconds before a sandbox hibernates (processes stop, files stay); 0 = never."""
+    sandbox_network: Literal["none", "egress"] = "none"
+    """`none`: loopback only. `egress`: outbound through slirp4netns, with the host's
+    loopback, private ranges and own addresses unreachable."""
+    sandbox_limits: bool = True
+    """Resource limits (cgroups, workspace disk image); need root or delegated cgroups."""
+    sandbox_memory_mb: int = 1024
+    sandbox_pids: int = 512
+    sandbox_cpus: float = 1.0
+    """CPU time per second a sandbox may use (a quota, e.g. 0.5 or 2)."""
+    sandbox_disk_mb: int = 2048
+    """Size of each workspace (an ext4 image, sparse); 0 = no disk quota."""
+    sandbox_tmp_mb: int = 256
+    sandbox_seccomp: bool = True
+    """The seccomp filter against dangerous system calls (x86_64)."""
 
     def preview_listen_port(self) -> int:
         return self.preview_port if self.preview_port is not None else self.port + 1

@@ -20,6 +20,7 @@ from burrow.runs.models import ModelSettings
 from burrow.runs.runtime import Runtime, RuntimeOptions
 from burrow.runs.sandboxes import SandboxPool
 from burrow.sandbox.backend import Backend
+from burrow.sandbox.cgroups import Limits
 from burrow.sandbox.local import LocalBackend
 from burrow.store.accounts import AccountStore
 from burrow.store.approvals import ApprovalStore
@@ -56,7 +57,21 @@ class Services:
 
 def make_backend(settings: Settings) -> Backend:
     if settings.sandbox == "local":
-        return LocalBackend(settings.data_dir)
+        limits = None
+        if settings.sandbox_limits:
+            limits = Limits(
+                memory_mb=settings.sandbox_memory_mb,
+                pids=settings.sandbox_pids,
+                cpus=settings.sandbox_cpus,
+                disk_mb=settings.sandbox_disk_mb,
+                tmp_mb=settings.sandbox_tmp_mb,
+            )
+        return LocalBackend(
+            settings.data_dir,
+            limits=limits,
+            network=settings.sandbox_network,
+            seccomp=settings.sandbox_seccomp,
+        )
     raise ValueError(f"Unknown sandbox backend {settings.sandbox!r}: BURROW_SANDBOX=local")
 
 
@@ -88,7 +103,11 @@ async def open_services(
     runtime = Runtime(
         journal,
         conversations,
-        SandboxPool(backend or make_backend(settings), journal),
+        SandboxPool(
+            backend or make_backend(settings),
+            journal,
+            idle_seconds=settings.sandbox_idle_hibernate_seconds,
+        ),
         tools if tools is not None else default_tools(),
         provider or models.provider,
         ApprovalGate(ApprovalStore(db), conversations),

@@ -19,6 +19,7 @@ from burrow.api.routes import (
     previews,
     sandbox,
     settings,
+    terminals,
     users,
 )
 from burrow.api.throttle import LoginThrottle
@@ -40,7 +41,18 @@ def create_app(open_services: Callable[[], Awaitable[Services]]) -> FastAPI:
     app.state.login_throttle = LoginThrottle()
     app.add_middleware(CSRFGuard)
     install_error_handlers(app)
-    for module in (health, auth, users, conversations, events, files, sandbox, settings, previews):
+    for module in (
+        health,
+        auth,
+        users,
+        conversations,
+        events,
+        files,
+        sandbox,
+        settings,
+        terminals,
+        previews,
+    ):
         app.include_router(module.router)
     web.mount(app)  # last: the UI's catch-all never shadows /api/*
     return app

@@ -1,32 +1,98 @@
-"""Each conversation's sandbox, started on first use, its life recorded in the journal."""
+"""Each conversation's sandbox: started on first use, hibernated when idle, woken on the
+next access, its life recorded in the journal as `sandbox.status` events.
+
+Hibernating stops every process and keeps the files; waking boots a fresh sandbox on the
+same workspace and starts again the services the preview tool recorded. A sandbox that
+runs a command is never hibernated under it. A boot that failed stays failed, with its
+reason, until the user restarts the sandbox: nothing retries in a loop, and nothing ever
+runs on the host instead.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections import defaultdict
+from dataclasses import dataclass
 
 from burrow.runs.events import EventType, make
 from burrow.runs.journal import Journal
-from burrow.sandbox.backend import Backend, Sandbox, SandboxError
+from burrow.sandbox.backend import (
+    Backend,
+    ErrorCode,
+    ExecExit,
+    ExecRequest,
+    Sandbox,
+    SandboxError,
+    closing_exec,
+)
+from burrow.sandbox.terminals import Terminal, TerminalRegistry
+from burrow.tools.preview import SERVICE_DIR, START, read_services
+
+log = logging.getLogger(__name__)
+
+DEFAULT_IDLE_SECONDS = 900.0
+
+
+@dataclass(frozen=True)
+class SandboxState:
+    status: str  # "none" | "starting" | "ready" | "hibernated" | "failed"
+    detail: str
 
 
 class SandboxPool:
-    def __init__(self, backend: Backend, journal: Journal) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        journal: Journal,
+        *,
+        idle_seconds: float | None = DEFAULT_IDLE_SECONDS,
+    ) -> None:
         self.backend = backend
+        self.idle_seconds = idle_seconds  # None or 0: never hibernate
+        self.terminals = TerminalRegistry(on_activity=self.touch)
         self._journal = journal
         self._sandboxes: dict[str, Sandbox] = {}
+        self._states: dict[str, SandboxState] = {}
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._starting: dict[str, asyncio.Future[Sandbox]] = {}
+        self._last_used: dict[str, float] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._hibernating: set[asyncio.Task[None]] = set()
 
     def running(self, cid: str) -> Sandbox | None:
         sandbox = self._sandboxes.get(cid)
         return sandbox if sandbox is not None and sandbox.status == "ready" else None
 
+    def state(self, cid: str) -> SandboxState:
+        """What this server knows of the conversation's sandbox (none: never started here)."""
+        state = self._states.get(cid, SandboxState("none", ""))
+        sandbox = self._sandboxes.get(cid)
+        if state.status == "ready" and sandbox is not None and sandbox.status != "ready":
+            detail = getattr(sandbox, "detail", "") or "the sandbox stopped"
+            return SandboxState("failed", detail)  # died under us; the next get() restarts
+        return state
+
+    def touch(self, cid: str) -> None:
+        """Record use now: the idle timer counts from the last use."""
+        self._last_used[cid] = time.monotonic()
+        if self.idle_seconds and cid not in self._timers and cid in self._sandboxes:
+            self._arm(cid, self.idle_seconds)
+
     async def get(self, cid: str) -> Sandbox:
-        """The conversation's ready sandbox, starting (or restarting) it when needed."""
+        """The conversation's ready sandbox, starting or waking it when needed."""
+        self.touch(cid)
         sandbox = self.running(cid)
         if sandbox is not None:
             return sandbox
+        state = self._states.get(cid)
+        if state is not None and state.status == "failed" and cid not in self._starting:
+            raise SandboxError(
+                ErrorCode.BOOT_FAILED,
+                f"The sandbox failed to start: {state.detail}. "
+                "Restart it (POST /api/conversations/{cid}/sandbox/restart) once that is fixed.",
+            )
         starting = self._starting.get(cid)
         if starting is None:
             starting = asyncio.ensure_future(self._start_locked(cid))
@@ -36,6 +102,10 @@ class SandboxPool:
         # callers, or the next run, are waiting for.
         return await asyncio.shield(starting)
 
+    async def open_terminal(self, cid: str, cols: int, rows: int) -> Terminal:
+        sandbox = await self.get(cid)
+        return await self.terminals.open(cid, sandbox, cols, rows)
+
     async def _start_locked(self, cid: str) -> Sandbox:
         async with self._locks[cid]:
             sandbox = self.running(cid)
@@ -44,34 +114,135 @@ class SandboxPool:
             return await self._start(cid)
 
     async def _start(self, cid: str) -> Sandbox:
-        await self._status(cid, "starting", f"Starting a {self.backend.name} sandbox")
+        previous = self._states.get(cid)
+        waking = previous is not None and previous.status == "hibernated"
+        what = "Waking the" if waking else f"Starting a {self.backend.name}"
+        await self._status(cid, "starting", f"{what} sandbox")
+        self._sandboxes.pop(cid, None)
+        await self.terminals.close_all(cid)  # shells of a sandbox that died are gone
         try:
             sandbox = await self.backend.create(cid)
         except SandboxError as exc:
             await self._status(cid, "failed", exc.message)
             raise
         self._sandboxes[cid] = sandbox
-        await self._status(cid, "ready", "")
+        detail = await self._start_services(sandbox)
+        await self._status(cid, "ready", detail)
+        self.touch(cid)
         return sandbox
+
+    async def _start_services(self, sandbox: Sandbox) -> str:
+        """Start what `.burrow/services.json` records, as the preview tool would."""
+        started, failed = [], []
+        root = sandbox.workspace.rstrip("/")
+        for service in await read_services(sandbox):
+            files = [f"{root}/{SERVICE_DIR}/{service.port}.{ext}" for ext in ("log", "exit", "pid")]
+            request = ExecRequest(
+                argv=["bash", "-c", START, "burrow-preview", service.command, *files],
+                cwd=service.cwd,
+                timeout=30,
+            )
+            exit_event: ExecExit | None = None
+            try:
+                async with closing_exec(sandbox.exec(request)) as events:
+                    async for event in events:
+                        if isinstance(event, ExecExit):
+                            exit_event = event
+            except SandboxError as exc:
+                log.warning("service on port %d did not start: %s", service.port, exc.message)
+            if exit_event is not None and exit_event.exit_code == 0:
+                started.append(str(service.port))
+            else:
+                failed.append(str(service.port))
+        parts = []
+        if started:
+            parts.append(f"services started again on port(s) {', '.join(started)}")
+        if failed:
+            parts.append(f"could not start the service(s) on port(s) {', '.join(failed)}")
+        return "; ".join(parts)
+
+    async def hibernate(self, cid: str) -> bool:
+        """Stop the sandbox's processes, keep its files; False if it is busy or not running."""
+        async with self._locks[cid]:
+            sandbox = self.running(cid)
+            if sandbox is None:
+                return False
+            try:
+                if await sandbox.running_commands():
+                    return False
+            except SandboxError:
+                pass  # a broken agent is stopped all the same
+            self._cancel_timer(cid)
+            self._sandboxes.pop(cid, None)
+            await self.terminals.close_all(cid)
+            await sandbox.stop()
+            minutes = (self.idle_seconds or 0) / 60
+            await self._status(
+                cid, "hibernated", f"idle for {minutes:g} min; files kept, wakes on next use"
+            )
+            return True
 
     async def restart(self, cid: str) -> Sandbox:
         async with self._locks[cid]:
+            self._cancel_timer(cid)
             old = self._sandboxes.pop(cid, None)
+            await self.terminals.close_all(cid)
             if old is not None:
                 await old.stop()
+            self._states.pop(cid, None)
             return await self._start(cid)
 
     async def destroy(self, cid: str) -> None:
         async with self._locks[cid]:
+            self._cancel_timer(cid)
             self._sandboxes.pop(cid, None)
+            await self.terminals.close_all(cid)
             await self.backend.destroy(cid)
         self._locks.pop(cid, None)
+        self._states.pop(cid, None)
+        self._last_used.pop(cid, None)
 
     async def close(self) -> None:
+        for cid in list(self._timers):
+            self._cancel_timer(cid)
+        for task in list(self._hibernating):
+            task.cancel()
+        await self.terminals.close_everything()
         self._sandboxes.clear()
         await self.backend.close()
 
+    def _arm(self, cid: str, delay: float) -> None:
+        loop = asyncio.get_running_loop()
+        self._timers[cid] = loop.call_later(delay, self._on_timer, cid)
+
+    def _cancel_timer(self, cid: str) -> None:
+        timer = self._timers.pop(cid, None)
+        if timer is not None:
+            timer.cancel()
+
+    def _on_timer(self, cid: str) -> None:
+        self._timers.pop(cid, None)
+        if self.idle_seconds is None or cid not in self._sandboxes:
+            return
+        idle = time.monotonic() - self._last_used.get(cid, 0.0)
+        if idle < self.idle_seconds:
+            self._arm(cid, self.idle_seconds - idle)
+            return
+        task = asyncio.create_task(self._hibernate_when_idle(cid))
+        self._hibernating.add(task)
+        task.add_done_callback(self._hibernating.discard)
+
+    async def _hibernate_when_idle(self, cid: str) -> None:
+        try:
+            hibernated = await self.hibernate(cid)
+        except Exception:
+            log.exception("hibernating the sandbox of %s failed", cid)
+            hibernated = False
+        if not hibernated and self.idle_seconds and cid in self._sandboxes:
+            self._arm(cid, self.idle_seconds)  # busy: look again after another idle period
+
     async def _status(self, cid: str, status: str, detail: str) -> None:
+        self._states[cid] = SandboxState(status, detail)
         await self._journal.append(
             cid, make(EventType.SANDBOX_STATUS, None, status=status, detail=detail)
         )

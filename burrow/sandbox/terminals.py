@@ -1,0 +1,162 @@
+"""Host-side terminals: each PTY session with its scrollback and the sockets watching it.
+
+A terminal lives as long as its shell, not as long as a browser tab: sockets attach and
+detach, and a new one first gets the scrollback (the last `scrollback_bytes` of output),
+so a refresh redraws the screen. Every attached socket sees the same bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from burrow.sandbox.backend import ErrorCode, PtySession, Sandbox, SandboxError
+
+SCROLLBACK_BYTES = 256 * 1024
+SUBSCRIBER_BACKLOG = 1024  # chunks a slow socket may fall behind before it is dropped
+MAX_TERMINALS = 16  # per conversation
+
+
+@dataclass
+class Attachment:
+    """One socket's view: output chunks in order; None = the terminal ended or this
+    socket fell too far behind."""
+
+    queue: asyncio.Queue[bytes | None]
+
+
+class Terminal:
+    def __init__(
+        self,
+        terminal_id: str,
+        session: PtySession,
+        cols: int,
+        rows: int,
+        scrollback_bytes: int,
+        on_activity: Callable[[], None],
+    ) -> None:
+        self.id = terminal_id
+        self.cols = cols
+        self.rows = rows
+        self.created_at = time.time()
+        self._session = session
+        self._scrollback = bytearray()
+        self._scrollback_bytes = scrollback_bytes
+        self._attachments: list[Attachment] = []
+        self._on_activity = on_activity
+        self._pump = asyncio.create_task(self._read_output(), name=f"terminal {terminal_id}")
+
+    @property
+    def exited(self) -> bool:
+        return self._pump.done()
+
+    @property
+    def exit_code(self) -> int | None:
+        exit = self._session.exit
+        return exit.exit_code if exit else None
+
+    def attach(self) -> tuple[bytes, Attachment]:
+        """The scrollback so far and a feed of everything after it (no gap, no overlap)."""
+        attachment = Attachment(asyncio.Queue(SUBSCRIBER_BACKLOG))
+        if self.exited:
+            attachment.queue.put_nowait(None)
+        else:
+            self._attachments.append(attachment)
+        return bytes(self._scrollback), attachment
+
+    def detach(self, attachment: Attachment) -> None:
+        with contextlib.suppress(ValueError):
+            self._attachments.remove(attachment)
+
+    def write(self, data: bytes) -> None:
+        self._on_activity()
+        self._session.write(data)
+
+    def resize(self, cols: int, rows: int) -> None:
+        self.cols, self.rows = cols, rows
+        self._session.resize(cols, rows)
+
+    async def close(self) -> None:
+        """Hang up the shell and end every attached socket's feed."""
+        self._session.close()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._pump
+
+    async def _read_output(self) -> None:
+        try:
+            while data := await self._session.read():
+                self._on_activity()
+                self._scrollback += data
+                overflow = len(self._scrollback) - self._scrollback_bytes
+                if overflow > 0:
+                    del self._scrollback[:overflow]
+                for attachment in list(self._attachments):
+                    try:
+                        attachment.queue.put_nowait(data)
+                    except asyncio.QueueFull:  # it reattaches and gets the scrollback
+                        self._attachments.remove(attachment)
+                        attachment.queue.get_nowait()
+                        attachment.queue.put_nowait(None)
+        finally:
+            self._session.close()
+            for attachment in self._attachments:
+                with contextlib.suppress(asyncio.QueueFull):
+                    attachment.queue.put_nowait(None)
+            self._attachments.clear()
+
+
+class TerminalRegistry:
+    """The terminals of every conversation, by conversation id and terminal id."""
+
+    def __init__(
+        self,
+        *,
+        scrollback_bytes: int = SCROLLBACK_BYTES,
+        on_activity: Callable[[str], None] = lambda cid: None,
+    ) -> None:
+        self.scrollback_bytes = scrollback_bytes
+        self._on_activity = on_activity
+        self._terminals: dict[str, dict[str, Terminal]] = {}
+
+    async def open(self, cid: str, sandbox: Sandbox, cols: int, rows: int) -> Terminal:
+        terminals = self._terminals.setdefault(cid, {})
+        for tid in [tid for tid, t in terminals.items() if t.exited]:
+            del terminals[tid]  # ended shells make room (their scrollback goes with them)
+        if len(terminals) >= MAX_TERMINALS:
+            raise SandboxError(
+                ErrorCode.TOO_LARGE,
+                f"A conversation may have {MAX_TERMINALS} terminals; close one first.",
+            )
+        session = await sandbox.open_pty(cols, rows)
+        tid = f"t_{secrets.token_hex(6)}"
+        terminal = Terminal(
+            tid, session, cols, rows, self.scrollback_bytes, lambda: self._on_activity(cid)
+        )
+        terminals[tid] = terminal
+        return terminal
+
+    def list(self, cid: str) -> list[Terminal]:
+        return sorted(self._terminals.get(cid, {}).values(), key=lambda t: t.created_at)
+
+    def get(self, cid: str, tid: str) -> Terminal | None:
+        return self._terminals.get(cid, {}).get(tid)
+
+    async def close(self, cid: str, tid: str) -> bool:
+        terminal = self._terminals.get(cid, {}).pop(tid, None)
+        if terminal is None:
+            return False
+        await terminal.close()
+        return True
+
+    async def close_all(self, cid: str) -> None:
+        """Hang up every shell of a conversation (its sandbox stops); their scrollback
+        stays readable until the next open."""
+        await asyncio.gather(*(t.close() for t in self._terminals.get(cid, {}).values()))
+
+    async def close_everything(self) -> None:
+        await asyncio.gather(*(self.close_all(cid) for cid in list(self._terminals)))
+        self._terminals.clear()
