@@ -8,10 +8,15 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from burrow.config import Settings
 from burrow.store.records import Event
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from burrow.services import Services
 
 EXIT_STATUS = {"completed": 0, "failed": 1, "canceled": 130}
 
@@ -29,12 +34,21 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from burrow.api.app import create_app
+    from burrow.preview.proxy import build_proxy
     from burrow.services import open_services
 
     settings = _settings(args)
-    app = create_app(lambda: open_services(settings))
+    opened: list[Services] = []
+
+    async def start() -> Services:
+        opened.append(await open_services(settings))
+        return opened[0]
+
+    app = create_app(start)
+    proxy = build_proxy(settings, lambda: opened[0] if opened else None)
     print(
         f"Burrow on http://{settings.host}:{settings.port}  "
+        f"(previews on port {settings.preview_listen_port()})  "
         f"(model: {settings.model or 'not set'}, sandbox: {settings.sandbox}, "
         f"data: {settings.data_dir})",
         flush=True,
@@ -46,8 +60,35 @@ def serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+    servers = [
+        uvicorn.Server(
+            uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning")
+        ),
+        uvicorn.Server(
+            uvicorn.Config(
+                proxy,
+                host=settings.host,
+                port=settings.preview_listen_port(),
+                log_level="warning",
+                lifespan="on",
+            )
+        ),
+    ]
+    loop_factory = servers[0].config.get_loop_factory()
+    runner = asyncio.Runner(loop_factory=loop_factory) if loop_factory else asyncio.Runner()
+    with runner:
+        runner.run(_serve_together(servers))
     return 0
+
+
+async def _serve_together(servers: list[uvicorn.Server]) -> None:
+    """Both listeners in one event loop; when one stops (a signal, a failed bind) so does
+    the other."""
+    tasks = [asyncio.ensure_future(server.serve()) for server in servers]
+    await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    for server in servers:
+        server.should_exit = True
+    await asyncio.gather(*tasks)
 
 
 def _render(event: Event, as_json: bool) -> str | None:

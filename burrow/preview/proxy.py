@@ -18,9 +18,11 @@ from typing import Protocol
 
 import httpcore
 
+from burrow.config import Settings
 from burrow.preview import pages
 from burrow.preview.asgi import Receive, Scope, Send
 from burrow.preview.hosts import PreviewAddress, PreviewHosts
+from burrow.preview.links import PreviewLinks
 from burrow.preview.tokens import PreviewGrant, PreviewSigner, TokenExpired, TokenInvalid
 from burrow.preview.upstream import upstream_pool
 from burrow.preview.websocket import UpstreamRefused, relay_websocket
@@ -463,3 +465,9 @@ async def _refuse(scope: Scope, send: Send, refused: _Refused) -> None:
         return
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+def build_proxy(settings: Settings, services: Callable[[], Services | None]) -> PreviewProxy:
+    """The proxy `burrow serve` runs on the preview port, over the app's services."""
+    links = PreviewLinks.from_settings(settings)
+    return PreviewProxy(ServicesAccess(services), links.hosts, links.signer)
