@@ -21,6 +21,7 @@ import uvicorn
 from burrow.api.app import create_app
 from burrow.config import Settings
 from burrow.llm.base import Provider
+from burrow.preview.proxy import build_proxy
 from burrow.services import Services, open_services
 
 ADMIN_PASSWORD = "burrow-test-admin-password"
@@ -78,6 +79,7 @@ class RunningServer:
     services: Services
     client: httpx.AsyncClient
     app: Any = None  # the FastAPI application, for its routes and OpenAPI document
+    preview_port: int | None = None  # the preview proxy's listener, with preview=True
 
     async def create_conversation(self, title: str = "test") -> str:
         response = await self.client.post("/api/conversations", json={"title": title})
@@ -143,11 +145,18 @@ async def sse_events(
 
 @contextlib.asynccontextmanager
 async def running_server(
-    data_dir: Path, provider: Callable[[], Provider] | None, **settings: Any
+    data_dir: Path,
+    provider: Callable[[], Provider] | None,
+    *,
+    preview: bool = False,
+    **settings: Any,
 ) -> AsyncIterator[RunningServer]:
     """`burrow serve` on a free port of 127.0.0.1, with the model replaced by `provider`
-    (None: the model the settings choose, as in production)."""
+    (None: the model the settings choose, as in production); `preview=True` also starts
+    the preview proxy on its own free port, as `burrow serve` does."""
     port = free_port()
+    if preview:
+        settings.setdefault("preview_port", free_port())
     settings.setdefault("admin_password", ADMIN_PASSWORD)
     config = Settings(data_dir=data_dir, host="127.0.0.1", port=port, **settings)
     holder: dict[str, Services] = {}
@@ -163,11 +172,37 @@ async def running_server(
         if task.done():
             task.result()
         await asyncio.sleep(0.01)
+    servers = [(server, task)]
+    if preview:
+        proxy = build_proxy(config, lambda: holder.get("services"))
+        proxy_server = uvicorn.Server(
+            uvicorn.Config(
+                proxy,
+                host="127.0.0.1",
+                port=config.preview_listen_port(),
+                log_level="warning",
+                lifespan="on",
+            )
+        )
+        proxy_task = asyncio.create_task(proxy_server.serve())
+        servers.append((proxy_server, proxy_task))
+        while not proxy_server.started:
+            if proxy_task.done():
+                proxy_task.result()
+            await asyncio.sleep(0.01)
     base_url = f"http://127.0.0.1:{port}"
     try:
         async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
             await log_in(client, "admin", config.admin_password or ADMIN_PASSWORD)
-            yield RunningServer(base_url, holder["services"], client, app)
+            yield RunningServer(
+                base_url,
+                holder["services"],
+                client,
+                app,
+                preview_port=config.preview_listen_port() if preview else None,
+            )
     finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 30)
+        for running, _ in reversed(servers):
+            running.should_exit = True
+        for _, running_task in reversed(servers):
+            await asyncio.wait_for(running_task, 30)
