@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import socket
 import statistics
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import httpx
+import uvicorn
+
+from burrow.api.app import create_app
+from burrow.config import Settings
+from burrow.llm.base import Provider
+from burrow.services import Services, open_services
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -32,3 +44,37 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+BENCH_PASSWORD = "bench-admin-password"
+
+
+@contextlib.asynccontextmanager
+async def serve_in_process(
+    data_dir: Path, provider: Callable[[], Provider], *, connections: int = 100
+) -> AsyncIterator[tuple[str, Services, httpx.AsyncClient]]:
+    """A real server on 127.0.0.1 in this event loop, and a logged-in client."""
+    port = free_port()
+    settings = Settings(data_dir=data_dir, port=port, admin_password=BENCH_PASSWORD)
+    holder: dict[str, Services] = {}
+
+    async def start() -> Services:
+        holder["s"] = await open_services(settings, provider=provider)
+        return holder["s"]
+
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(start), host="127.0.0.1", port=port, log_level="warning")
+    )
+    serving = asyncio.create_task(server.serve())
+    while not server.started:  # noqa: ASYNC110 - uvicorn offers only this flag
+        await asyncio.sleep(0.01)
+    base = f"http://127.0.0.1:{port}"
+    limits = httpx.Limits(max_connections=connections)
+    try:
+        async with httpx.AsyncClient(base_url=base, limits=limits, timeout=60) as client:
+            login = {"username": "admin", "password": BENCH_PASSWORD}
+            assert (await client.post("/api/auth/login", json=login)).status_code == 200
+            yield base, holder["s"], client
+    finally:
+        server.should_exit = True
+        await serving

@@ -15,26 +15,27 @@ import time
 from pathlib import Path
 
 import httpx
-import uvicorn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import free_port, p50, pct, report
-from burrow.api.app import create_app
-from burrow.config import Settings
+from bench.common import p50, pct, report, serve_in_process
 from burrow.llm.scripted import ScriptedProvider
 from burrow.runs.events import EventType, make
-from burrow.services import Services, open_services
 
 SAMPLES = 300
 
 
-async def crowd(port: int, cid: str, count: int) -> None:
+async def crowd(port: int, cid: str, count: int, cookie: str) -> None:
     """`count` raw SSE connections that read and discard; prints a line once all attached."""
 
     async def one() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(f"GET /api/conversations/{cid}/events HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        writer.write(
+            (
+                f"GET /api/conversations/{cid}/events HTTP/1.1\r\nHost: x\r\n"
+                f"Cookie: burrow_session={cookie}\r\n\r\n"
+            ).encode()
+        )
         await reader.readuntil(b": connected")
         return reader, writer
 
@@ -67,23 +68,11 @@ async def listener(
 
 async def main(others: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        port = free_port()
-        holder: dict[str, Services] = {}
-        settings = Settings(data_dir=Path(tmp), port=port)
-
-        async def start() -> Services:
-            holder["s"] = await open_services(settings, provider=lambda: ScriptedProvider([]))
-            return holder["s"]
-
-        server = uvicorn.Server(
-            uvicorn.Config(create_app(start), host="127.0.0.1", port=port, log_level="warning")
-        )
-        serving = asyncio.create_task(server.serve())
-        while not server.started:  # noqa: ASYNC110 - uvicorn offers only this flag
-            await asyncio.sleep(0.01)
-        svc = holder["s"]
-        limits = httpx.Limits(max_connections=others + 10)
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", limits=limits) as client:
+        async with serve_in_process(
+            Path(tmp), lambda: ScriptedProvider([]), connections=others + 10
+        ) as (base, svc, client):
+            port = int(base.rsplit(":", 1)[1])
+            cookie = client.cookies["burrow_session"]
             cid = (await client.post("/api/conversations", json={})).json()["id"]
             health = []
             for _ in range(SAMPLES):
@@ -106,6 +95,7 @@ async def main(others: int) -> None:
                     str(port),
                     cid,
                     str(others),
+                    cookie,
                     stdout=asyncio.subprocess.PIPE,
                 )
                 assert crowd.stdout is not None
@@ -124,8 +114,6 @@ async def main(others: int) -> None:
             if crowd is not None:
                 crowd.kill()
                 await crowd.wait()
-        server.should_exit = True
-        await serving
     label = f"SSE commit->delivery p50 ({others} other clients attached)"
     report(
         label,
@@ -141,10 +129,11 @@ async def main(others: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--clients", type=int, nargs="*", default=[0, 1000])
-    parser.add_argument("--attach", nargs=3, metavar=("PORT", "CID", "N"))
+    parser.add_argument("--attach", nargs=4, metavar=("PORT", "CID", "N", "COOKIE"))
     args = parser.parse_args()
     if args.attach:
-        asyncio.run(crowd(int(args.attach[0]), args.attach[1], int(args.attach[2])))
+        port, cid, count, cookie = args.attach
+        asyncio.run(crowd(int(port), cid, int(count), cookie))
     else:
         for n in args.clients:
             asyncio.run(main(n))

@@ -27,6 +27,7 @@ from burrow.tools.base import ShellState, Tool, ToolLimits
 log = logging.getLogger(__name__)
 
 RESTARTED = "The server restarted during this run. Send a message to continue."
+CONTEXT_CACHE_SIZE = 256  # model contexts of recently active conversations kept in memory
 
 
 @dataclass
@@ -63,6 +64,7 @@ class Runtime:
         self.options = options or RuntimeOptions()
         self._active: dict[str, _Active] = {}
         self._shells: dict[str, ShellState] = {}
+        self._contexts: dict[str, ModelContext] = {}  # insertion order = recency
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._closing = False
 
@@ -94,8 +96,9 @@ class Runtime:
     async def _run(self, cid: str, active: _Active) -> None:
         try:
             with self.journal.subscribe(cid) as feed:
-                context = ModelContext()
-                for event in await self.journal.read(cid):
+                # The projection of earlier runs is kept, so a run only reads what is new.
+                context = self._contexts.pop(cid, None) or ModelContext()
+                for event in await self.journal.read(cid, context.last_seq):
                     context.apply(event)
                 env = RunEnv(
                     journal=self.journal,
@@ -110,8 +113,14 @@ class Runtime:
                 )
                 active.run = AgentRun(env, cid, active.run_id, context, feed)
                 await active.run.execute()
+                self._keep_context(cid, context)
         finally:
             await self._after_run(cid, active)
+
+    def _keep_context(self, cid: str, context: ModelContext) -> None:
+        self._contexts[cid] = context
+        while len(self._contexts) > CONTEXT_CACHE_SIZE:  # least recently used goes first
+            del self._contexts[next(iter(self._contexts))]
 
     async def _after_run(self, cid: str, active: _Active) -> None:
         async with self._locks[cid]:
@@ -139,6 +148,7 @@ class Runtime:
         await self.conversations.delete(cid)
         await self.sandboxes.destroy(cid)
         self._shells.pop(cid, None)
+        self._contexts.pop(cid, None)
         self._locks.pop(cid, None)
 
     async def recover(self) -> int:
