@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -276,7 +276,7 @@ class PreviewProxy:
                 }
             )
             stream = response.stream
-            assert isinstance(stream, AsyncIterator)
+            assert isinstance(stream, AsyncIterable)
             try:
                 async for chunk in stream:
                     if chunk:

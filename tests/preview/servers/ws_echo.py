@@ -1,0 +1,76 @@
+"""A WebSocket echo server (stdlib only) run inside the sandbox: it answers the
+handshake, echoes every text or binary message and answers a close with a close."""
+
+import base64
+import hashlib
+import socket
+import struct
+import sys
+import threading
+
+GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+def read_exactly(conn, n):
+    data = b""
+    while len(data) < n:
+        part = conn.recv(n - len(data))
+        if not part:
+            raise EOFError
+        data += part
+    return data
+
+
+def frame(opcode, payload):
+    head = bytes([0x80 | opcode])
+    if len(payload) < 126:
+        head += bytes([len(payload)])
+    elif len(payload) < 1 << 16:
+        head += bytes([126]) + struct.pack("!H", len(payload))
+    else:
+        head += bytes([127]) + struct.pack("!Q", len(payload))
+    return head + payload
+
+
+def serve(conn):
+    request = b""
+    while b"\r\n\r\n" not in request:
+        request += conn.recv(4096)
+    headers = {}
+    for line in request.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        headers[name.strip().lower()] = value.strip()
+    accept = base64.b64encode(hashlib.sha1(headers[b"sec-websocket-key"] + GUID).digest())
+    reply = (
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+        b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept + b"\r\n"
+    )
+    if b"sec-websocket-protocol" in headers:
+        chosen = headers[b"sec-websocket-protocol"].split(b",")[0].strip()
+        reply += b"Sec-WebSocket-Protocol: " + chosen + b"\r\n"
+    conn.sendall(reply + b"\r\n")
+    try:
+        while True:
+            b1, b2 = read_exactly(conn, 2)
+            opcode, length = b1 & 0x0F, b2 & 0x7F
+            if length == 126:
+                length = struct.unpack("!H", read_exactly(conn, 2))[0]
+            elif length == 127:
+                length = struct.unpack("!Q", read_exactly(conn, 8))[0]
+            mask = read_exactly(conn, 4)
+            data = bytes(b ^ mask[i % 4] for i, b in enumerate(read_exactly(conn, length)))
+            if opcode == 8:
+                conn.sendall(frame(8, data[:2]))
+                return
+            if opcode in (1, 2):
+                conn.sendall(frame(opcode, data))
+    except (EOFError, OSError):
+        pass
+    finally:
+        conn.close()
+
+
+listener = socket.create_server(("0.0.0.0", int(sys.argv[1])))
+while True:
+    connection, _ = listener.accept()
+    threading.Thread(target=serve, args=(connection,), daemon=True).start()
