@@ -1,0 +1,119 @@
+"""Who gets in: the owner through a fresh signed link or its cookie; nobody else, and a
+preview page cannot use the API with the user's credentials."""
+
+from __future__ import annotations
+
+import time
+
+from burrow.preview.links import PreviewLinks
+from tests.preview.harness import Preview
+
+
+def _links(preview: Preview) -> PreviewLinks:
+    return PreviewLinks.from_settings(preview.server.services.settings)
+
+
+async def _owner_id(preview: Preview) -> str:
+    me = await preview.server.client.get("/api/me")
+    assert me.status_code == 200, me.text
+    return str(me.json()["id"])
+
+
+async def test_a_wrong_host_is_not_a_preview(preview: Preview) -> None:
+    for host in ("evil.example", f"127.0.0.1:{preview.port}", f"x-{preview.cid}.preview.localhost"):
+        response = await preview.proxy.get("/", headers={"host": host})
+        assert response.status_code == 404
+        assert "Not a preview address" in response.text
+
+
+async def test_no_token_and_no_cookie_gets_the_explanation(preview: Preview) -> None:
+    await preview.start(8010, "app_server.py")
+    for cookie in (None, "not-a-token", "a.b"):
+        response = await preview.get(8010, "/", cookie)
+        assert response.status_code == 401
+        assert response.headers["content-type"].startswith("text/html")
+        assert "Open this preview from Burrow" in response.text
+        assert "Only the owner of the conversation" in response.text
+    garbage = await preview.get(8010, "/?burrow_token=forged.token", None)
+    assert garbage.status_code == 401
+
+
+async def test_an_expired_link_or_cookie_is_refused(preview: Preview) -> None:
+    await preview.start(8011, "app_server.py")
+    owner, signer = await _owner_id(preview), _links(preview).signer
+    token = signer.mint("link", owner, preview.cid, 8011, ttl=-1)
+    expired = await preview.get(8011, f"/?burrow_token={token}", None)
+    assert expired.status_code == 401
+    assert "This preview link has expired" in expired.text
+    cookie = signer.mint("cookie", owner, preview.cid, 8011, ttl=-1)
+    assert (await preview.get(8011, "/", cookie)).status_code == 401
+    # A link token is not a cookie and the other way round.
+    link = signer.mint("link", owner, preview.cid, 8011, ttl=60)
+    assert (await preview.get(8011, "/", link)).status_code == 401
+    fresh = signer.mint("cookie", owner, preview.cid, 8011, ttl=60)
+    assert (await preview.get(8011, "/", fresh)).status_code == 200
+
+
+async def test_a_token_for_another_conversation_port_or_user_is_not_found(
+    preview: Preview,
+) -> None:
+    await preview.start(8012, "app_server.py")
+    other_cid = await preview.server.create_conversation("other")
+    owner, signer = await _owner_id(preview), _links(preview).signer
+    for user, cid, port in (
+        (owner, other_cid, 8012),  # the owner's, but another conversation
+        (owner, preview.cid, 9999),  # another port
+        ("u_someone_else", preview.cid, 8012),  # not the owner of this conversation
+    ):
+        token = signer.mint("link", user, cid, port, ttl=60)
+        response = await preview.get(8012, f"/?burrow_token={token}", None)
+        assert response.status_code == 404, (user, cid, port)
+        assert "burrow_preview" not in response.headers.get("set-cookie", "")
+    # A cookie of another preview (tossed onto the shared parent domain) opens nothing here.
+    foreign = signer.mint("cookie", owner, other_cid, 8012, ttl=60)
+    assert (await preview.get(8012, "/", foreign)).status_code == 401
+
+
+async def test_a_link_signed_with_another_key_is_refused(preview: Preview) -> None:
+    from burrow.preview.tokens import PreviewSigner
+
+    await preview.start(8013, "app_server.py")
+    token = PreviewSigner(b"k" * 32).mint("link", await _owner_id(preview), preview.cid, 8013, 60)
+    assert (await preview.get(8013, f"/?burrow_token={token}", None)).status_code == 401
+
+
+async def test_a_preview_page_cannot_read_the_api_with_credentials(preview: Preview) -> None:
+    origin = f"http://5173-{preview.cid}.preview.localhost:{preview.port}"
+    client = preview.server.client  # carries the user's session cookie, as a browser would
+    read = await client.get("/api/conversations", headers={"origin": origin})
+    assert "access-control-allow-origin" not in read.headers
+    assert "access-control-allow-credentials" not in read.headers
+    preflight = await client.options(
+        "/api/conversations",
+        headers={
+            "origin": origin,
+            "access-control-request-method": "POST",
+            "access-control-request-headers": "content-type",
+        },
+    )
+    assert "access-control-allow-origin" not in preflight.headers
+
+
+async def test_a_preview_page_cannot_post_to_the_api(preview: Preview) -> None:
+    origin = f"http://5173-{preview.cid}.preview.localhost:{preview.port}"
+    before = len((await preview.server.client.get("/api/conversations")).json())
+    response = await preview.server.client.post(
+        "/api/conversations", json={"title": "csrf"}, headers={"origin": origin}
+    )
+    assert response.status_code == 403
+    assert len((await preview.server.client.get("/api/conversations")).json()) == before
+
+
+async def test_the_signed_link_is_short_lived(preview: Preview) -> None:
+    await preview.start(8014, "app_server.py")
+    url = await preview.signed_url(8014)
+    token = url.split("burrow_token=", 1)[1]
+    grant = _links(preview).signer.verify("link", token)
+    ttl = preview.server.services.settings.preview_token_ttl
+    assert grant.user_id == await _owner_id(preview)
+    assert time.time() < grant.expires <= time.time() + ttl + 1
