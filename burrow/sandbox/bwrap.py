@@ -158,6 +158,10 @@ def build_argv(
         "--ro-bind",
         str(agent_dir),
         f"{SANDBOX_AGENT_ROOT}/agent",
+        # bwrap's root is a tmpfs the sandbox could fill: only the workspace and /tmp
+        # stay writable.
+        "--remount-ro",
+        "/",
         "--chdir",
         SANDBOX_AGENT_ROOT,
         "--",

@@ -77,11 +77,11 @@ class PtyConnection:
         try:
             frame = await self._conn.receive()
         except SandboxError:
-            self.exit = ExecExit(exit_code=None)
-            return b""
+            frame = protocol.Frame({"kind": protocol.EXIT})
         if frame.kind == protocol.EXIT:
             header = frame.header
             self.exit = ExecExit(exit_code=header.get("exit_code"), signal=header.get("signal"))
+            self._conn.close()
             return b""
         return frame.payload
 

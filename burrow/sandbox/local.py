@@ -151,6 +151,9 @@ class LocalSandbox:
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
+                # Nothing of the server's environment: the namespace's init (bwrap itself)
+                # is visible in the sandbox's /proc/1/environ.
+                env={},
                 pass_fds=tuple(fds),
                 # Its own process group, so stop() can kill bwrap and the namespace's init
                 # together even if bwrap's die-with-parent has not taken effect yet.
@@ -247,7 +250,7 @@ class LocalSandbox:
 
     def _limit_note(self, before: cgroups.Usage | None, exit: ExecExit) -> str:
         """Name the limit a failed command ran into, so the model and the user see why."""
-        if exit.exit_code == 0 or self.limits is None:
+        if self.limits is None:
             return ""
         notes = []
         if before is not None and self.cgroup is not None:
@@ -262,7 +265,7 @@ class LocalSandbox:
                     f"the sandbox reached its process limit ({self.limits.pids}); "
                     "a fork was refused"
                 )
-        if self.disk is not None and self.disk.mounted:
+        if exit.exit_code != 0 and self.disk is not None and self.disk.mounted:
             used, total = self.disk.usage()
             if total and used >= total * 0.98:
                 notes.append(f"the workspace disk is full ({self.limits.disk_mb} MiB)")

@@ -1,3 +1,3 @@
-from tests.sandbox.harness import backend, sandbox
+from tests.sandbox.harness import backend, limited_backend, sandbox
 
-__all__ = ["backend", "sandbox"]
+__all__ = ["backend", "limited_backend", "sandbox"]

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from burrow.sandbox.backend import ExecChunk, ExecExit, ExecRequest, Sandbox
+from burrow.sandbox.backend import ExecChunk, ExecExit, ExecRequest, PtySession, Sandbox
+from burrow.sandbox.cgroups import Limits
 from burrow.sandbox.local import LocalBackend, LocalSandbox
 
 
@@ -85,3 +86,28 @@ async def wait_for_no_processes(sandbox: Sandbox, marker: str, within: float = 3
 def sleeper(marker: str, seconds: int = 1000) -> str:
     """A shell snippet starting a long sleep recognisable by `marker`."""
     return f"python3 -c 'import time; time.sleep({seconds})' {marker}"
+
+
+# Small limits, so each limit is reached in well under a second.
+TEST_LIMITS = Limits(memory_mb=256, pids=128, cpus=1.0, disk_mb=64, tmp_mb=32)
+
+
+@pytest.fixture
+async def limited_backend(tmp_path: Path) -> AsyncIterator[LocalBackend]:
+    """Sandboxes as production runs them: cgroup limits, a disk quota, seccomp."""
+    backend = LocalBackend(tmp_path / "data", limits=TEST_LIMITS)
+    try:
+        yield backend
+    finally:
+        await backend.close()
+
+
+async def read_pty_until(session: PtySession, marker: bytes, timeout: float = 10) -> bytes:
+    """Terminal output up to and including `marker` (which must appear)."""
+    seen = bytearray()
+    async with asyncio.timeout(timeout):
+        while marker not in seen:
+            data = await session.read()
+            assert data, f"the shell ended before {marker!r}; output: {bytes(seen)!r}"
+            seen += data
+    return bytes(seen)
