@@ -6,7 +6,7 @@ VENV := .venv
 UV := .uv/bin/uv
 BURROW := $(VENV)/bin/burrow
 
-.PHONY: run test setup lint typecheck pytest bench clean web webtest chromium
+.PHONY: run test setup lint typecheck pytest bench clean web webtest chromium sandbox-tools
 
 # A project-local uv (pinned) installs the locked dependencies into .venv.
 $(UV):
@@ -18,7 +18,7 @@ $(VENV)/.synced: $(UV) pyproject.toml uv.lock
 	$(VENV)/bin/python -m compileall -q burrow
 	touch $@
 
-setup: $(VENV)/.synced web
+setup: $(VENV)/.synced web sandbox-tools
 
 # The web UI: npm ci, API types generated from the server's OpenAPI document, vite build
 # (each step only when its inputs changed). Built assets are never committed.
@@ -40,6 +40,10 @@ web: web/dist/index.html
 
 webtest: web
 	cd web && npm run --silent typecheck && npm test --silent
+
+# The local sandbox's egress mode (BURROW_SANDBOX_NETWORK=egress) needs user-mode networking.
+sandbox-tools:
+	@command -v slirp4netns >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slirp4netns >/dev/null)
 
 # The browser end-to-end tests drive Debian's Chromium (never a downloaded browser).
 chromium:
