@@ -1,5 +1,5 @@
 // One open conversation: header, timeline, composer, and the sandbox panel beside them.
-import { useEffect, useRef, useState } from "react";
+import { useCallback, useEffect, useRef, useState } from "react";
 import { api, type Conversation } from "./api/client";
 import { Composer } from "./composer/Composer";
 import { formatCost, formatTokens } from "./format";
@@ -47,6 +47,11 @@ export function ConversationView({
       setTab("preview");
     }
   }, [state.preview]);
+
+  const showPreview = useCallback(() => {
+    setPanelOpen(true);
+    setTab("preview");
+  }, []);
 
   const send = async (content: string) => {
     await attached(); // subscribed before sending: nothing of the run can be missed
@@ -99,7 +104,7 @@ export function ConversationView({
             ◧
           </button>
         </header>
-        <Timeline cid={cid} state={state} empty={emptyState} />
+        <Timeline cid={cid} state={state} empty={emptyState} onShowPreview={showPreview} />
         <Composer
           running={status !== "idle"}
           onSend={send}

@@ -24,6 +24,11 @@ export interface ModelSettingsUpdate {
   api_key?: string | null;
 }
 
+export type PreviewLink = Fallback<
+  "PreviewOut",
+  { port: number; url: string; status: string; command: string }
+>;
+
 export type Decision = "allow_once" | "allow_session" | "deny";
 
 export class ApiError extends Error {
@@ -96,6 +101,7 @@ export const api = {
   fileUrl: (cid: string, path: string) => `${conv(cid)}/files/content${q(path)}`,
   eventsUrl: (cid: string, after = 0) =>
     `${conv(cid)}/events${after > 0 ? `?after=${after}` : ""}`,
+  previews: (cid: string) => request<PreviewLink[]>("GET", `${conv(cid)}/previews`),
   createTerminal: (cid: string, cols: number, rows: number) =>
     request<{ terminal_id: string }>("POST", `${conv(cid)}/terminals`, { cols, rows }),
   terminals: (cid: string) => request<unknown>("GET", `${conv(cid)}/terminals`),

@@ -59,7 +59,7 @@ export function SidePanel({
         </button>
       </div>
       <div className="tab-body" role="tabpanel" id={`tabpanel-${tab}`} aria-labelledby={`tab-${tab}`}>
-        {tab === "preview" && <Preview preview={preview} />}
+        {tab === "preview" && <Preview cid={cid} preview={preview} />}
         {tab === "files" && <Files cid={cid} version={filesVersion} />}
         {terminalSeen && (
           <div className="terminal-slot" hidden={tab !== "terminal"}>

@@ -38,7 +38,15 @@ function RunEnd({ item }: { item: RunEndItem }) {
   );
 }
 
-const Row = memo(function Row({ cid, item }: { cid: string; item: Item }) {
+const Row = memo(function Row({
+  cid,
+  item,
+  onShowPreview,
+}: {
+  cid: string;
+  item: Item;
+  onShowPreview?: () => void;
+}) {
   switch (item.kind) {
     case "user":
       return (
@@ -59,11 +67,13 @@ const Row = memo(function Row({ cid, item }: { cid: string; item: Item }) {
       return (
         <div className={`notice ${item.tone}`} role={item.tone === "error" ? "alert" : undefined}>
           {item.text}
-          {item.url && (
-            <a href={item.url} target="_blank" rel="noopener noreferrer">
-              {" "}
-              open ↗
-            </a>
+          {item.url && onShowPreview && (
+            <>
+              {" · "}
+              <button type="button" className="link" onClick={onShowPreview}>
+                show
+              </button>
+            </>
           )}
         </div>
       );
@@ -74,10 +84,12 @@ export function Timeline({
   cid,
   state,
   empty,
+  onShowPreview,
 }: {
   cid: string;
   state: ViewState;
   empty?: React.ReactNode;
+  onShowPreview?: () => void;
 }) {
   const scroller = useRef<HTMLDivElement>(null);
   const pinned = useRef(true);
@@ -107,7 +119,7 @@ export function Timeline({
         {state.items.length === 0 && empty}
         {state.items.map((item) => (
           <div className={`row row-${item.kind}`} key={item.key}>
-            <Row cid={cid} item={item} />
+            <Row cid={cid} item={item} onShowPreview={onShowPreview} />
           </div>
         ))}
         {waitingForModel && <div className="working pulse">Working…</div>}
