@@ -113,15 +113,17 @@ class LocalSandbox:
         await self.stop()
         self._status, self.detail, self._stopping = "starting", "", False
         self._stderr_tail.clear()
+        # With cgroups, the disk is mounted while the cgroup-joining shell waits at its gate.
+        overlap_disk = plan.limits is not None and self.disk is not None
         try:
-            await self._prepare(plan)
+            await self._prepare(plan, mount_disk=not overlap_disk)
         except SandboxError as exc:
             await self.stop()
             self._fail(exc.message)
             raise SandboxError(ErrorCode.BOOT_FAILED, f"Sandbox {self.id}: {exc.message}") from None
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         fds: list[int] = []
-        info_read = -1
+        info_read = gate_write = -1
         try:
             listener.bind(str(self.socket_path))
             listener.listen(128)
@@ -145,7 +147,12 @@ class LocalSandbox:
                 tmp_size_bytes=(plan.limits.tmp_mb << 20) if plan.limits else bwrap.TMP_SIZE_BYTES,
                 resolv_conf=plan.resolv_conf if plan.network == "egress" else None,
             )
-            procs_files = self.cgroup.procs_files() if self.cgroup else []
+            if self.cgroup is not None:
+                gate_read = None
+                if overlap_disk:
+                    gate_read, gate_write = os.pipe()
+                    fds.append(gate_read)
+                argv = cgroups.joining_command(self.cgroup.procs_files(), argv, gate_read)
             self._process = await asyncio.create_subprocess_exec(
                 *argv,
                 stdin=asyncio.subprocess.DEVNULL,
@@ -158,10 +165,10 @@ class LocalSandbox:
                 # Its own process group, so stop() can kill bwrap and the namespace's init
                 # together even if bwrap's die-with-parent has not taken effect yet.
                 start_new_session=True,
-                # Joins the cgroups before exec, so no process of the sandbox starts outside.
-                preexec_fn=(lambda: cgroups.join(procs_files)) if procs_files else None,
             )
         except OSError as exc:
+            if gate_write >= 0:
+                os.close(gate_write)
             self._fail(f"could not start bubblewrap: {exc}")
             raise SandboxError(ErrorCode.BOOT_FAILED, f"Sandbox {self.id}: {self.detail}") from exc
         finally:
@@ -169,6 +176,19 @@ class LocalSandbox:
             for fd in fds[1:]:
                 os.close(fd)
         process = self._process
+        if gate_write >= 0:
+            try:
+                assert self.disk is not None
+                await self.disk.mount()
+                os.write(gate_write, b"go\n")
+            except SandboxError as exc:
+                await self.stop()
+                self._fail(exc.message)
+                raise SandboxError(
+                    ErrorCode.BOOT_FAILED, f"Sandbox {self.id}: {exc.message}"
+                ) from None
+            finally:
+                os.close(gate_write)
         self._watchers = [
             asyncio.create_task(self._collect_stderr(process)),
             asyncio.create_task(self._watch_exit(process)),
@@ -188,13 +208,12 @@ class LocalSandbox:
                 os.close(info_read)
         self._status = "ready"
 
-    async def _prepare(self, plan: BootPlan) -> None:
+    async def _prepare(self, plan: BootPlan, *, mount_disk: bool) -> None:
         """The workspace (its disk, when quotas are on) and the cgroups, before bwrap."""
         self.limits = plan.limits
-        if self.disk is not None:
+        self.workspace_dir.mkdir(parents=True, exist_ok=True)
+        if self.disk is not None and mount_disk:
             await self.disk.mount()
-        else:
-            self.workspace_dir.mkdir(parents=True, exist_ok=True)
         self.socket_path.unlink(missing_ok=True)
         if plan.limits is not None:
             self.cgroup = cgroups.SandboxCgroup(_short_hash(self.id), plan.limits)

@@ -55,7 +55,7 @@ async def test_the_host_and_private_ranges_are_unreachable(
 
 
 async def test_pip_reaches_the_public_registry(egress: LocalSandbox) -> None:
-    download = "python3 -m pip download --no-deps --quiet -d /tmp/wheels six==1.16.0 && ls /tmp/wheels"
+    download = "python3 -m pip download --no-deps -q -d /tmp/wheels six==1.16.0 && ls /tmp/wheels"
     result = await run(egress, "sh", "-c", download, timeout=60)
     assert result.exit.exit_code == 0, result.stderr.decode()[-2000:]
     assert "six-1.16.0" in result.text
