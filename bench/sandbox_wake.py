@@ -1,0 +1,71 @@
+"""Wake a hibernated sandbox (files only): SandboxPool.get after hibernate, vs a cold create.
+
+    .venv/bin/python bench/sandbox_wake.py [--count 20]
+
+Runs the real pool (journal on SQLite, production limits): each round hibernates the
+sandbox (processes stop, files stay) and times the next `get`, which boots it again,
+reads `.burrow/services.json` and journals starting/ready. Budget: p50 <= 200 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+
+from sandbox_common import PRODUCTION_LIMITS, bare_bwrap_ms, p50, p90, report
+
+from burrow.runs.journal import Journal
+from burrow.runs.sandboxes import SandboxPool
+from burrow.sandbox.bwrap import find_bwrap
+from burrow.sandbox.local import LocalBackend
+from burrow.store.conversations import ConversationStore, UserStore
+from burrow.store.database import open_database
+from burrow.store.events import EventStore
+
+
+async def wake_ms(data_dir: Path, count: int) -> tuple[list[float], float]:
+    db = await open_database(f"sqlite+aiosqlite:///{data_dir / 'bench.db'}")
+    conversations = ConversationStore(db)
+    owner = await UserStore(db).get_or_create("bench", is_admin=True)
+    conversation = await conversations.create(owner.id, "wake bench")
+    cid = conversation.id
+    backend = LocalBackend(data_dir, limits=PRODUCTION_LIMITS)
+    pool = SandboxPool(backend, Journal(EventStore(db)), idle_seconds=None)
+    samples = []
+    try:
+        started = time.perf_counter()
+        sandbox = await pool.get(cid)
+        first = (time.perf_counter() - started) * 1000
+        for index in range(50):
+            await sandbox.write_file(f"src/file{index}.txt", b"x" * 4096)
+        for _ in range(count):
+            assert await pool.hibernate(cid)
+            started = time.perf_counter()
+            sandbox = await pool.get(cid)
+            samples.append((time.perf_counter() - started) * 1000)
+            assert await sandbox.read_file("src/file49.txt") == b"x" * 4096
+    finally:
+        await pool.close()
+        await db.close()
+    return samples, first
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--count", type=int, default=20)
+    count = parser.parse_args().count
+    baseline = p50([await bare_bwrap_ms(find_bwrap()) for _ in range(count)])
+    with tempfile.TemporaryDirectory(prefix="burrow-bench-") as data_dir:
+        samples, first = await wake_ms(Path(data_dir), count)
+    report(
+        f"wake hibernated -> ready (p50; p90 {p90(samples):.1f} ms, first create "
+        f"{first:.1f} ms, n={count})",
+        p50(samples), "ms", "bare bwrap true p50", baseline, "p50 <= 200 ms",
+    )  # fmt: skip
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
