@@ -35,20 +35,23 @@ async def serving(
             await page.context.close()
 
 
-async def open_app(page: Page, srv: RunningServer, path: str = "/") -> None:
-    """Load the app, signing in through the form when the server asks for it.
+async def open_app(page: Page, srv: RunningServer, path: str = "/", *, form: bool = False) -> None:
+    """Load the app signed in: through the sign-in form, or by a login request beforehand.
 
     Opened as localhost, as a person would: the app and its *.preview.localhost previews
     are then one site, so the preview's SameSite=Lax cookie works inside the iframe.
     """
-    await page.goto(srv.base_url.replace("127.0.0.1", "localhost") + path)
-    password = page.get_by_label("Password")
-    conversations = page.get_by_role("navigation", name="Conversations")
-    await expect(password.or_(conversations)).to_be_visible()
-    if await password.is_visible():
+    base = srv.base_url.replace("127.0.0.1", "localhost")
+    if not form:
+        login = {"username": "admin", "password": ADMIN_PASSWORD}
+        assert (await page.request.post(f"{base}/api/auth/login", data=login)).ok
+    await page.goto(base + path)
+    if form:
+        password = page.get_by_label("Password")
         await password.fill(ADMIN_PASSWORD)
         await page.get_by_role("button", name="Sign in").click()
-    await expect(conversations).to_be_visible()
+    await expect(page.get_by_role("navigation", name="Conversations")).to_be_visible()
+    await expect(page.get_by_role("button", name="Sign out")).to_be_visible()
 
 
 def paths(srv: RunningServer) -> set[str]:
@@ -69,7 +72,7 @@ async def test_stream_tool_card_reload_mid_run_and_files(tmp_path: Path, page: P
         chunk_delay=0.03,
     )
     async with serving(tmp_path, page, provider) as srv:
-        await open_app(page, srv)
+        await open_app(page, srv, form=True)
         composer = page.get_by_label("Message")
         await composer.fill("Build me a page")
         await composer.press("Enter")

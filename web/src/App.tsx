@@ -45,7 +45,8 @@ export function App() {
     });
   }, []);
 
-  const signedIn = !!me;
+  // Optimistic: everything loads in parallel with /api/me; a 401 anywhere shows sign-in.
+  const signedIn = me !== null;
   useEffect(() => {
     if (!signedIn) return;
     void refresh();
@@ -111,10 +112,6 @@ export function App() {
       </div>
     );
   }
-  if (me === undefined) {
-    return <div className="app">{error && <div className="toast error-text">{error}</div>}</div>;
-  }
-
   return (
     <div className={`app ${menuOpen ? "menu-open" : ""}`}>
       <Sidebar
@@ -133,7 +130,7 @@ export function App() {
         }}
         onSettings={() => setSettingsOpen(true)}
         onLogout={() => void api.logout().finally(() => setMe(null))}
-        user={me.username}
+        user={me?.username ?? ""}
         model={configuredModel ?? health?.model ?? null}
       />
       {menuOpen && <div className="scrim" onClick={() => setMenuOpen(false)} aria-hidden="true" />}

@@ -120,6 +120,7 @@ export function ConversationView({
           onTab={setTab}
           preview={state.preview}
           filesVersion={state.filesVersion}
+          sandbox={sandbox}
           onClose={() => setPanelOpen(false)}
         />
       )}

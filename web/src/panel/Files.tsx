@@ -113,11 +113,34 @@ function Viewer({ cid, entry, version }: { cid: string; entry: FileEntry; versio
   );
 }
 
-export function Files({ cid, version }: { cid: string; version: number }) {
+export function Files({
+  cid,
+  version,
+  sandbox,
+}: {
+  cid: string;
+  version: number;
+  sandbox: string;
+}) {
   const [selected, setSelected] = useState<FileEntry | null>(null);
   const [manual, setManual] = useState(0);
+  const [wake, setWake] = useState(false);
   const onSelect = useCallback((e: FileEntry) => setSelected(e), []);
   const v = version + manual;
+  // Listing files starts the sandbox: looking at a conversation must not wake it by itself.
+  if (!wake && sandbox !== "ready" && sandbox !== "starting") {
+    return (
+      <div className="panel-empty muted">
+        <p>
+          The sandbox is {sandbox === "none" ? "not started" : sandbox}. Browsing its files starts
+          it.
+        </p>
+        <button type="button" onClick={() => setWake(true)}>
+          Show files
+        </button>
+      </div>
+    );
+  }
   return (
     <div className="files">
       <div className="files-tree">

@@ -18,6 +18,7 @@ export function SidePanel({
   onTab,
   preview,
   filesVersion,
+  sandbox,
   onClose,
 }: {
   cid: string;
@@ -25,6 +26,7 @@ export function SidePanel({
   onTab: (tab: Tab) => void;
   preview: { port: number; url: string } | null;
   filesVersion: number;
+  sandbox: string;
   onClose: () => void;
 }) {
   // A terminal stays attached while the person looks at another tab.
@@ -60,7 +62,7 @@ export function SidePanel({
       </div>
       <div className="tab-body" role="tabpanel" id={`tabpanel-${tab}`} aria-labelledby={`tab-${tab}`}>
         {tab === "preview" && <Preview cid={cid} preview={preview} />}
-        {tab === "files" && <Files cid={cid} version={filesVersion} />}
+        {tab === "files" && <Files cid={cid} version={filesVersion} sandbox={sandbox} />}
         {terminalSeen && (
           <div className="terminal-slot" hidden={tab !== "terminal"}>
             <Suspense fallback={<div className="panel-empty muted">Loading terminal…</div>}>

@@ -1,5 +1,5 @@
 // The conversation as a person reads it: one row per item of the reduced view state.
-import { memo, useEffect, useLayoutEffect, useRef } from "react";
+import { memo, useEffect, useLayoutEffect, useRef, useState } from "react";
 import { formatCost, formatTokens } from "../format";
 import { ApprovalCard } from "./ApprovalCard";
 import { Markdown } from "./Markdown";
@@ -80,6 +80,9 @@ const Row = memo(function Row({
   }
 });
 
+/** Rows rendered at first; earlier ones come in pages as the reader scrolls up. */
+const WINDOW = 150;
+
 export function Timeline({
   cid,
   state,
@@ -93,6 +96,39 @@ export function Timeline({
 }) {
   const scroller = useRef<HTMLDivElement>(null);
   const pinned = useRef(true);
+  const sentinel = useRef<HTMLDivElement>(null);
+  // null: follow the end (the newest WINDOW rows); a number: show from that row on.
+  const [from, setFrom] = useState<number | null>(null);
+  const start = from ?? Math.max(0, state.items.length - WINDOW);
+  const anchor = useRef<number | null>(null);
+
+  const showEarlier = () => {
+    const el = scroller.current;
+    if (el) anchor.current = el.scrollHeight - el.scrollTop;
+    setFrom(Math.max(0, start - WINDOW));
+  };
+
+  // Keep the rows the reader was looking at in place when earlier rows are added above.
+  useLayoutEffect(() => {
+    const el = scroller.current;
+    if (el && anchor.current !== null) {
+      el.scrollTop = el.scrollHeight - anchor.current;
+      anchor.current = null;
+    }
+  }, [from]);
+
+  useEffect(() => {
+    const el = sentinel.current;
+    if (!el || start === 0) return;
+    const observer = new IntersectionObserver(
+      (entries) => {
+        if (entries.some((e) => e.isIntersecting) && !pinned.current) showEarlier();
+      },
+      { root: scroller.current, rootMargin: "200px 0px 0px 0px" },
+    );
+    observer.observe(el);
+    return () => observer.disconnect();
+  });
 
   useEffect(() => {
     const el = scroller.current;
@@ -117,7 +153,14 @@ export function Timeline({
     <div className="timeline" ref={scroller} data-last-seq={state.lastSeq}>
       <div className="timeline-inner">
         {state.items.length === 0 && empty}
-        {state.items.map((item) => (
+        {start > 0 && (
+          <div ref={sentinel} className="earlier">
+            <button type="button" className="link" onClick={showEarlier}>
+              Show {Math.min(WINDOW, start)} earlier of {start} items
+            </button>
+          </div>
+        )}
+        {state.items.slice(start).map((item) => (
           <div className={`row row-${item.kind}`} key={item.key}>
             <Row cid={cid} item={item} onShowPreview={onShowPreview} />
           </div>
