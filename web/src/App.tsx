@@ -20,7 +20,9 @@ export function App() {
   const [me, setMe] = useState<Me | null | undefined>(undefined);
   const [conversations, setConversations] = useState<Conversation[] | null>(null);
   const [activeId, setActiveId] = useState<string | null>(routeId);
-  const [live, setLive] = useState<{ cid: string; status: RunStatus } | null>(null);
+  const [live, setLive] = useState<{ cid: string; status: RunStatus; sandbox: string } | null>(
+    null,
+  );
   const [health, setHealth] = useState<Health | null>(null);
   const [settings, setSettings] = useState<SettingsState>(null);
   const [settingsOpen, setSettingsOpen] = useState(false);
@@ -75,7 +77,10 @@ export function App() {
     open(created.id);
   };
 
-  const onStatus = useCallback((cid: string, status: RunStatus) => setLive({ cid, status }), []);
+  const onStatus = useCallback(
+    (cid: string, status: RunStatus, sandbox: string) => setLive({ cid, status, sandbox }),
+    [],
+  );
   const onSent = useCallback(
     (cid: string, content: string) => {
       const c = conversations?.find((x) => x.id === cid);
@@ -88,9 +93,13 @@ export function App() {
     [conversations, refresh],
   );
 
-  const shown = conversations?.map((c) =>
-    live && c.id === live.cid && c.status !== live.status ? { ...c, status: live.status } : c,
-  ) ?? null;
+  // The open conversation's status comes from its event stream, fresher than the poll.
+  const shown =
+    conversations?.map((c) =>
+      live && c.id === live.cid && (c.status !== live.status || c.sandbox_status !== live.sandbox)
+        ? { ...c, status: live.status, sandbox_status: live.sandbox }
+        : c,
+    ) ?? null;
   const active = shown?.find((c) => c.id === activeId);
   const configuredModel =
     settings && settings !== "unavailable" ? (settings.configured ? settings.model : null) : (health?.model ?? null);

@@ -26,18 +26,19 @@ export function ConversationView({
   cid: string;
   conversation: Conversation | undefined;
   initialMessage: string | null;
-  onStatus: (cid: string, status: RunStatus) => void;
+  onStatus: (cid: string, status: RunStatus, sandbox: string) => void;
   onSent: (cid: string, content: string) => void;
   onMenu: () => void;
   emptyState: React.ReactNode;
 }) {
   const { state, connection, attached } = useConversationEvents(cid);
   const status = runStatus(state);
+  const sandbox =
+    state.sandbox.status !== "none" ? state.sandbox.status : (conversation?.sandbox_status ?? "none");
   const [panelOpen, setPanelOpen] = useState(() => window.innerWidth >= 1100);
   const [tab, setTab] = useState<Tab>("files");
   const lastPreview = useRef<string | null>(null);
 
-  useEffect(() => onStatus(cid, status), [cid, status, onStatus]);
 
   // A newly opened preview is what the person wants to look at.
   useEffect(() => {
@@ -68,8 +69,9 @@ export function ConversationView({
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [initialMessage]);
 
+  useEffect(() => onStatus(cid, status, sandbox), [cid, status, sandbox, onStatus]);
+
   const tokens = state.usage.prompt_tokens + state.usage.completion_tokens;
-  const sandbox = state.sandbox.status !== "none" ? state.sandbox.status : (conversation?.sandbox_status ?? "none");
   return (
     <div className={`workspace ${panelOpen ? "with-panel" : ""}`}>
       <main className="conversation">

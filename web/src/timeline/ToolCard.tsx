@@ -1,5 +1,5 @@
 // One tool call: what was asked, its live output, and how it ended.
-import { memo, useState } from "react";
+import { memo, useLayoutEffect, useRef, useState } from "react";
 import { formatDuration } from "../format";
 import type { OutputChunk, ToolItem } from "./reducer";
 
@@ -46,6 +46,13 @@ function tail(chunks: readonly OutputChunk[], total: number): { shown: OutputChu
 
 function Output({ item }: { item: ToolItem }) {
   const [full, setFull] = useState(false);
+  const pre = useRef<HTMLPreElement>(null);
+  const following = useRef(true);
+  // Show the newest output, unless the reader scrolled up inside the box.
+  useLayoutEffect(() => {
+    const el = pre.current;
+    if (el && following.current) el.scrollTop = el.scrollHeight;
+  });
   const streamed = item.output.length > 0;
   const chunks: readonly OutputChunk[] = streamed
     ? item.output
@@ -62,7 +69,13 @@ function Output({ item }: { item: ToolItem }) {
           Show {hidden.toLocaleString()} earlier characters
         </button>
       )}
-      <pre>
+      <pre
+        ref={pre}
+        onScroll={(e) => {
+          const el = e.currentTarget;
+          following.current = el.scrollHeight - el.scrollTop - el.clientHeight < 24;
+        }}
+      >
         {shown.map((c, i) => (
           <span key={i} className={c.stream}>
             {c.text}
@@ -124,9 +137,12 @@ export const ToolCard = memo(function ToolCard({ item }: { item: ToolItem }) {
               )}
               <span className="muted">{formatDuration(r.durationMs)}</span>
             </>
+          ) : item.approval === "pending" ? (
+            <span className="approval-wait">awaiting approval</span>
           ) : (
             <span className="muted pulse">running…</span>
           )}
+          {r && item.approval === "deny" && <span className="badge bad">denied</span>}
         </span>
       </header>
       {open && (

@@ -186,6 +186,12 @@ describe("reduce", () => {
     ];
     const waiting = reduce(initialState, requested);
     expect(runStatus(waiting)).toBe("waiting_approval");
+    const withTool = reduce(initialState, [
+      requested[0]!,
+      ev("tool.started", { call_id: "c1", name: "bash", arguments: { command: "rm -rf build" } }),
+      { ...requested[1]!, seq: 100 },
+    ]);
+    expect(withTool.items[0]).toMatchObject({ kind: "tool", approval: "pending" });
     const resolved = reduce(waiting, [ev("approval.resolved", { request_id: "q1", decision: "deny" })]);
     expect(runStatus(resolved)).toBe("running");
     expect(resolved.items[0]).toMatchObject({ kind: "approval", decision: "deny" });

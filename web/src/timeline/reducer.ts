@@ -46,6 +46,8 @@ export interface ToolItem {
   output: readonly OutputChunk[];
   outputChars: number;
   result: ToolResult | null;
+  /** "pending" while a person must decide, then the decision */
+  approval: string | null;
 }
 
 export interface ApprovalItem {
@@ -176,6 +178,11 @@ class Draft {
     return item;
   }
 
+  markTool(callId: string, approval: string): void {
+    const index = this.tools[callId];
+    if (index !== undefined) this.edit<ToolItem>(index).approval = approval;
+  }
+
   finish(): ViewState {
     return { ...this.s, items: this.items, tools: this.tools, approvals: this.approvals };
   }
@@ -228,6 +235,7 @@ function apply(d: Draft, e: BurrowEvent): void {
         output: [],
         outputChars: 0,
         result: null,
+        approval: null,
       });
       return;
     case "tool.output": {
@@ -275,10 +283,15 @@ function apply(d: Draft, e: BurrowEvent): void {
         expired: false,
       });
       d.s.pendingApprovals = [...d.s.pendingApprovals, e.data.request_id];
+      d.markTool(e.data.call_id, "pending");
       return;
     case "approval.resolved": {
       const index = d.approvals[e.data.request_id];
-      if (index !== undefined) d.edit<ApprovalItem>(index).decision = e.data.decision;
+      if (index !== undefined) {
+        const approval = d.edit<ApprovalItem>(index);
+        approval.decision = e.data.decision;
+        d.markTool(approval.callId, e.data.decision);
+      }
       d.s.pendingApprovals = d.s.pendingApprovals.filter((id) => id !== e.data.request_id);
       return;
     }
@@ -324,7 +337,11 @@ function apply(d: Draft, e: BurrowEvent): void {
       d.closeAssistant();
       for (const id of d.s.pendingApprovals) {
         const index = d.approvals[id];
-        if (index !== undefined) d.edit<ApprovalItem>(index).expired = true;
+        if (index !== undefined) {
+          const approval = d.edit<ApprovalItem>(index);
+          approval.expired = true;
+          d.markTool(approval.callId, "expired");
+        }
       }
       d.s.pendingApprovals = [];
       if (d.s.activeRun === e.run_id || e.run_id === null) d.s.activeRun = null;
