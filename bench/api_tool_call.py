@@ -1,7 +1,7 @@
 """One `pwd && ls` bash tool call, API to result (DESIGN.md §7: overhead <= 5 ms p50 over a
-bare spawn): from POST /messages to the call's `tool.finished` arriving on the SSE stream,
-through a real server, the agent loop, the journal and a ready local sandbox; the scripted
-model answers instantly.
+bare spawn): from POST /messages to the call's `tool.finished` arriving on the SSE stream.
+The server is a real `burrow serve` child process with a scripted model that answers at
+once; this process is only its client, as a browser would be.
 
 Baseline, in the same run: a bare host spawn of `sh -c 'pwd && ls'`.
 """
@@ -10,21 +10,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import p50, pct, report, serve_in_process
-from burrow.llm.base import ScriptedTurn
-from burrow.llm.scripted import ScriptedProvider
+from bench.common import BENCH_PASSWORD, free_port, p50, pct, report
 
 COMMAND = "pwd && ls"
 RUNS = 60
+WARMUP = 3
 
 
 async def bare_spawn() -> float:
@@ -36,37 +38,79 @@ async def bare_spawn() -> float:
     return time.perf_counter() - started
 
 
-async def finished_calls(
-    client: httpx.AsyncClient, cid: str, arrivals: asyncio.Queue[float]
-) -> None:
-    async with client.stream("GET", f"/api/conversations/{cid}/events", timeout=None) as response:
-        async for line in response.aiter_lines():
-            if line.startswith("data: ") and json.loads(line[6:])["type"] == "tool.finished":
-                arrivals.put_nowait(time.perf_counter())
+def start_server(data: Path) -> tuple[subprocess.Popen[bytes], str]:
+    turn = {"tool_calls": [{"name": "bash", "arguments": {"command": COMMAND}}]}
+    script = data / "script.json"
+    script.write_text(json.dumps([turn, {"text": "ok"}] * (RUNS + WARMUP)))
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "burrow.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(data),
+            "--model",
+            f"scripted:{script}",
+        ],
+        env={**os.environ, "BURROW_ADMIN_PASSWORD": BENCH_PASSWORD},
+    )
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(400):
+        try:
+            with urllib.request.urlopen(f"{base}/api/health", timeout=1):
+                return server, base
+        except OSError:
+            time.sleep(0.025)
+    server.kill()
+    raise RuntimeError("burrow serve did not start")
 
 
 async def main() -> None:
-    turns = [ScriptedTurn(tool_calls=[("bash", {"command": COMMAND})]), ScriptedTurn(text="ok")]
-    provider = ScriptedProvider(turns * (RUNS + 3))
     with tempfile.TemporaryDirectory() as tmp:
-        async with serve_in_process(Path(tmp), lambda: provider) as (_, svc, client):
-            cid = (await client.post("/api/conversations", json={})).json()["id"]
-            arrivals: asyncio.Queue[float] = asyncio.Queue()
-            reader = asyncio.create_task(finished_calls(client, cid, arrivals))
-            samples = []
-            for index in range(RUNS + 3):
-                started = time.perf_counter()
-                await client.post(f"/api/conversations/{cid}/messages", json={"content": "go"})
-                done = await asyncio.wait_for(arrivals.get(), 30)
-                if index >= 3:  # the first start the sandbox and warm caches
-                    samples.append(done - started)
-                while svc.runtime.active_run(cid):  # noqa: ASYNC110 - let the run end first
-                    await asyncio.sleep(0.001)
-            reader.cancel()
+        server, base = start_server(Path(tmp))
+        try:
+            samples = await measure(base)
+        finally:
+            server.terminate()
+            server.wait(10)
     bare = [await bare_spawn() for _ in range(RUNS)]
-    total, base = p50(samples) * 1000, p50(bare) * 1000
-    report("bash `pwd && ls`, API to tool.finished", total, "ms", "bare spawn", base, "+5 ms")
-    print(f"  overhead p50 {total - base:.2f} ms, p90 total {pct(samples, 0.9) * 1000:.2f} ms")
+    total, baseline = p50(samples) * 1000, p50(bare) * 1000
+    report("bash `pwd && ls`, API to tool.finished", total, "ms", "bare spawn", baseline, "+5 ms")
+    print(f"  overhead p50 {total - baseline:.2f} ms, p90 total {pct(samples, 0.9) * 1000:.2f} ms")
+
+
+async def measure(base: str) -> list[float]:
+    async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+        login = {"username": "admin", "password": BENCH_PASSWORD}
+        assert (await client.post("/api/auth/login", json=login)).status_code == 200
+        cid = (await client.post("/api/conversations", json={})).json()["id"]
+        finished: asyncio.Queue[float] = asyncio.Queue()
+        ended: asyncio.Queue[None] = asyncio.Queue()
+
+        async def follow() -> None:
+            url = f"/api/conversations/{cid}/events"
+            async with client.stream("GET", url, timeout=None) as response:
+                async for line in response.aiter_lines():
+                    if line.startswith("event: tool.finished"):
+                        finished.put_nowait(time.perf_counter())
+                    elif line.startswith("event: run.finished"):
+                        ended.put_nowait(None)
+
+        reader = asyncio.create_task(follow())
+        samples = []
+        for index in range(RUNS + WARMUP):
+            started = time.perf_counter()
+            await client.post(f"/api/conversations/{cid}/messages", json={"content": "go"})
+            done = await asyncio.wait_for(finished.get(), 30)
+            await asyncio.wait_for(ended.get(), 30)  # the run is over before the next one
+            if index >= WARMUP:  # the first start the sandbox and warm caches
+                samples.append(done - started)
+        reader.cancel()
+        return samples
 
 
 if __name__ == "__main__":

@@ -45,21 +45,31 @@ class Coalescer:
             await previous  # keep batches in order
         await self._write()
 
-    async def _write(self) -> None:
+    def _drain(self) -> list[NewEvent]:
         pieces, self._pieces = self._pieces, []
-        if pieces:
-            batch = [
-                NewEvent(type=k.value, data={**f, "text": "".join(t)}, run_id=self._run_id)
-                for k, f, t in pieces
-            ]
+        return [
+            NewEvent(type=k.value, data={**f, "text": "".join(t)}, run_id=self._run_id)
+            for k, f, t in pieces
+        ]
+
+    async def _write(self) -> None:
+        batch = self._drain()
+        if batch:
             await self._journal.append(self._cid, *batch)
 
-    async def flush(self) -> None:
-        """Write everything buffered now; call before any event that must come after it."""
+    async def take(self) -> list[NewEvent]:
+        """Everything buffered, for the caller to write ahead of its own event in the same
+        transaction (one commit instead of two); a write already under way finishes first."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         if self._flushing is not None:
             flushing, self._flushing = self._flushing, None
             await flushing
-        await self._write()
+        return self._drain()
+
+    async def flush(self) -> None:
+        """Write everything buffered now."""
+        batch = await self.take()
+        if batch:
+            await self._journal.append(self._cid, *batch)

@@ -34,6 +34,7 @@ from burrow.runs.context import ModelContext
 from burrow.runs.events import EventType
 from burrow.runs.journal import Journal, Subscription
 from burrow.sandbox.backend import Sandbox, SandboxError
+from burrow.store.records import NewEvent
 from burrow.tools.base import ShellState, Tool, ToolContext, ToolError, ToolLimits, ToolResult
 
 log = logging.getLogger(__name__)
@@ -110,6 +111,7 @@ class AgentRun:
         self._open_calls: dict[str, float] = {}  # call_id -> start time
         self._partial: _Answer | None = None  # the answer being streamed, if any
         self._open_approval: str | None = None  # request_id while waiting for the owner
+        self._answer_events: list[NewEvent] = []  # the model's answer, not yet written
         self._prompt_tokens = 0
         self._completion_tokens = 0
         self._cost = 0.0
@@ -137,6 +139,10 @@ class AgentRun:
         await self._close(status, error)
         return status
 
+    def _take_answer_events(self) -> list[NewEvent]:
+        events, self._answer_events = self._answer_events, []
+        return events
+
     async def _catch_up(self) -> None:
         """Apply every committed event (the run's own and steering messages) to the context."""
         feed = self._feed
@@ -157,9 +163,15 @@ class AgentRun:
             messages.extend(self.context.messages)
             answer = await self._ask(messages, specs)
             calls = answer.tool_calls()
-            await self._emit(self._assistant_message(answer, calls), self._usage_event(answer))
+            # Written with the first tool.started (one commit less per step), or now.
+            self._answer_events = [
+                *await self._out.take(),
+                self._assistant_message(answer, calls),
+                self._usage_event(answer),
+            ]
             self._partial = None
             if not calls:
+                await self._emit(*self._take_answer_events())
                 await self._catch_up()
                 if self.context.user_messages > seen_user_messages:
                     continue  # steering arrived while the model answered: answer it too
@@ -195,7 +207,6 @@ class AgentRun:
                     answer.usage = item
                 elif isinstance(item, Done):
                     break
-        await self._out.flush()
         return answer
 
     def _assistant_message(self, answer: _Answer, calls: list[dict[str, str]]) -> Any:
@@ -236,13 +247,14 @@ class AgentRun:
         tool = self.env.tools.get(name)
         self._open_calls[call_id] = time.monotonic()
         await self._emit(
+            *self._take_answer_events(),
             ev.make(
                 EventType.TOOL_STARTED,
                 self.run_id,
                 call_id=call_id,
                 name=name,
                 arguments=arguments if arguments is not None else call["arguments"],
-            )
+            ),
         )
         if arguments is None:
             result = ToolResult(output=problem, is_error=True)
@@ -255,9 +267,9 @@ class AgentRun:
                 result = ToolResult(output=refusal, is_error=True)
             else:
                 result = await self._run_tool(tool, call_id, arguments)
-        await self._out.flush()
         started = self._open_calls.pop(call_id)
         await self._emit(
+            *await self._out.take(),
             ev.tool_finished(
                 self.run_id,
                 call_id,
@@ -329,8 +341,7 @@ class AgentRun:
 
     async def _close(self, status: str, error: str | None) -> None:
         """Pair every open call and end the run; runs on every exit path."""
-        await self._out.flush()
-        closing: list[Any] = []
+        closing: list[Any] = [*await self._out.take(), *self._take_answer_events()]
         if self._partial is not None and (self._partial.text or self._partial.thinking):
             # Keep what was streamed before the stop in the model's memory, without the
             # half-formed tool calls.
