@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from burrow.config import Settings
 from burrow.llm.base import Pricing, Provider
 from burrow.llm.factory import ModelConfig
+from burrow.preview.hosts import PreviewHosts
 from burrow.runs.approvals import ApprovalGate
 from burrow.runs.journal import Journal
 from burrow.runs.loop import LoopConfig
@@ -114,6 +115,7 @@ async def open_services(
         RuntimeOptions(
             pricing=Pricing(settings.price_prompt, settings.price_completion),
             loop=LoopConfig(max_steps=settings.max_steps),
+            preview_url=PreviewHosts.from_settings(settings).url,
         ),
     )
     await runtime.recover()

@@ -65,6 +65,7 @@ class RunEnv:
     pricing: Pricing = field(default_factory=Pricing)
     config: LoopConfig = field(default_factory=LoopConfig)
     approvals: ApprovalGate | None = None  # None: every call is allowed (benches, tests)
+    preview_url: Callable[[str, int], str] | None = None  # (cid, port) -> preview address
 
 
 @dataclass
@@ -325,12 +326,15 @@ class AgentRun:
         async def on_output(stream: Literal["stdout", "stderr"], text: str) -> None:
             self._out.add(EventType.TOOL_OUTPUT, text, call_id=call_id, stream=stream)
 
+        preview_url = self.env.preview_url
         ctx = ToolContext(
             sandbox=self.env.sandbox,
             call_id=call_id,
             shell=self.env.shell,
             limits=self.env.limits,
             on_output=on_output,
+            conversation_id=self.cid,
+            preview_url=(lambda port: preview_url(self.cid, port)) if preview_url else None,
         )
         try:
             return await tool.run(arguments, ctx)

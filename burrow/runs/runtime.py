@@ -42,6 +42,7 @@ class RuntimeOptions:
     limits: ToolLimits = field(default_factory=ToolLimits)
     pricing: Pricing = field(default_factory=Pricing)
     loop: LoopConfig = field(default_factory=LoopConfig)
+    preview_url: Callable[[str, int], str] | None = None  # (cid, port) -> preview address
 
 
 class Runtime:
@@ -110,6 +111,7 @@ class Runtime:
                     pricing=self.options.pricing,
                     config=self.options.loop,
                     approvals=self.approvals,
+                    preview_url=self.options.preview_url,
                 )
                 active.run = AgentRun(env, cid, active.run_id, context, feed)
                 await active.run.execute()

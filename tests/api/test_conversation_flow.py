@@ -110,3 +110,19 @@ async def test_steering_message_reaches_the_next_model_call(tmp_path: Path) -> N
         tool_at = next(i for i, (r, _) in enumerate(roles) if r == "tool")
         assert roles[tool_at + 1] == ("user", "also use tabs")
         assert len(provider.requests) == 2
+
+
+async def test_the_preview_tool_opens_the_conversations_own_preview_origin(
+    tmp_path: Path,
+) -> None:
+    serve = {"command": "python3 -m http.server 8000 --bind 127.0.0.1", "port": 8000}
+    provider = ScriptedProvider([ScriptedTurn(tool_calls=[("preview", serve)])])
+    async with running_server(tmp_path, lambda: provider, preview_port=18421) as srv:
+        cid = await srv.create_conversation()
+        run = await srv.send(cid, "serve it")
+        await srv.run_finished(cid, run["run_id"])
+        events = await srv.events(cid)
+        [opened] = [e["data"] for e in events if e["type"] == "preview.opened"]
+        assert opened == {"port": 8000, "url": f"http://8000-{cid}.preview.localhost:18421/"}
+        previews = (await srv.client.get(f"/api/conversations/{cid}/previews")).json()
+        assert [(p["port"], p["status"]) for p in previews] == [(8000, "running")]
