@@ -5,9 +5,11 @@ Each state a person would look at is saved as a screenshot under artifacts/e2e/.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -216,3 +218,85 @@ async def test_approval_card_allows_a_dangerous_call(tmp_path: Path, page: Page)
         await expect(tool).to_contain_text("cleaned")
         await expect(page.locator(".run-end")).to_contain_text("Done")
         await shot(page, "9-approval-allowed")
+
+
+class CuttableProxy:
+    """A TCP relay in front of the server whose connections can be cut, like a dropped
+    network: `cut()` aborts every open connection and refuses new ones until `restore()`."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.down = False
+        self.port = 0
+        self._pairs: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> CuttableProxy:
+        self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.cut()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    def cut(self) -> None:
+        self.down = True
+        for client, upstream in tuple(self._pairs):
+            client.transport.abort()
+            upstream.transport.abort()
+        self._pairs.clear()
+
+    def restore(self) -> None:
+        self.down = False
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.down:
+            writer.transport.abort()
+            return
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        pair = (writer, up_writer)
+        self._pairs.add(pair)
+
+        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            try:
+                while data := await source.read(65536):
+                    sink.write(data)
+                    await sink.drain()
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                sink.transport.abort()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        self._pairs.discard(pair)
+
+
+async def test_reconnect_shows_state_and_resumes_without_gaps(tmp_path: Path, page: Page) -> None:
+    provider = ScriptedProvider(
+        [ScriptedTurn(tool_calls=[("bash", {"command": TICKS})]), ScriptedTurn(text="Ticked.")]
+    )
+    async with serving(tmp_path, page, provider) as srv:
+        port = int(srv.base_url.rsplit(":", 1)[1])
+        async with CuttableProxy(port) as proxy:
+            cid = await srv.create_conversation("flaky network")
+            await open_app(
+                page, replace(srv, base_url=f"http://127.0.0.1:{proxy.port}"), f"/c/{cid}"
+            )
+            await page.get_by_label("Message").fill("tick")
+            await page.get_by_label("Message").press("Enter")
+            card = page.locator(".tool-card")
+            await expect(card).to_contain_text("tick 2")
+            proxy.cut()
+            await expect(page.locator(".pill[data-connection=reconnecting]")).to_be_visible()
+            await shot(page, "10-reconnecting")
+            await asyncio.sleep(1)  # the run goes on while the browser is cut off
+            proxy.restore()
+            connection = page.locator(".pill[data-connection]")
+            await expect(connection).to_have_count(0, timeout=20_000)
+            await expect(page.locator(".run-end")).to_contain_text("Done", timeout=20_000)
+            output = await card.locator(".tool-output pre").inner_text()
+            assert output.split() == [w for i in range(1, 11) for w in ("tick", str(i))]
+            await page.context.close()  # before the proxy goes: no stream left half-open
