@@ -20,7 +20,7 @@ import httpcore
 
 from burrow.config import Settings
 from burrow.preview import pages
-from burrow.preview.asgi import Receive, Scope, Send
+from burrow.preview.asgi import Message, Receive, Scope, Send
 from burrow.preview.hosts import PreviewAddress, PreviewHosts
 from burrow.preview.links import PreviewLinks
 from burrow.preview.tokens import PreviewGrant, PreviewSigner, TokenExpired, TokenInvalid
@@ -103,6 +103,12 @@ class _Exchange:
 
 
 _Refused = tuple[int, pages.Headers, bytes]
+
+
+@dataclass
+class _Progress:
+    complete: bool = False  # the last body message has been sent
+    browser_gone: bool = False
 
 
 class PreviewProxy:
@@ -242,15 +248,22 @@ class PreviewProxy:
         if not body_framed:
             body_done.set()
         # The ASGI server keeps accepting sends after the browser has gone; a watcher
-        # stops the copy then, so an abandoned download does not run to its end.
+        # stops the copy then, so an abandoned download does not run to its end. It
+        # never fires once the response is complete (receive() then says "disconnect").
         task = asyncio.current_task()
         assert task is not None
-        gone = asyncio.Event()
-        watcher = asyncio.ensure_future(_watch_disconnect(receive, body_done, gone, task))
+        progress = _Progress()
+
+        async def tracked_send(message: Message) -> None:
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                progress.complete = True
+            await send(message)
+
+        watcher = asyncio.ensure_future(_watch_disconnect(receive, body_done, progress, task))
         try:
-            await self._stream_response(scope, send, request, address)
+            await self._stream_response(scope, tracked_send, request, address)
         except asyncio.CancelledError:
-            if not gone.is_set():
+            if not progress.browser_gone:
                 raise
             task.uncancel()
         finally:
@@ -337,13 +350,14 @@ async def _request_body(receive: Receive, done: asyncio.Event) -> AsyncIterator[
 
 
 async def _watch_disconnect(
-    receive: Receive, body_done: asyncio.Event, gone: asyncio.Event, task: asyncio.Task[None]
+    receive: Receive, body_done: asyncio.Event, progress: _Progress, task: asyncio.Task[None]
 ) -> None:
     await body_done.wait()
     while (await receive())["type"] != "http.disconnect":
         pass
-    gone.set()
-    task.cancel()
+    if not progress.complete:
+        progress.browser_gone = True
+        task.cancel()
 
 
 def _header(scope: Scope, name: bytes) -> bytes:

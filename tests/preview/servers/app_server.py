@@ -12,6 +12,7 @@ CHUNK = b"x" * (1 << 20)
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are two writes; as Node does
 
     def log_message(self, *args):
         pass
