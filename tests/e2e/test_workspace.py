@@ -219,6 +219,10 @@ async def test_approval_card_allows_a_dangerous_call(tmp_path: Path, page: Page)
         await expect(page.locator(".run-end")).to_contain_text("Done")
         await shot(page, "9-approval-allowed")
 
+        await page.get_by_label("Approval mode").select_option("auto")
+        await expect(page.get_by_label("Approval mode")).to_have_value("auto")
+        assert (await srv.client.get(f"/api/conversations/{cid}")).json()["approval_mode"] == "auto"
+
 
 class CuttableProxy:
     """A TCP relay in front of the server whose connections can be cut, like a dropped

@@ -157,6 +157,7 @@ export function App() {
           onStatus={onStatus}
           onSent={onSent}
           onMenu={() => setMenuOpen(true)}
+          onChanged={() => void refresh()}
           emptyState={firstRun ?? <Welcome />}
         />
       ) : (

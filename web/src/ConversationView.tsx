@@ -1,12 +1,47 @@
 // One open conversation: header, timeline, composer, and the sandbox panel beside them.
 import { useCallback, useEffect, useRef, useState } from "react";
-import { api, type Conversation } from "./api/client";
+import { api, type ApprovalMode, type Conversation } from "./api/client";
 import { Composer } from "./composer/Composer";
 import { formatCost, formatTokens } from "./format";
 import { SidePanel, type Tab } from "./panel/SidePanel";
 import { runStatus, type RunStatus } from "./timeline/reducer";
 import { useConversationEvents } from "./timeline/stream";
 import { Timeline } from "./timeline/Timeline";
+
+const MODES: { id: ApprovalMode; label: string; hint: string }[] = [
+  { id: "ask", label: "Ask before risky", hint: "Ask before dangerous commands" },
+  { id: "auto", label: "Auto-approve", hint: "Run everything inside the sandbox without asking" },
+  { id: "read_only", label: "Read-only", hint: "Allow only calls that read" },
+];
+
+function ApprovalModeSelect({
+  cid,
+  mode,
+  onChanged,
+}: {
+  cid: string;
+  mode: string | undefined;
+  onChanged: () => void;
+}) {
+  if (!mode) return null;
+  return (
+    <select
+      className="mode"
+      aria-label="Approval mode"
+      title={MODES.find((m) => m.id === mode)?.hint}
+      value={mode}
+      onChange={(e) => {
+        void api.setApprovalMode(cid, e.target.value as ApprovalMode).then(onChanged, onChanged);
+      }}
+    >
+      {MODES.map((m) => (
+        <option key={m.id} value={m.id} title={m.hint}>
+          {m.label}
+        </option>
+      ))}
+    </select>
+  );
+}
 
 const STATUS_TEXT: Record<RunStatus, string> = {
   idle: "Idle",
@@ -21,6 +56,7 @@ export function ConversationView({
   onStatus,
   onSent,
   onMenu,
+  onChanged,
   emptyState,
 }: {
   cid: string;
@@ -29,6 +65,7 @@ export function ConversationView({
   onStatus: (cid: string, status: RunStatus, sandbox: string) => void;
   onSent: (cid: string, content: string) => void;
   onMenu: () => void;
+  onChanged: () => void;
   emptyState: React.ReactNode;
 }) {
   const { state, connection, attached } = useConversationEvents(cid);
@@ -89,6 +126,11 @@ export function ConversationView({
             </span>
           )}
           <span className="spacer" />
+          <ApprovalModeSelect
+            cid={cid}
+            mode={conversation?.approval_mode}
+            onChanged={onChanged}
+          />
           <span className="header-meta muted" title="Sandbox">
             sandbox {sandbox}
           </span>

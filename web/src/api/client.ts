@@ -29,6 +29,8 @@ export type PreviewLink = Fallback<
   { port: number; url: string; status: string; command: string }
 >;
 
+export type ApprovalMode = "ask" | "auto" | "read_only";
+
 export type Decision = "allow_once" | "allow_session" | "deny";
 
 export class ApiError extends Error {
@@ -87,6 +89,8 @@ export const api = {
     request<Conversation>("POST", "/api/conversations", title ? { title } : {}),
   renameConversation: (cid: string, title: string) =>
     request<Conversation>("PATCH", conv(cid), { title }),
+  setApprovalMode: (cid: string, approval_mode: ApprovalMode) =>
+    request<Conversation>("PATCH", conv(cid), { approval_mode }),
   deleteConversation: (cid: string) => request<void>("DELETE", conv(cid)),
   send: (cid: string, content: string) =>
     request<Schemas["MessageAccepted"]>("POST", `${conv(cid)}/messages`, { content }),
