@@ -78,6 +78,13 @@ async def test_post_bodies_and_fifty_concurrent_requests(preview: Preview) -> No
     assert [r.text for r in responses] == [f"path /item/{i}" for i in range(50)]
 
 
+async def test_upstream_connections_are_kept_alive(preview: Preview) -> None:
+    await preview.start(8007, "app_server.py")
+    cookie = await preview.sign_in(8007)
+    peers = {(await preview.get(8007, "/peer", cookie)).text for _ in range(10)}
+    assert len(peers) == 1  # one tunnel, reused: no connection left checked out
+
+
 async def test_a_100_mb_download_streams_with_bounded_memory(preview: Preview) -> None:
     await preview.start(8003, "app_server.py")
     cookie = await preview.sign_in(8003)

@@ -1,6 +1,8 @@
-"""A test service run inside the sandbox (stdlib only): /headers echoes the request's
-headers as JSON, /echo returns the POSTed body, /big?mb=N streams N MiB, /cookie sets
-cookies (one named like the proxy's own), anything else says which path was asked."""
+"""A test service run inside the sandbox (stdlib only).
+
+/headers echoes the request's headers as JSON, /peer names the connection's client port,
+/echo returns the POSTed body, /big?mb=N streams N MiB, /cookie sets cookies (one named
+like the proxy's own), anything else says which path was asked."""
 
 import json
 import sys
@@ -39,6 +41,8 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             for _ in range(mb):
                 self.wfile.write(CHUNK)
+        elif url.path == "/peer":  # which connection: kept-alive ones keep their port
+            self._send(str(self.client_address[1]).encode())
         elif url.path == "/cookie":
             self._send(
                 b"ok",
