@@ -304,3 +304,62 @@ async def test_reconnect_shows_state_and_resumes_without_gaps(tmp_path: Path, pa
             output = await card.locator(".tool-output pre").inner_text()
             assert output.split() == [w for i in range(1, 11) for w in ("tick", str(i))]
             await page.context.close()  # before the proxy goes: no stream left half-open
+
+
+async def test_conversations_create_rename_delete(tmp_path: Path, page: Page) -> None:
+    async with serving(tmp_path, page, ScriptedProvider([])) as srv:
+        await open_app(page, srv)
+        nav = page.get_by_role("navigation", name="Conversations")
+        await nav.get_by_role("button", name="+ New conversation").click()
+        await expect(page).to_have_url(re.compile(r"/c/[^/]+$"))
+        cid = page.url.rsplit("/", 1)[1]
+        entry = nav.locator(f'[data-cid="{cid}"]')
+        await expect(entry).to_contain_text("New conversation")
+
+        await entry.hover()  # the entry's actions show on hover or keyboard focus
+        await entry.get_by_role("button", name="Rename New conversation").click()
+        title = nav.get_by_label("Conversation title")
+        await title.fill("Owl sanctuary")
+        await title.press("Enter")
+        await expect(entry).to_contain_text("Owl sanctuary")
+        await expect(page.get_by_role("heading", level=1)).to_have_text("Owl sanctuary")
+        assert (await srv.client.get(f"/api/conversations/{cid}")).json()["title"] == (
+            "Owl sanctuary"
+        )
+
+        await entry.hover()
+        await entry.get_by_role("button", name="Delete Owl sanctuary").click()
+        await entry.get_by_role("button", name="Confirm deleting Owl sanctuary").click()
+        await expect(entry).to_have_count(0)
+        await expect(page).to_have_url(re.compile(r"/$"))
+        assert (await srv.client.get(f"/api/conversations/{cid}")).status_code == 404
+
+
+async def test_first_run_offers_the_demo_model(tmp_path: Path, page: Page) -> None:
+    async with serving(tmp_path, page, ScriptedProvider([])) as srv:
+        if "/api/settings/model" not in paths(srv):
+            pytest.skip("model settings are not served yet")
+        await open_app(page, srv)
+        first_run = page.get_by_role("region", name="No model is configured yet")
+        await expect(first_run).to_be_visible()
+        await shot(page, "11-first-run")
+        await first_run.get_by_role("button", name="Use the demo model").click()
+        await expect(first_run).to_have_count(0)
+        await expect(page.locator(".model-name")).to_have_text("demo")
+        assert (await srv.client.get("/api/health")).json()["model"] == "demo"
+
+        await page.get_by_role("button", name=re.compile("^⚙? ?Settings")).click()
+        dialog = page.get_by_role("dialog", name="Model")
+        await expect(dialog.get_by_label("Model name")).to_have_value("demo")
+        await dialog.get_by_label("API key").fill("sk-test-secret-123456")
+        await dialog.get_by_label("Model name").fill("gpt-test")
+        await dialog.get_by_role("button", name="Save").click()
+        await expect(dialog).to_have_count(0)
+        settings = (await srv.client.get("/api/settings/model")).json()
+        assert settings["model"] == "gpt-test" and settings["api_key_set"]
+        await page.get_by_role("button", name=re.compile("^⚙? ?Settings")).click()
+        key = page.get_by_role("dialog", name="Model").get_by_label("API key")
+        await expect(key).to_have_value("")  # never shown back
+        placeholder = await key.get_attribute("placeholder") or ""
+        assert "sk-test-secret-123456" not in placeholder and "set" in placeholder
+        await shot(page, "12-settings")
