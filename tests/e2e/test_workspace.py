@@ -115,7 +115,7 @@ async def test_stream_tool_card_reload_mid_run_and_files(tmp_path: Path, page: P
         await shot(page, "4-files")
 
 
-async def test_stop_interrupts_the_run(tmp_path: Path, page: Page) -> None:
+async def test_steer_then_stop_the_run(tmp_path: Path, page: Page) -> None:
     provider = ScriptedProvider(
         [ScriptedTurn(text="Sleeping.", tool_calls=[("bash", {"command": "sleep 30"})])]
     )
@@ -125,7 +125,11 @@ async def test_stop_interrupts_the_run(tmp_path: Path, page: Page) -> None:
         await page.get_by_label("Message").fill("sleep")
         await page.get_by_role("button", name="Send", exact=True).click()
         await expect(page.locator('.tool-card[data-state="running"]')).to_be_visible()
-        await expect(page.get_by_label("Steer the running agent")).to_be_visible()
+        steer = page.get_by_label("Steer the running agent")
+        await steer.fill("also add a README")
+        await steer.press("Enter")
+        steering = page.locator(".row-user", has_text="also add a README")
+        await expect(steering.locator(".badge")).to_have_text("steering")
         await page.get_by_role("button", name="Stop", exact=True).click()
         await expect(page.locator(".run-end")).to_contain_text("Stopped")
         await expect(page.locator(".tool-card")).to_have_attribute("data-state", "error")
