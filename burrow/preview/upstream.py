@@ -12,6 +12,7 @@ import typing
 from collections.abc import Awaitable, Callable, Iterable
 
 import httpcore
+from httpcore._async.interfaces import AsyncConnectionInterface
 
 OpenTunnel = Callable[[str, int], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
 READ_BYTES = 64 * 1024
@@ -70,8 +71,56 @@ class TunnelBackend(httpcore.AsyncNetworkBackend):
         await asyncio.sleep(seconds)
 
 
+class TunnelPool(httpcore.AsyncConnectionPool):
+    """httpcore's pool with its bookkeeping made linear.
+
+    httpcore 1.0 re-counts every connection for each idle one (quadratic) and twice per
+    request; with a few dozen kept-alive tunnels that cost more than the proxying itself.
+    Same policy, one pass: drop closed and expired connections, keep at most
+    `max_keepalive_connections` idle, then hand queued requests a connection.
+    """
+
+    def _assign_requests_to_connections(self) -> list[AsyncConnectionInterface]:
+        closing: list[AsyncConnectionInterface] = []
+        kept: list[AsyncConnectionInterface] = []
+        idle = 0
+        for connection in self._connections:
+            if connection.is_closed():
+                continue
+            if connection.has_expired():
+                closing.append(connection)
+            elif connection.is_idle():
+                if idle >= self._max_keepalive_connections:
+                    closing.append(connection)
+                else:
+                    idle += 1
+                    kept.append(connection)
+            else:
+                kept.append(connection)
+        self._connections = kept
+        for pool_request in self._requests:
+            if not pool_request.is_queued():
+                continue
+            origin = pool_request.request.url.origin
+            for connection in kept:
+                if connection.can_handle_request(origin) and connection.is_available():
+                    pool_request.assign_to_connection(connection)
+                    break
+            else:
+                if len(kept) >= self._max_connections:
+                    idle_ones = [c for c in kept if c.is_idle()]
+                    if not idle_ones:
+                        continue  # stays queued until a connection is released
+                    kept.remove(idle_ones[0])
+                    closing.append(idle_ones[0])
+                connection = self.create_connection(origin)
+                kept.append(connection)
+                pool_request.assign_to_connection(connection)
+        return closing
+
+
 def upstream_pool(open_tunnel: OpenTunnel) -> httpcore.AsyncConnectionPool:
-    return httpcore.AsyncConnectionPool(
+    return TunnelPool(
         max_connections=1024,
         max_keepalive_connections=256,
         keepalive_expiry=30.0,
