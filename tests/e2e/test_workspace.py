@@ -79,12 +79,14 @@ async def test_stream_tool_card_reload_mid_run_and_files(tmp_path: Path, page: P
         await composer.fill("Build me a page")
         await composer.press("Enter")
         await expect(page).to_have_url(re.compile(r"/c/[^/]+$"))
+        await page.get_by_role("tab", name="Files").click()  # refreshes itself as tools write
 
         # Streamed markdown, then a live tool card with output arriving.
         await expect(page.locator(".assistant .markdown strong").first).to_have_text("the page")
         running = page.locator('.tool-card[data-state="running"]')
         await expect(running).to_contain_text("tick 2")
         await expect(page.locator(".pill[data-status=running]")).to_be_visible()
+        await expect(page.get_by_role("tree").get_by_role("button", name="site")).to_be_visible()
         await shot(page, "1-live-tool-card")
 
         # Reload mid-run: the replay renders the same rows, then the run continues live.
@@ -105,8 +107,10 @@ async def test_stream_tool_card_reload_mid_run_and_files(tmp_path: Path, page: P
         await expect(page.locator(".pill[data-status=idle]")).to_be_visible()
         await shot(page, "3-run-finished")
 
-        # The written file, in the Files tab.
-        await page.get_by_role("tab", name="Files").click()
+        # The written file, in the Files tab that was open all along.
+        await expect(page.get_by_role("tab", name="Files")).to_have_attribute(
+            "aria-selected", "true"
+        )
         tree = page.get_by_role("tree")
         await tree.get_by_role("button", name="site").click()
         await tree.get_by_role("button", name=re.compile(r"^index\.html")).click()
