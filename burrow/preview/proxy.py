@@ -19,7 +19,7 @@ from typing import Protocol
 import httpcore
 
 from burrow.config import Settings
-from burrow.preview import pages
+from burrow.preview import headers, pages
 from burrow.preview.asgi import Message, Receive, Scope, Send
 from burrow.preview.hosts import PreviewAddress, PreviewHosts
 from burrow.preview.links import PreviewLinks
@@ -29,37 +29,9 @@ from burrow.preview.websocket import UpstreamRefused, relay_websocket
 from burrow.sandbox.backend import ErrorCode, Sandbox, SandboxError
 from burrow.services import Services
 
-COOKIE = "burrow_preview"
-TOKEN_PARAM = b"burrow_token"
-APP_COOKIES = (b"burrow_session", COOKIE.encode())  # never forwarded to a sandbox
 COOKIE_TTL_SECONDS = 12 * 3600
 OWNER_CACHE_SECONDS = 5.0  # a revoked owner loses access within this
 TIMEOUTS = {"connect": 30.0, "read": None, "write": None, "pool": 30.0}
-HOP_BY_HOP = frozenset(
-    {
-        b"connection",
-        b"keep-alive",
-        b"proxy-authenticate",
-        b"proxy-authorization",
-        b"proxy-connection",
-        b"te",
-        b"trailer",
-        b"trailers",
-        b"transfer-encoding",
-        b"upgrade",
-    }
-)
-NOT_FORWARDED = HOP_BY_HOP | {
-    b"authorization",
-    b"host",
-    b"x-forwarded-for",
-    b"x-forwarded-host",
-    b"x-forwarded-proto",
-}
-WEBSOCKET_OWN = frozenset(  # the upstream handshake makes its own
-    {b"sec-websocket-key", b"sec-websocket-version", b"sec-websocket-extensions"}
-    | {b"sec-websocket-protocol", b"content-length"}
-)
 
 
 class PreviewAccess(Protocol):
@@ -133,7 +105,7 @@ class PreviewProxy:
             return
         if scope["type"] not in ("http", "websocket"):
             return
-        host = _header(scope, b"host").decode("latin-1")
+        host = headers.header(scope, b"host").decode("latin-1")
         address = self.hosts.parse(host)
         if address is None:
             await _refuse(scope, send, pages.unknown_host())
@@ -156,7 +128,7 @@ class PreviewProxy:
     async def _admit(
         self, scope: Scope, address: PreviewAddress
     ) -> _Admitted | _Exchange | _Refused:
-        token = _query_param(scope.get("query_string", b""), TOKEN_PARAM)
+        token = headers.query_param(scope.get("query_string", b""), headers.TOKEN_PARAM)
         if token is not None:
             try:
                 grant = self.signer.verify("link", token)
@@ -171,9 +143,9 @@ class PreviewProxy:
             cookie = self.signer.mint(
                 "cookie", grant.user_id, grant.cid, grant.port, self.cookie_ttl
             )
-            return _Exchange(cookie, _without_token(scope))
+            return _Exchange(cookie, headers.without_token(scope))
         expired = False
-        for value in _cookies(scope, COOKIE.encode()):
+        for value in headers.cookies(scope, headers.COOKIE.encode()):
             try:
                 grant = self.signer.verify("cookie", value.decode("latin-1"))
             except TokenExpired:
@@ -202,8 +174,8 @@ class PreviewProxy:
     async def _exchange(self, send: Send, exchange: _Exchange) -> None:
         secure = "; Secure" if self.hosts.scheme == "https" else ""
         cookie = (
-            f"{COOKIE}={exchange.cookie}; Max-Age={int(self.cookie_ttl)}; Path=/; HttpOnly; "
-            f"SameSite=Lax{secure}"
+            f"{headers.COOKIE}={exchange.cookie}; Max-Age={int(self.cookie_ttl)}; Path=/; "
+            f"HttpOnly; SameSite=Lax{secure}"
         )
         await send(
             {
@@ -231,7 +203,7 @@ class PreviewProxy:
     async def _forward_http(
         self, scope: Scope, receive: Receive, send: Send, address: PreviewAddress, host: str
     ) -> None:
-        headers, body_framed = _upstream_headers(scope, host, self.hosts.scheme)
+        forwarded, body_framed = headers.upstream_headers(scope, host, self.hosts.scheme)
         body_done = asyncio.Event()
         request = httpcore.Request(
             scope["method"].encode(),
@@ -239,9 +211,9 @@ class PreviewProxy:
                 scheme=b"http",
                 host=address.cid.encode(),
                 port=address.port,
-                target=_target(scope),
+                target=headers.target(scope),
             ),
-            headers=headers,
+            headers=forwarded,
             content=_request_body(receive, body_done) if body_framed else b"",
             extensions={"timeout": TIMEOUTS},
         )
@@ -285,7 +257,7 @@ class PreviewProxy:
                 {
                     "type": "http.response.start",
                     "status": response.status,
-                    "headers": _response_headers(response.headers),
+                    "headers": headers.response_headers(response.headers),
                 }
             )
             stream = response.stream
@@ -310,14 +282,14 @@ class PreviewProxy:
         except SandboxError:
             await send({"type": "websocket.close", "code": 1011})
             return
-        headers = [
+        forwarded = [
             (name, value)
-            for name, value in _upstream_headers(scope, host, self.hosts.scheme)[0]
-            if name not in WEBSOCKET_OWN
+            for name, value in headers.upstream_headers(scope, host, self.hosts.scheme)[0]
+            if name not in headers.WEBSOCKET_OWN
         ]
-        url = f"ws://{host}{_target(scope).decode('latin-1')}"
+        url = f"ws://{host}{headers.target(scope).decode('latin-1')}"
         try:
-            await relay_websocket(scope, receive, send, stream, url, headers)
+            await relay_websocket(scope, receive, send, stream, url, forwarded)
         except (UpstreamRefused, OSError):
             await send({"type": "websocket.close", "code": 1011})
         finally:
@@ -358,101 +330,6 @@ async def _watch_disconnect(
     if not progress.complete:
         progress.browser_gone = True
         task.cancel()
-
-
-def _header(scope: Scope, name: bytes) -> bytes:
-    for key, value in scope["headers"]:
-        if key == name:
-            return bytes(value)
-    return b""
-
-
-def _cookies(scope: Scope, name: bytes) -> list[bytes]:
-    found: list[bytes] = []
-    for key, value in scope["headers"]:
-        if key == b"cookie":
-            for part in value.split(b";"):
-                cookie_name, _, cookie_value = part.strip().partition(b"=")
-                if cookie_name == name:
-                    found.append(cookie_value.strip(b'"'))
-    return found
-
-
-def _query_param(query: bytes, name: bytes) -> str | None:
-    for part in query.split(b"&"):
-        key, _, value = part.partition(b"=")
-        if key == name:
-            return value.decode("latin-1")
-    return None
-
-
-def _without_token(scope: Scope) -> bytes:
-    path = scope.get("raw_path") or scope["path"].encode()
-    kept = [
-        p
-        for p in scope.get("query_string", b"").split(b"&")
-        if p.partition(b"=")[0] not in (TOKEN_PARAM, b"")
-    ]
-    return bytes(path) + (b"?" + b"&".join(kept) if kept else b"")
-
-
-def _target(scope: Scope) -> bytes:
-    path = bytes(scope.get("raw_path") or scope["path"].encode())
-    query = scope.get("query_string", b"")
-    return path + b"?" + query if query else path
-
-
-def _upstream_headers(
-    scope: Scope, host: str, scheme: str
-) -> tuple[list[tuple[bytes, bytes]], bool]:
-    """The browser's headers minus hop-by-hop ones and Burrow's credentials, plus the
-    X-Forwarded ones; and whether the request has a body."""
-    listed = {token.strip().lower() for token in _header(scope, b"connection").split(b",") if token}
-    headers: list[tuple[bytes, bytes]] = [(b"host", host.encode("latin-1"))]
-    framed = False
-    for name, value in scope["headers"]:
-        if name == b"content-length":
-            framed = True
-        elif name == b"transfer-encoding":
-            framed = True
-            headers.append((b"transfer-encoding", b"chunked"))  # re-framed on this hop
-            continue
-        if name in NOT_FORWARDED or name in listed:
-            continue
-        if name == b"cookie":
-            value = _strip_app_cookies(value)
-            if not value:
-                continue
-        headers.append((name, value))
-    client = scope.get("client")
-    if client:
-        headers.append((b"x-forwarded-for", str(client[0]).encode()))
-    headers += [
-        (b"x-forwarded-host", host.encode("latin-1")),
-        (b"x-forwarded-proto", scheme.encode()),
-    ]
-    return headers, framed
-
-
-def _strip_app_cookies(value: bytes) -> bytes:
-    parts = [p.strip() for p in value.split(b";")]
-    return b"; ".join(p for p in parts if p and p.partition(b"=")[0].strip() not in APP_COOKIES)
-
-
-def _response_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    listed: set[bytes] = set()
-    for name, value in headers:
-        if name.lower() == b"connection":
-            listed |= {token.strip().lower() for token in value.split(b",")}
-    kept: list[tuple[bytes, bytes]] = []
-    for name, value in headers:
-        lower = name.lower()
-        if lower in HOP_BY_HOP or lower in listed:
-            continue
-        if lower == b"set-cookie" and value.partition(b"=")[0].strip() == COOKIE.encode():
-            continue  # the service may not replace the proxy's own cookie
-        kept.append((lower, value))
-    return kept
 
 
 def _unavailable(address: PreviewAddress, exc: SandboxError) -> _Refused:
