@@ -97,6 +97,14 @@ class PreviewProxy:
         self.signer = signer
         self.cookie_ttl = cookie_ttl
         self._pool = upstream_pool(self._open_tunnel)
+        # The preview is shown in an iframe of the app, another site (`localhost` and
+        # `*.preview.localhost` are different sites), where a Lax cookie is never sent.
+        # A partitioned cookie (CHIPS) is sent there, and only under the site that
+        # embedded it; it must be Secure, which https and *.localhost (a secure context)
+        # allow. A plain-http custom domain can only use Lax: there the app must be on
+        # the same site as the previews (burrow.lan and *.preview.lan).
+        secure_context = hosts.scheme == "https" or hosts.domain.endswith("localhost")
+        self._same_site = "SameSite=None; Secure; Partitioned" if secure_context else "SameSite=Lax"
         self._owners: dict[tuple[str, str], float] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -172,10 +180,9 @@ class PreviewProxy:
         return True
 
     async def _exchange(self, send: Send, exchange: _Exchange) -> None:
-        secure = "; Secure" if self.hosts.scheme == "https" else ""
         cookie = (
             f"{headers.COOKIE}={exchange.cookie}; Max-Age={int(self.cookie_ttl)}; Path=/; "
-            f"HttpOnly; SameSite=Lax{secure}"
+            f"HttpOnly; {self._same_site}"
         )
         await send(
             {

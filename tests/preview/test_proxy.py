@@ -24,7 +24,7 @@ async def test_http_server_through_the_signed_link_then_the_cookie(preview: Prev
     assert exchange.status_code == 303
     assert exchange.headers["location"] == "/index.html?a=1"  # the token is gone
     cookie_header = exchange.headers["set-cookie"]
-    for attribute in ("HttpOnly", "SameSite=Lax", "Path=/", "Max-Age="):
+    for attribute in ("HttpOnly", "SameSite=None", "Secure", "Partitioned", "Path=/", "Max-Age="):
         assert attribute in cookie_header
     assert "Domain" not in cookie_header  # host-only: this preview's origin alone
     cookie = cookie_header.split(";")[0].partition("=")[2]
