@@ -15,7 +15,9 @@ import httpcore
 from httpcore._async.interfaces import AsyncConnectionInterface
 
 OpenTunnel = Callable[[str, int], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
-READ_BYTES = 64 * 1024
+# httpcore asks for 64 KiB at a time; handing it what the tunnel has buffered (up to
+# this) makes a large body a quarter as many trips through h11 and the ASGI server.
+READ_BYTES = 256 * 1024
 
 
 class TunnelStream(httpcore.AsyncNetworkStream):
@@ -25,7 +27,7 @@ class TunnelStream(httpcore.AsyncNetworkStream):
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         async with asyncio.timeout(timeout):
-            return await self._reader.read(max_bytes)
+            return await self._reader.read(max(max_bytes, READ_BYTES))
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         if not buffer:
