@@ -135,8 +135,9 @@ async def test_steer_then_stop_the_run(tmp_path: Path, page: Page) -> None:
         steering = page.locator(".row-user", has_text="also add a README")
         await expect(steering.locator(".badge")).to_have_text("steering")
         await page.get_by_role("button", name="Stop", exact=True).click()
-        await expect(page.locator(".run-end")).to_contain_text("Stopped")
-        await expect(page.locator(".tool-card")).to_have_attribute("data-state", "error")
+        # The run ends canceled; the server may then answer the queued steering message.
+        await expect(page.locator(".run-end").first).to_contain_text("Stopped")
+        await expect(page.locator(".tool-card").first).to_have_attribute("data-state", "error")
         await shot(page, "5-stopped")
 
 
@@ -180,9 +181,8 @@ async def test_preview_shows_the_app_the_agent_started(tmp_path: Path, page: Pag
             "aria-selected", "true"
         )
         heading = page.frame_locator(".preview iframe").locator("h1")
-        await expect(heading).to_have_text(re.compile("Hello from Burrow|Open this preview"))
+        await expect(heading).to_have_text("Hello from Burrow", timeout=20_000)
         await shot(page, "7-preview")
-        framed = await heading.inner_text()
 
         # "Open" in a new tab: a top-level visit with a fresh signed link.
         async with page.context.expect_page() as popup_info:
@@ -190,13 +190,6 @@ async def test_preview_shows_the_app_the_agent_started(tmp_path: Path, page: Pag
         popup = await popup_info.value
         await expect(popup.locator("h1")).to_have_text("Hello from Burrow")
         await popup.screenshot(path=str(ARTIFACTS / "7-preview-new-tab.png"))
-
-        if framed != "Hello from Burrow":
-            pytest.skip(
-                "the preview proxy's cookie is SameSite=Lax, which Chromium does not send to a "
-                "cross-site iframe (the app's site is not *.preview.localhost); the new-tab "
-                "preview works"
-            )
 
 
 async def test_approval_card_allows_a_dangerous_call(tmp_path: Path, page: Page) -> None:

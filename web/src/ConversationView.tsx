@@ -131,9 +131,16 @@ export function ConversationView({
             mode={conversation?.approval_mode}
             onChanged={onChanged}
           />
-          <span className="header-meta muted" title="Sandbox">
-            sandbox {sandbox}
-          </span>
+          {!panelOpen && (
+            <span className={`header-meta ${sandbox === "failed" ? "error-text" : "muted"}`} title="Sandbox">
+              sandbox {sandbox}
+            </span>
+          )}
+          {sandbox === "failed" && (
+            <button type="button" onClick={() => void api.restartSandbox(cid).then(onChanged, onChanged)}>
+              Restart sandbox
+            </button>
+          )}
           <span className="header-meta muted" title={`${state.usage.prompt_tokens} prompt + ${state.usage.completion_tokens} completion tokens`}>
             {formatTokens(tokens)} tok · {formatCost(state.usage.cost)}
           </span>

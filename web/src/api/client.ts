@@ -105,6 +105,7 @@ export const api = {
   fileUrl: (cid: string, path: string) => `${conv(cid)}/files/content${q(path)}`,
   eventsUrl: (cid: string, after = 0) =>
     `${conv(cid)}/events${after > 0 ? `?after=${after}` : ""}`,
+  restartSandbox: (cid: string) => request<unknown>("POST", `${conv(cid)}/sandbox/restart`, {}),
   previews: (cid: string) => request<PreviewLink[]>("GET", `${conv(cid)}/previews`),
   createTerminal: (cid: string, cols: number, rows: number) =>
     request<{ terminal_id: string }>("POST", `${conv(cid)}/terminals`, { cols, rows }),

@@ -22,7 +22,7 @@ export function Composer({
     if (!el) return;
     el.style.height = "auto";
     el.style.height = `${Math.min(el.scrollHeight, 240)}px`;
-  }, [text]);
+  }, [text, running]);
 
   useEffect(() => box.current?.focus(), []);
 

@@ -56,6 +56,9 @@ export function SidePanel({
           </button>
         ))}
         <span className="spacer" />
+        <span className={`sandbox-state ${sandbox}`} title="The conversation's sandbox">
+          sandbox {sandbox}
+        </span>
         <button type="button" className="icon" aria-label="Close panel" title="Close panel" onClick={onClose}>
           ✕
         </button>

@@ -15,7 +15,7 @@ const Assistant = memo(function Assistant({ item }: { item: AssistantItem }) {
           <div className="thinking-text">{item.thinking}</div>
         </details>
       )}
-      {item.text && <Markdown text={item.text} />}
+      {item.text && <Markdown text={item.text} final={!item.streaming} />}
     </div>
   );
 });

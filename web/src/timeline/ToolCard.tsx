@@ -91,6 +91,7 @@ function Arguments({ item }: { item: ToolItem }) {
   if (item.name === "bash" && typeof a.command === "string" && !a.command.includes("\n")) {
     return null; // the one-line command is already the card's title
   }
+  if (Object.keys(a).every((k) => k === "path")) return null; // the path is the title
   let body: string;
   if (item.name === "write_file" && typeof a.content === "string") body = a.content;
   else if (item.name === "edit_file" && typeof a.old_text === "string")
