@@ -108,6 +108,16 @@ export function ConversationView({
 
   useEffect(() => onStatus(cid, status, sandbox), [cid, status, sandbox, onStatus]);
 
+  // The tab's title tells a person in another tab when the agent needs them or is done.
+  const title = conversation?.title;
+  useEffect(() => {
+    const mark = status === "waiting_approval" ? "◆ " : status === "running" ? "● " : "";
+    document.title = `${mark}${title ?? "Conversation"} · Burrow`;
+    return () => {
+      document.title = "Burrow";
+    };
+  }, [status, title]);
+
   const tokens = state.usage.prompt_tokens + state.usage.completion_tokens;
   return (
     <div className={`workspace ${panelOpen ? "with-panel" : ""}`}>
