@@ -103,7 +103,6 @@ export function ConversationView({
       sentInitial.current = true;
       void send(initialMessage);
     }
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [initialMessage]);
 
   useEffect(() => onStatus(cid, status, sandbox), [cid, status, sandbox, onStatus]);

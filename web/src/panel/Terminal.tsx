@@ -125,7 +125,6 @@ export default function Terminals({ cid }: { cid: string }) {
     return () => {
       live = false;
     };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [cid]);
 
   const close = async (tid: string) => {

@@ -128,7 +128,7 @@ export function Timeline({
     );
     observer.observe(el);
     return () => observer.disconnect();
-  });
+  }, [start]);
 
   useEffect(() => {
     const el = scroller.current;
