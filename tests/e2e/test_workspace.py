@@ -155,6 +155,17 @@ async def test_terminal_runs_echo(tmp_path: Path, page: Page) -> None:
         await expect(output_line.first).to_be_visible()
         await shot(page, "6-terminal")
 
+        # A second shell, then back: the first one's scrollback comes back on reattach.
+        await page.get_by_role("button", name="New terminal").click()
+        await expect(page.get_by_role("tab", name="Shell 2")).to_have_attribute(
+            "aria-selected", "true"
+        )
+        await expect(page.locator(".terminal-view[data-link=open]")).to_be_visible()
+        await expect(output_line).to_have_count(0)
+        await page.get_by_role("tab", name="Shell 1").click()
+        await expect(page.locator(".xterm-rows")).to_contain_text("echo hi")
+        await expect(output_line.first).to_be_visible()
+
 
 async def test_preview_shows_the_app_the_agent_started(tmp_path: Path, page: Page) -> None:
     if "preview" not in default_tools():
