@@ -43,6 +43,8 @@ function ApprovalModeSelect({
   );
 }
 
+const narrow = window.matchMedia("(max-width: 1100px)");
+
 const STATUS_TEXT: Record<RunStatus, string> = {
   idle: "Idle",
   running: "Running",
@@ -72,7 +74,13 @@ export function ConversationView({
   const status = runStatus(state);
   const sandbox =
     state.sandbox.status !== "none" ? state.sandbox.status : (conversation?.sandbox_status ?? "none");
-  const [panelOpen, setPanelOpen] = useState(() => window.innerWidth >= 1100);
+  const [panelOpen, setPanelOpen] = useState(() => !narrow.matches);
+  // Beside the conversation when there is room; closed when the window gets narrow.
+  useEffect(() => {
+    const onChange = () => setPanelOpen(!narrow.matches);
+    narrow.addEventListener("change", onChange);
+    return () => narrow.removeEventListener("change", onChange);
+  }, []);
   const [tab, setTab] = useState<Tab>("files");
   const lastPreview = useRef<string | null>(null);
 

@@ -100,8 +100,19 @@ export const api = {
       decision,
     }),
   files: (cid: string, path: string) => request<FileEntry[]>("GET", `${conv(cid)}/files${q(path)}`),
-  fileText: (cid: string, path: string) =>
-    request<string>("GET", `${conv(cid)}/files/content${q(path)}`),
+  /** The file's text, or null when the server says it is binary. */
+  fileText: async (cid: string, path: string): Promise<string | null> => {
+    const response = await fetch(`${conv(cid)}/files/content${q(path)}`);
+    if (!response.ok) {
+      const payload = (await response.json().catch(() => ({}))) as {
+        error?: { code: string; message: string };
+      };
+      const error = payload.error ?? { code: "http_error", message: `HTTP ${response.status}` };
+      throw new ApiError(response.status, error.code, error.message);
+    }
+    if (!(response.headers.get("content-type") ?? "").startsWith("text/")) return null;
+    return response.text();
+  },
   fileUrl: (cid: string, path: string) => `${conv(cid)}/files/content${q(path)}`,
   eventsUrl: (cid: string, after = 0) =>
     `${conv(cid)}/events${after > 0 ? `?after=${after}` : ""}`,

@@ -86,7 +86,11 @@ function Viewer({ cid, entry, version }: { cid: string; entry: FileEntry; versio
       return;
     }
     api.fileText(cid, entry.path).then(
-      (t) => live && setText(typeof t === "string" ? t : JSON.stringify(t, null, 2)),
+      (t) => {
+        if (!live) return;
+        if (t === null) setError("A binary file: download it to open it.");
+        else setText(t);
+      },
       (e: unknown) => live && setError(e instanceof Error ? e.message : String(e)),
     );
     return () => {
