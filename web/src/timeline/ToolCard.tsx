@@ -4,6 +4,7 @@ import { formatDuration } from "../format";
 import type { OutputChunk, ToolItem } from "./reducer";
 
 const TAIL_LINES = 120;
+const QUIET_TOOLS = new Set(["write_file", "edit_file", "read_file"]);
 const TAIL_CHARS = 12_000;
 
 function args(item: ToolItem): Record<string, unknown> {
@@ -110,7 +111,9 @@ function Arguments({ item }: { item: ToolItem }) {
 export const ToolCard = memo(function ToolCard({ item }: { item: ToolItem }) {
   const r = item.result;
   const state = !r ? "running" : r.isError ? "error" : "ok";
-  const [open, setOpen] = useState(true);
+  // null: open while it runs or when it failed; file tools fold away once they succeed.
+  const [chosen, setOpen] = useState<boolean | null>(null);
+  const open = chosen ?? (!r || r.isError || !QUIET_TOOLS.has(item.name));
   return (
     <article className={`tool-card ${state}`} data-call-id={item.callId} data-state={state}>
       <header>
