@@ -146,6 +146,9 @@ export function App() {
       {error && (
         <div className="toast error-text" role="alert">
           {error}
+          <button type="button" className="icon" aria-label="Dismiss" onClick={() => setError(null)}>
+            ✕
+          </button>
         </div>
       )}
       {activeId ? (
