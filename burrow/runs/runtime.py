@@ -35,6 +35,10 @@ class _Active:
     run_id: str
     task: asyncio.Task[None] | None = None
     run: AgentRun | None = None
+    stopping: bool = False  # interrupted: it is closing its calls and will not continue
+    done: asyncio.Future[None] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )  # set after the run's last event and its follow-up decision
 
 
 @dataclass
@@ -74,20 +78,31 @@ class Runtime:
         return active.run_id if active else None
 
     async def send(self, cid: str, content: str) -> tuple[str, int]:
-        """Journal a user message and start a run, or steer the active one. -> (run_id, seq)"""
-        async with self._locks[cid]:
-            active = self._active.get(cid)
-            if active is not None:
+        """Journal a user message and start a run, or steer the active one. -> (run_id, seq)
+
+        A message sent while a run is being stopped waits for it to end and starts the next
+        run: what comes after Stop is a new request, not steering of what was stopped.
+        """
+        while True:
+            stopping = self._active.get(cid)
+            if stopping is not None and stopping.stopping:
+                await asyncio.wait({stopping.done})
+                continue
+            async with self._locks[cid]:
+                active = self._active.get(cid)
+                if active is not None and active.stopping:
+                    continue  # stopped while we waited for the lock
+                if active is not None:
+                    [event] = await self.journal.append(
+                        cid, ev.user_message(content, steering=True, run_id=active.run_id)
+                    )
+                    return active.run_id, event.seq
+                run_id = f"r_{secrets.token_hex(8)}"
                 [event] = await self.journal.append(
-                    cid, ev.user_message(content, steering=True, run_id=active.run_id)
+                    cid, ev.user_message(content, steering=False, run_id=run_id)
                 )
-                return active.run_id, event.seq
-            run_id = f"r_{secrets.token_hex(8)}"
-            [event] = await self.journal.append(
-                cid, ev.user_message(content, steering=False, run_id=run_id)
-            )
-            self._start(cid, run_id)
-            return run_id, event.seq
+                self._start(cid, run_id)
+                return run_id, event.seq
 
     def _start(self, cid: str, run_id: str) -> None:
         active = _Active(run_id)
@@ -117,7 +132,10 @@ class Runtime:
                 await active.run.execute()
                 self._keep_context(cid, context)
         finally:
-            await self._after_run(cid, active)
+            try:
+                await self._after_run(cid, active)
+            finally:
+                active.done.set_result(None)
 
     def _keep_context(self, cid: str, context: ModelContext) -> None:
         self._contexts[cid] = context
@@ -128,8 +146,8 @@ class Runtime:
         async with self._locks[cid]:
             if self._active.get(cid) is active:
                 del self._active[cid]
-            if self._closing or active.run is None:
-                return
+            if self._closing or active.run is None or active.stopping:
+                return  # after Stop, steering the stopped run had is not answered
             # A message that arrived while the run was ending is answered by a new run.
             later = await self.journal.read(cid, active.run.context.last_seq)
             if any(e.type == EventType.USER_MESSAGE for e in later):
@@ -140,8 +158,9 @@ class Runtime:
         active = self._active.get(cid)
         if active is None or active.task is None:
             return False
+        active.stopping = True
         active.task.cancel()
-        await asyncio.wait({active.task})
+        await asyncio.wait({active.done})
         return True
 
     async def delete(self, cid: str) -> None:

@@ -94,3 +94,31 @@ async def test_interrupt_without_a_run_is_accepted(tmp_path: Path) -> None:
         response = await srv.client.post(f"/api/conversations/{cid}/interrupt", json={})
         assert response.status_code == 202
         assert response.json()["run_id"] is None
+
+
+async def test_stop_drops_queued_steering_and_the_next_message_starts_a_new_run(
+    tmp_path: Path,
+) -> None:
+    provider = ScriptedProvider(
+        [
+            ScriptedTurn(tool_calls=[("bash", {"command": "echo busy; sleep 30"})]),
+            ScriptedTurn(text="A fresh answer."),
+        ]
+    )
+    async with running_server(tmp_path, lambda: provider) as srv:
+        cid = await srv.create_conversation()
+        run = await srv.send(cid, "work")
+        await srv.wait_for(cid, lambda e: e["type"] == "tool.output")
+        steer = await srv.send(cid, "also do this")
+        assert steer["run_id"] == run["run_id"]
+        await _interrupt(srv, cid)
+        await srv.run_finished(cid, run["run_id"])
+        assert srv.services.runtime.active_run(cid) is None  # the steering is not answered
+        assert len(provider.requests) == 1
+
+        after = await srv.send(cid, "now this instead")
+        assert after["run_id"] != run["run_id"]
+        assert (await srv.run_finished(cid, after["run_id"]))["data"]["status"] == "completed"
+        users = [m.content for m in provider.requests[1] if m.role == "user"]
+        assert users == ["work", "also do this", "now this instead"]
+        assert_paired(await srv.events(cid))
