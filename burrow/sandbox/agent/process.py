@@ -12,34 +12,22 @@ from __future__ import annotations
 import os
 import selectors
 import signal
-import socket
 import subprocess
 import time
 from typing import Any
 
 from . import protocol
 from .files import AgentError
+from .request import Request
 
 CHUNK_BYTES = 64 * 1024
 AFTER_EXIT_READ_LIMIT = 4 << 20  # output still buffered when the command exits
 RESULT_FILE_LIMIT = 64 * 1024
 
 
-class Execution:
-    def __init__(
-        self,
-        conn: socket.socket,
-        decoder: protocol.FrameDecoder,
-        backlog: list[protocol.Frame],
-        header: dict[str, Any],
-        workspace_root: str,
-    ) -> None:
-        self.conn = conn
-        self.decoder = decoder
-        self.backlog = backlog  # frames that arrived together with the spawn request
-        self.header = header
-        self.workspace_root = workspace_root
-        self.host_connected = True
+class Execution(Request):
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
         self.stdin_buffer = bytearray()
         self.stdin_eof = False
 
@@ -134,14 +122,6 @@ class Execution:
         except OSError as exc:
             raise AgentError("internal", f"Could not start {argv[0]}: {exc}") from None
 
-    def _send(self, data: bytes) -> None:
-        if not self.host_connected:
-            return
-        try:
-            self.conn.sendall(data)
-        except OSError:
-            self.host_connected = False  # the host left; the loop kills the group
-
     def _forward(self, selector: selectors.BaseSelector, fd: int, kind: str) -> None:
         try:
             data = os.read(fd, CHUNK_BYTES)
@@ -169,14 +149,9 @@ class Execution:
                 self._send(protocol.encode_frame(kind, data))
 
     def _read_host(self, selector: selectors.BaseSelector, proc: subprocess.Popen[bytes]) -> None:
-        try:
-            data = self.conn.recv(CHUNK_BYTES)
-            frames = self.decoder.feed(data) if data else []
-        except (OSError, protocol.ProtocolError):
-            data = b""
-        if not data:
+        frames = self._receive()
+        if frames is None:
             # The host hung up (its exec iterator was closed or cancelled): stop the command.
-            self.host_connected = False
             selector.unregister(self.conn)
             self._kill_group(proc, signal.SIGKILL)
             return

@@ -12,13 +12,13 @@ import fcntl
 import os
 import selectors
 import signal
-import socket
 import struct
 import termios
 import time
 
 from . import protocol
 from .files import AgentError
+from .request import Request
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,22 +37,10 @@ def _winsize(header: dict[str, Any]) -> bytes:
     return struct.pack("HHHH", rows, cols, 0, 0)
 
 
-class Terminal:
-    def __init__(
-        self,
-        conn: socket.socket,
-        decoder: protocol.FrameDecoder,
-        backlog: list[protocol.Frame],
-        header: dict[str, Any],
-        workspace_root: str,
-    ) -> None:
-        self.conn = conn
-        self.decoder = decoder
-        self.backlog = backlog
-        self.header = header
-        self.workspace_root = workspace_root
+class Terminal(Request):
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
         self.input = bytearray()
-        self.host_connected = True
 
     def run(self) -> None:
         winsize = _winsize(self.header)
@@ -154,13 +142,8 @@ class Terminal:
             self.input.clear()
 
     def _read_host(self, pid: int, master: int) -> bool:
-        try:
-            data = self.conn.recv(CHUNK_BYTES)
-            frames = self.decoder.feed(data) if data else []
-        except (OSError, protocol.ProtocolError):
-            data = b""
-        if not data:
-            self.host_connected = False
+        frames = self._receive()
+        if frames is None:
             return False
         for frame in frames:
             self._on_frame(frame, pid, master)
@@ -183,11 +166,3 @@ class Terminal:
             os.killpg(pid, signum)
         except (ProcessLookupError, PermissionError):
             pass
-
-    def _send(self, data: bytes) -> None:
-        if not self.host_connected:
-            return
-        try:
-            self.conn.sendall(data)
-        except OSError:
-            self.host_connected = False
