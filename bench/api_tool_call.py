@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import BENCH_PASSWORD, free_port, p50, pct, report
+from bench.common import BENCH_PASSWORD, p50, pct, report, spawn_serve, wait_healthy
 
 COMMAND = "pwd && ls"
 RUNS = 60
@@ -42,31 +40,9 @@ def start_server(data: Path) -> tuple[subprocess.Popen[bytes], str]:
     turn = {"tool_calls": [{"name": "bash", "arguments": {"command": COMMAND}}]}
     script = data / "script.json"
     script.write_text(json.dumps([turn, {"text": "ok"}] * (RUNS + WARMUP)))
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "burrow.cli",
-            "serve",
-            "--port",
-            str(port),
-            "--data-dir",
-            str(data),
-            "--model",
-            f"scripted:{script}",
-        ],
-        env={**os.environ, "BURROW_ADMIN_PASSWORD": BENCH_PASSWORD},
-    )
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(400):
-        try:
-            with urllib.request.urlopen(f"{base}/api/health", timeout=1):
-                return server, base
-        except OSError:
-            time.sleep(0.025)
-    server.kill()
-    raise RuntimeError("burrow serve did not start")
+    server, base = spawn_serve(data, f"scripted:{script}", quiet=True)
+    wait_healthy(server, base, poll=0.025)
+    return server, base
 
 
 async def main() -> None:

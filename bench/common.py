@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
 import statistics
+import subprocess
+import sys
+import time
+import urllib.request
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -78,3 +83,34 @@ async def serve_in_process(
     finally:
         server.should_exit = True
         await serving
+
+
+def healthy(base: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{base}/api/health", timeout=1) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def spawn_serve(
+    data_dir: Path, model: str, *, quiet: bool = False
+) -> tuple[subprocess.Popen[bytes], str]:
+    """A `burrow serve` child process (not yet waited for) and its base URL."""
+    port = free_port()
+    # Its own free port for the preview listener too (port + 1 may be taken).
+    command = [sys.executable, "-m", "burrow.cli", "serve", "--port", str(port)]
+    command += ["--preview-port", str(free_port())]
+    command += ["--data-dir", str(data_dir), "--model", model]
+    out = subprocess.DEVNULL if quiet else None
+    env = {**os.environ, "BURROW_ADMIN_PASSWORD": BENCH_PASSWORD}
+    return subprocess.Popen(command, env=env, stdout=out, stderr=out), f"http://127.0.0.1:{port}"
+
+
+def wait_healthy(server: subprocess.Popen[bytes], base: str, poll: float = 0.005) -> None:
+    deadline = time.monotonic() + 30
+    while not healthy(base):
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            raise RuntimeError("burrow serve did not become healthy")
+        time.sleep(poll)

@@ -9,49 +9,20 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import free_port, p50, report
+from bench.common import p50, report, spawn_serve, wait_healthy
 
 RUNS = 5
 
 
-def healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
-
-
 def start_to_healthy(data_dir: Path) -> float:
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/api/health"
     begin = time.perf_counter()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "burrow.cli",
-            "serve",
-            "--port",
-            str(port),
-            "--data-dir",
-            str(data_dir),
-            "--model",
-            "demo",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    server, base = spawn_serve(data_dir, "demo", quiet=True)
     try:
-        while not healthy(url):
-            if server.poll() is not None:
-                raise RuntimeError("burrow serve exited")
-            time.sleep(0.005)
+        wait_healthy(server, base)
         return time.perf_counter() - begin
     finally:
         server.terminate()

@@ -43,7 +43,9 @@ def serve_process(data_dir: Path, model: str) -> Iterator[tuple[subprocess.Popen
     """
     port = free_port()
     env = {**os.environ, "BURROW_ADMIN_PASSWORD": ADMIN_PASSWORD}
+    # Its own free port for the preview listener too (port + 1 may be taken).
     command = [sys.executable, "-m", "burrow.cli", "serve", "--port", str(port)]
+    command += ["--preview-port", str(free_port())]
     command += ["--data-dir", str(data_dir), "--model", model]
     process = subprocess.Popen(command, env=env)
     base = f"http://127.0.0.1:{port}"
