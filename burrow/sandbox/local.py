@@ -216,7 +216,11 @@ class LocalSandbox:
             await self.disk.mount()
         self.socket_path.unlink(missing_ok=True)
         if plan.limits is not None:
-            self.cgroup = cgroups.SandboxCgroup(_short_hash(self.id), plan.limits)
+            # Named after the workspace's host path: unique per data directory too, so two
+            # servers (or test runs) on one host never share a cgroup.
+            self.cgroup = cgroups.SandboxCgroup(
+                _short_hash(str(self.workspace_dir.resolve())), plan.limits
+            )
             await asyncio.to_thread(self.cgroup.create)
 
     async def _start_egress(self, info_read: int) -> None:
@@ -547,5 +551,5 @@ def _checked_id(sandbox_id: str) -> str:
     return sandbox_id
 
 
-def _short_hash(sandbox_id: str) -> str:
-    return hashlib.sha256(sandbox_id.encode()).hexdigest()[:16]
+def _short_hash(name: str) -> str:
+    return hashlib.sha256(name.encode()).hexdigest()[:16]
