@@ -72,7 +72,8 @@ pytest: setup
 test: lint typecheck webtest chromium pytest
 
 bench: setup
-	@for b in bench/*.py; do echo "== $$b"; $(VENV)/bin/python $$b || exit 1; done
+	@for b in bench/*.py; do case $$b in *common.py) continue;; esac; \
+		echo "== $$b"; $(VENV)/bin/python $$b || exit 1; done
 
 clean:
 	rm -rf .venv .uv .mypy_cache .ruff_cache .pytest_cache
