@@ -111,6 +111,10 @@ async def test_another_users_conversation_answers_404_everywhere(tmp_path: Path)
                 ("GET", f"{base}/files/content?path=x", None),
                 ("GET", f"{base}/sandbox", None),
                 ("POST", f"{base}/sandbox/restart", {}),
+                ("POST", f"{base}/terminals", {"cols": 80, "rows": 24}),
+                ("GET", f"{base}/terminals", None),
+                ("DELETE", f"{base}/terminals/t_x", None),
+                ("GET", f"{base}/previews", None),
             ]
             for method, path, body in attempts:
                 response = await bob.request(method, path, json=body)
