@@ -50,11 +50,27 @@ class ApprovalGate:
         self._store = store
         self._conversations = conversations
         self._waiting: dict[str, tuple[str, asyncio.Future[Decision]]] = {}
+        # Modes read once per conversation; `mode_changed` keeps them current. (With several
+        # replicas this needs a notification, like the event fan-out: docs/scale-out.md.)
+        self._modes: dict[str, str] = {}
+
+    def mode_changed(self, cid: str, mode: str | None) -> None:
+        """The conversation's mode changed (None: it was deleted)."""
+        if mode is None:
+            self._modes.pop(cid, None)
+        else:
+            self._modes[cid] = mode
+
+    async def _mode(self, cid: str) -> str:
+        mode = self._modes.get(cid)
+        if mode is None:
+            conversation = await self._conversations.get(cid)
+            mode = conversation.approval_mode if conversation else "ask"
+            self._modes[cid] = mode
+        return mode
 
     async def review(self, cid: str, tool: str, arguments: dict[str, Any]) -> Verdict:
-        conversation = await self._conversations.get(cid)
-        mode = conversation.approval_mode if conversation else "ask"
-        verdict = policy(mode, assess(tool, arguments))
+        verdict = policy(await self._mode(cid), assess(tool, arguments))
         if verdict.action == "ask":
             grant = await self._store.grant_for(cid, tool, arguments_digest(arguments))
             if grant is not None:

@@ -34,6 +34,10 @@ def user_message(content: str, *, steering: bool, run_id: str | None) -> NewEven
     return make(EventType.USER_MESSAGE, run_id, content=content, steering=steering)
 
 
+def run_started(run_id: str) -> NewEvent:
+    return make(EventType.RUN_STARTED, run_id, run_id=run_id)
+
+
 def tool_finished(
     run_id: str,
     call_id: str,

@@ -121,8 +121,10 @@ class AgentRun:
     async def _emit(self, *batch: Any) -> None:
         await self.env.journal.append(self.cid, *batch)
 
-    async def execute(self) -> str:
-        await self._emit(ev.make(EventType.RUN_STARTED, self.run_id, run_id=self.run_id))
+    async def execute(self, *, announced: bool = False) -> str:
+        """Run to the end; `announced`: run.started is already in the journal."""
+        if not announced:
+            await self._emit(ev.run_started(self.run_id))
         status: Literal["completed", "failed", "canceled"] = "completed"
         error: str | None = None
         try:

@@ -18,7 +18,7 @@ from burrow.runs import events as ev
 from burrow.runs.approvals import ApprovalGate
 from burrow.runs.context import ModelContext
 from burrow.runs.events import EventType
-from burrow.runs.journal import Journal
+from burrow.runs.journal import Journal, Subscription
 from burrow.runs.loop import AgentRun, LoopConfig, RunEnv
 from burrow.runs.sandboxes import SandboxPool
 from burrow.store.conversations import ConversationStore
@@ -98,44 +98,68 @@ class Runtime:
                     )
                     return active.run_id, event.seq
                 run_id = f"r_{secrets.token_hex(8)}"
-                [event] = await self.journal.append(
-                    cid, ev.user_message(content, steering=False, run_id=run_id)
+                # The message and the start of its run go out in one commit.
+                event, _ = await self.journal.append(
+                    cid,
+                    ev.user_message(content, steering=False, run_id=run_id),
+                    ev.run_started(run_id),
                 )
-                self._start(cid, run_id)
+                self._start(cid, run_id, announced=True)
                 return run_id, event.seq
 
-    def _start(self, cid: str, run_id: str) -> None:
+    def _start(self, cid: str, run_id: str, *, announced: bool = False) -> None:
         active = _Active(run_id)
         self._active[cid] = active
-        active.task = asyncio.create_task(self._run(cid, active), name=f"run {run_id}")
+        run = self._run(cid, active, announced)
+        active.task = asyncio.create_task(run, name=f"run {run_id}")
 
-    async def _run(self, cid: str, active: _Active) -> None:
+    async def _run(self, cid: str, active: _Active, announced: bool) -> None:
         try:
             with self.journal.subscribe(cid) as feed:
-                # The projection of earlier runs is kept, so a run only reads what is new.
-                context = self._contexts.pop(cid, None) or ModelContext()
-                for event in await self.journal.read(cid, context.last_seq):
-                    context.apply(event)
-                env = RunEnv(
-                    journal=self.journal,
-                    provider=_LazyProvider(self._provider),
-                    tools=self.tools,
-                    sandbox=lambda: self.sandboxes.get(cid),
-                    shell=self._shells.setdefault(cid, ShellState()),
-                    limits=self.options.limits,
-                    pricing=self.options.pricing,
-                    config=self.options.loop,
-                    approvals=self.approvals,
-                    preview_url=self.options.preview_url,
-                )
-                active.run = AgentRun(env, cid, active.run_id, context, feed)
-                await active.run.execute()
-                self._keep_context(cid, context)
+                try:
+                    active.run = await self._prepare(cid, active.run_id, feed)
+                except (Exception, asyncio.CancelledError) as exc:
+                    await self._abort(cid, active.run_id, announced, exc)
+                    return
+                await active.run.execute(announced=announced)
+                self._keep_context(cid, active.run.context)
         finally:
             try:
                 await self._after_run(cid, active)
             finally:
                 active.done.set_result(None)
+
+    async def _abort(self, cid: str, run_id: str, announced: bool, exc: BaseException) -> None:
+        """The run could not even begin: still end it, so run.started stays paired."""
+        if isinstance(exc, asyncio.CancelledError):
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            status, error = "canceled", None
+        else:
+            log.exception("run %s of %s could not start", run_id, cid)
+            status, error = "failed", f"Internal error: {type(exc).__name__}: {exc}"
+        if announced:
+            await self.journal.append(cid, ev.run_finished(run_id, status, error, {}))
+
+    async def _prepare(self, cid: str, run_id: str, feed: Subscription) -> AgentRun:
+        # The projection of earlier runs is kept, so a run only reads what is new.
+        context = self._contexts.pop(cid, None) or ModelContext()
+        for event in await self.journal.read(cid, context.last_seq):
+            context.apply(event)
+        env = RunEnv(
+            journal=self.journal,
+            provider=_LazyProvider(self._provider),
+            tools=self.tools,
+            sandbox=lambda: self.sandboxes.get(cid),
+            shell=self._shells.setdefault(cid, ShellState()),
+            limits=self.options.limits,
+            pricing=self.options.pricing,
+            config=self.options.loop,
+            approvals=self.approvals,
+            preview_url=self.options.preview_url,
+        )
+        return AgentRun(env, cid, run_id, context, feed)
 
     def _keep_context(self, cid: str, context: ModelContext) -> None:
         self._contexts[cid] = context
@@ -170,6 +194,7 @@ class Runtime:
         await self.sandboxes.destroy(cid)
         self._shells.pop(cid, None)
         self._contexts.pop(cid, None)
+        self.approvals.mode_changed(cid, None)
         self._locks.pop(cid, None)
 
     async def recover(self) -> int:

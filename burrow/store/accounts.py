@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
@@ -41,9 +42,16 @@ class TokenInfo:
     created_at: datetime
 
 
+SESSION_CACHE_SECONDS = 10.0
+
+
 class AccountStore:
     def __init__(self, db: Database) -> None:
         self._db = db
+        # Every request looks its caller up: a verified token is remembered briefly. Logout
+        # here forgets it at once; with several replicas another one may accept it for up
+        # to SESSION_CACHE_SECONDS more.
+        self._verified: dict[tuple[str, str], tuple[User, float]] = {}
 
     async def create_user(self, username: str, password: str, *, is_admin: bool = False) -> User:
         password_hash = _hasher.hash(password)
@@ -100,10 +108,22 @@ class AccountStore:
         return token
 
     async def user_for(self, token: str, kind: TokenKind) -> User | None:
+        key = (token_digest(token), kind)
+        cached = self._verified.get(key)
+        if cached is not None and cached[1] > time.monotonic():
+            return cached[0]
+        user = await self._lookup(key[0], kind)
+        if user is not None:
+            if len(self._verified) > 10_000:
+                self._verified.clear()
+            self._verified[key] = (user, time.monotonic() + SESSION_CACHE_SECONDS)
+        return user
+
+    async def _lookup(self, digest: str, kind: TokenKind) -> User | None:
         query = (
             sa.select(users, sessions.c.expires_at)
             .join(sessions, sessions.c.user_id == users.c.id)
-            .where(sessions.c.token_hash == token_digest(token), sessions.c.kind == kind)
+            .where(sessions.c.token_hash == digest, sessions.c.kind == kind)
         )
         row = await self._db.run(lambda conn: conn.execute(query).first())
         if row is None:
@@ -116,10 +136,17 @@ class AccountStore:
         return User(id=row.id, username=row.username, is_admin=row.is_admin)
 
     async def revoke(self, token: str) -> None:
-        query = sessions.delete().where(sessions.c.token_hash == token_digest(token))
+        digest = token_digest(token)
+        self._forget(digest)
+        query = sessions.delete().where(sessions.c.token_hash == digest)
         await self._db.run(lambda conn: conn.execute(query))
 
+    def _forget(self, digest: str) -> None:
+        for kind in ("session", "api"):
+            self._verified.pop((digest, kind), None)
+
     async def revoke_api_token(self, user_id: str, token_hash: str) -> bool:
+        self._forget(token_hash)
         query = sessions.delete().where(
             sessions.c.token_hash == token_hash,
             sessions.c.user_id == user_id,

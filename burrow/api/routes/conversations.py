@@ -48,6 +48,8 @@ async def update_conversation(
     await svc.conversations.update(
         conversation.id, title=body.title, approval_mode=body.approval_mode
     )
+    if body.approval_mode is not None:
+        svc.runtime.approvals.mode_changed(conversation.id, body.approval_mode)
     renamed = await svc.conversations.get(conversation.id)
     if renamed is None:
         raise not_found(f"Conversation {conversation.id}")
