@@ -25,6 +25,7 @@ from burrow.llm.base import (
     TextDelta,
     ThinkingDelta,
     ToolCallDelta,
+    ToolSpec,
     Usage,
 )
 from burrow.runs import events as ev
@@ -116,9 +117,8 @@ class AgentRun:
         self._prompt_tokens = 0
         self._completion_tokens = 0
         self._cost = 0.0
-        self.answered_seq = 0  # the journal position of the last model request
 
-    async def _emit(self, *batch: Any) -> None:
+    async def _emit(self, *batch: NewEvent) -> None:
         await self.env.journal.append(self.cid, *batch)
 
     async def execute(self, *, announced: bool = False) -> str:
@@ -161,7 +161,6 @@ class AgentRun:
         for _ in range(self.env.config.max_steps):
             await self._catch_up()
             seen_user_messages = self.context.user_messages
-            self.answered_seq = self.context.last_seq
             messages = [Message(role="system", content=self.env.config.system_prompt)]
             messages.extend(self.context.messages)
             answer = await self._ask(messages, specs)
@@ -187,7 +186,7 @@ class AgentRun:
             "Send a message to continue."
         )
 
-    async def _ask(self, messages: list[Message], specs: list[Any]) -> _Answer:
+    async def _ask(self, messages: list[Message], specs: list[ToolSpec]) -> _Answer:
         answer = _Answer()
         self._partial = answer
         stream = self.env.provider.stream(messages, specs)
@@ -212,7 +211,7 @@ class AgentRun:
                     break
         return answer
 
-    def _assistant_message(self, answer: _Answer, calls: list[dict[str, str]]) -> Any:
+    def _assistant_message(self, answer: _Answer, calls: list[dict[str, str]]) -> NewEvent:
         shown = []
         for call in calls:
             parsed, _ = parse_arguments(call["name"], call["arguments"])
@@ -231,7 +230,7 @@ class AgentRun:
             tool_calls=shown,
         )
 
-    def _usage_event(self, answer: _Answer) -> Any:
+    def _usage_event(self, answer: _Answer) -> NewEvent:
         cost = self.env.pricing.cost(answer.usage)
         self._prompt_tokens += answer.usage.prompt_tokens
         self._completion_tokens += answer.usage.completion_tokens
@@ -318,7 +317,7 @@ class AgentRun:
         )
         return "Denied by the user." if decision == "deny" else None
 
-    def _tool_side_events(self, result: ToolResult) -> list[Any]:
+    def _tool_side_events(self, result: ToolResult) -> list[NewEvent]:
         preview = result.extra.get("preview")
         if isinstance(preview, dict):
             return [ev.make(EventType.PREVIEW_OPENED, self.run_id, **preview)]
@@ -347,7 +346,7 @@ class AgentRun:
 
     async def _close(self, status: str, error: str | None) -> None:
         """Pair every open call and end the run; runs on every exit path."""
-        closing: list[Any] = [*await self._out.take(), *self._take_answer_events()]
+        closing: list[NewEvent] = [*await self._out.take(), *self._take_answer_events()]
         if self._partial is not None and (self._partial.text or self._partial.thinking):
             # Keep what was streamed before the stop in the model's memory, without the
             # half-formed tool calls.
