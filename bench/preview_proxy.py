@@ -24,19 +24,20 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+import typing
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import httpcore
 import uvicorn
 import uvloop
+from httpcore._async.interfaces import AsyncConnectionInterface
 
 from bench.common import free_port, report
 from burrow.preview.hosts import PreviewHosts
 from burrow.preview.proxy import PreviewProxy
 from burrow.preview.tokens import PreviewSigner
-from burrow.preview.upstream import upstream_pool
 from burrow.sandbox.backend import Sandbox
 from burrow.sandbox.client import AgentClient
 from burrow.sandbox.local import LocalBackend
@@ -48,6 +49,126 @@ CID, PORT = "c_bench", 8000
 WARM_UP = 20
 
 Get = Callable[[str], Awaitable[bytes]]
+
+
+# The load generator's HTTP client, the same both ways: httpcore with its pool
+# bookkeeping made linear, over asyncio streams (sandbox tunnels, or TCP to the proxy).
+# With stock httpcore (anyio streams, quadratic pool) for the proxied way only, the load
+# generator itself, at 100% of a core, was what limited the proxied requests/s.
+# (The preview proxy used all this until it got its own client.)
+
+OpenTunnel = Callable[[str, int], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
+READ_BYTES = 256 * 1024
+
+
+class TunnelStream(httpcore.AsyncNetworkStream):
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        async with asyncio.timeout(timeout):
+            return await self._reader.read(max(max_bytes, READ_BYTES))
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        if not buffer:
+            return
+        self._writer.write(buffer)
+        async with asyncio.timeout(timeout):
+            await self._writer.drain()
+
+    async def aclose(self) -> None:
+        self._writer.close()
+
+    def get_extra_info(self, info: str) -> typing.Any:
+        if info == "is_readable":  # an idle kept-alive connection the service has closed
+            return self._reader.at_eof() or self._writer.is_closing()
+        return None
+
+
+class TunnelBackend(httpcore.AsyncNetworkBackend):
+    def __init__(self, open_tunnel: OpenTunnel) -> None:
+        self._open_tunnel = open_tunnel
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[typing.Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        async with asyncio.timeout(timeout):
+            reader, writer = await self._open_tunnel(host, port)
+        return TunnelStream(reader, writer)
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[typing.Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        raise NotImplementedError("previews reach services through sandbox tunnels only")
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+class LinearPool(httpcore.AsyncConnectionPool):
+    """httpcore's pool with its bookkeeping made linear.
+
+    httpcore 1.0 re-counts every connection for each idle one (quadratic) and twice per
+    request; with a few dozen kept-alive connections that costs more than the requests themselves.
+    Same policy, one pass: drop closed and expired connections, keep at most
+    `max_keepalive_connections` idle, then hand queued requests a connection.
+    """
+
+    def _assign_requests_to_connections(self) -> list[AsyncConnectionInterface]:
+        closing: list[AsyncConnectionInterface] = []
+        kept: list[AsyncConnectionInterface] = []
+        idle = 0
+        for connection in self._connections:
+            if connection.is_closed():
+                continue
+            if connection.has_expired():
+                closing.append(connection)
+            elif connection.is_idle():
+                if idle >= self._max_keepalive_connections:
+                    closing.append(connection)
+                else:
+                    idle += 1
+                    kept.append(connection)
+            else:
+                kept.append(connection)
+        self._connections = kept
+        for pool_request in self._requests:
+            if not pool_request.is_queued():
+                continue
+            origin = pool_request.request.url.origin
+            for connection in kept:
+                if connection.can_handle_request(origin) and connection.is_available():
+                    pool_request.assign_to_connection(connection)
+                    break
+            else:
+                if len(kept) >= self._max_connections:
+                    idle_ones = [c for c in kept if c.is_idle()]
+                    if not idle_ones:
+                        continue  # stays queued until a connection is released
+                    kept.remove(idle_ones[0])
+                    closing.append(idle_ones[0])
+                connection = self.create_connection(origin)
+                kept.append(connection)
+                pool_request.assign_to_connection(connection)
+        return closing
+
+
+def tunnel_pool(open_tunnel: OpenTunnel) -> httpcore.AsyncConnectionPool:
+    return LinearPool(
+        max_connections=1024,
+        max_keepalive_connections=256,
+        keepalive_expiry=30.0,
+        network_backend=TunnelBackend(open_tunnel),
+    )
 
 
 # The load generator (child process)
@@ -123,8 +244,14 @@ async def load_generator(options: dict[str, Any]) -> dict[str, Any]:
         return await agent.open_tunnel(port)
 
     host_header = [(b"host", options["host"].encode())]
-    direct = await measure(upstream_pool(tunnel), (CID, PORT), host_header, options)
-    proxied_pool = httpcore.AsyncConnectionPool(max_connections=options["concurrency"])
+    direct = await measure(tunnel_pool(tunnel), (CID, PORT), host_header, options)
+
+    async def tcp(host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        return await asyncio.open_connection(host, port, limit=READ_BYTES)
+
+    proxied_pool = LinearPool(
+        max_connections=options["concurrency"], network_backend=TunnelBackend(tcp)
+    )
     headers = [*host_header, (b"cookie", f"burrow_preview={options['cookie']}".encode())]
     proxied = await measure(proxied_pool, ("127.0.0.1", options["proxy_port"]), headers, options)
     return {"direct": direct, "proxied": proxied}

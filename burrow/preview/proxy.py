@@ -12,11 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Protocol
-
-import httpcore
 
 from burrow.config import Settings
 from burrow.preview import headers, pages
@@ -24,14 +22,13 @@ from burrow.preview.asgi import Message, Receive, Scope, Send
 from burrow.preview.hosts import PreviewAddress, PreviewHosts
 from burrow.preview.links import PreviewLinks
 from burrow.preview.tokens import PreviewGrant, PreviewSigner, TokenExpired, TokenInvalid
-from burrow.preview.upstream import upstream_pool
+from burrow.preview.upstream import UpstreamError, UpstreamPool
 from burrow.preview.websocket import UpstreamRefused, relay_websocket
 from burrow.sandbox.backend import ErrorCode, Sandbox, SandboxError
 from burrow.services import Services
 
 COOKIE_TTL_SECONDS = 12 * 3600
 OWNER_CACHE_SECONDS = 5.0  # a revoked owner loses access within this
-TIMEOUTS = {"connect": 30.0, "read": None, "write": None, "pool": 30.0}
 
 
 class PreviewAccess(Protocol):
@@ -96,7 +93,7 @@ class PreviewProxy:
         self.hosts = hosts
         self.signer = signer
         self.cookie_ttl = cookie_ttl
-        self._pool = upstream_pool(self._open_tunnel)
+        self._pool = UpstreamPool(self._open_tunnel)
         # The preview is shown in an iframe of the app, another site (`localhost` and
         # `*.preview.localhost` are different sites), where a Lax cookie is never sent.
         # A partitioned cookie (CHIPS) is sent there, and only under the site that
@@ -106,6 +103,10 @@ class PreviewProxy:
         secure_context = hosts.scheme == "https" or hosts.domain.endswith("localhost")
         self._same_site = "SameSite=None; Secure; Partitioned" if secure_context else "SameSite=Lax"
         self._owners: dict[tuple[str, str], float] = {}
+        # Cookies already verified: the same one comes with every request of a page, and
+        # an HMAC and a JSON decode each time were a tenth of the proxy's CPU. Expiry is
+        # still checked on each use.
+        self._cookie_grants: dict[str, PreviewGrant] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -155,7 +156,7 @@ class PreviewProxy:
         expired = False
         for value in headers.cookies(scope, headers.COOKIE.encode()):
             try:
-                grant = self.signer.verify("cookie", value.decode("latin-1"))
+                grant = self._verify_cookie(value.decode("latin-1"))
             except TokenExpired:
                 expired = True
                 continue
@@ -164,6 +165,18 @@ class PreviewProxy:
             if await self._grants(grant, address):
                 return _Admitted(grant)
         return pages.sign_in_needed(expired=expired)
+
+    def _verify_cookie(self, cookie: str) -> PreviewGrant:
+        grant = self._cookie_grants.get(cookie)
+        if grant is None:
+            grant = self.signer.verify("cookie", cookie)
+            if len(self._cookie_grants) > 10_000:
+                self._cookie_grants.clear()
+            self._cookie_grants[cookie] = grant
+        elif grant.expires <= time.time():
+            del self._cookie_grants[cookie]
+            raise TokenExpired
+        return grant
 
     async def _grants(self, grant: PreviewGrant, address: PreviewAddress) -> bool:
         if (grant.cid, grant.port) != (address.cid, address.port):
@@ -212,19 +225,8 @@ class PreviewProxy:
     ) -> None:
         forwarded, body_framed = headers.upstream_headers(scope, host, self.hosts.scheme)
         body_done = asyncio.Event()
-        request = httpcore.Request(
-            scope["method"].encode(),
-            httpcore.URL(
-                scheme=b"http",
-                host=address.cid.encode(),
-                port=address.port,
-                target=headers.target(scope),
-            ),
-            headers=forwarded,
-            content=_request_body(receive, body_done) if body_framed else b"",
-            extensions={"timeout": TIMEOUTS},
-        )
-        if not body_framed:
+        body = _request_body(receive, body_done) if body_framed else None
+        if body is None:
             body_done.set()
         # The ASGI server keeps accepting sends after the browser has gone; a watcher
         # stops the copy then, so an abandoned download does not run to its end. It
@@ -240,7 +242,7 @@ class PreviewProxy:
 
         watcher = asyncio.ensure_future(_watch_disconnect(receive, body_done, progress, task))
         try:
-            await self._stream_response(scope, tracked_send, request, address)
+            await self._stream_response(scope, tracked_send, address, forwarded, body)
         except asyncio.CancelledError:
             if not progress.browser_gone:
                 raise
@@ -249,14 +251,25 @@ class PreviewProxy:
             watcher.cancel()
 
     async def _stream_response(
-        self, scope: Scope, send: Send, request: httpcore.Request, address: PreviewAddress
+        self,
+        scope: Scope,
+        send: Send,
+        address: PreviewAddress,
+        forwarded: list[tuple[bytes, bytes]],
+        body: AsyncIterator[bytes] | None,
     ) -> None:
         try:
-            response = await self._pool.handle_async_request(request)
+            response = await self._pool.request(
+                (address.cid, address.port),
+                scope["method"].encode(),
+                headers.target(scope),
+                forwarded,
+                body,
+            )
         except SandboxError as exc:
             await _refuse(scope, send, _unavailable(address, exc))
             return
-        except (httpcore.ProtocolError, httpcore.NetworkError, httpcore.TimeoutException) as exc:
+        except (UpstreamError, _BrowserGone, TimeoutError) as exc:
             await _refuse(scope, send, _upstream_broke(address, exc))
             return
         try:
@@ -267,17 +280,14 @@ class PreviewProxy:
                     "headers": headers.response_headers(response.headers),
                 }
             )
-            stream = response.stream
-            assert isinstance(stream, AsyncIterable)
             try:
-                async for chunk in stream:
-                    if chunk:
-                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            except (httpcore.ProtocolError, httpcore.NetworkError):
+                async for chunk in response.body():
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            except UpstreamError:
                 return  # the service broke off mid-body; the browser sees a cut response
             await send({"type": "http.response.body", "body": b""})
         finally:
-            await response.aclose()
+            response.close()
 
     async def _forward_websocket(
         self, scope: Scope, receive: Receive, send: Send, address: PreviewAddress, host: str
@@ -313,12 +323,16 @@ class PreviewProxy:
                 return
 
 
+class _BrowserGone(Exception):
+    pass
+
+
 async def _request_body(receive: Receive, done: asyncio.Event) -> AsyncIterator[bytes]:
     try:
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                raise httpcore.ReadError("the browser went away while sending the body")
+                raise _BrowserGone("the browser went away while sending the body")
             body = message.get("body", b"")
             if body:
                 yield body

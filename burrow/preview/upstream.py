@@ -1,130 +1,273 @@
 """HTTP/1.1 to services inside sandboxes, over their tunnels, with kept-alive connections.
 
-httpcore does the HTTP (pooling, keep-alive, streaming); its network backend is replaced
-by one whose "TCP connect" opens a tunnel to a port inside a conversation's sandbox. The
-pool's origin host is the conversation id, so connections are pooled per (cid, port).
+A client of its own rather than a general one: the proxy sends one request at a time on a
+connection and streams both bodies, so all it needs is to write a request head, copy the
+body, parse a response head and frame the response body (Content-Length, chunked, or up to
+the close; none for HEAD, 1xx, 204 and 304 - RFC 9112 §6.3). httpcore did the same with
+general pool bookkeeping and h11 state machines that together cost more CPU per request
+than the rest of the proxy.
+
+Idle connections are kept per (conversation id, port), the most recently used first.
 """
 
 from __future__ import annotations
 
 import asyncio
-import typing
-from collections.abc import Awaitable, Callable, Iterable
-
-import httpcore
-from httpcore._async.interfaces import AsyncConnectionInterface
+import time
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 
 OpenTunnel = Callable[[str, int], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
-# httpcore asks for 64 KiB at a time; handing it what the tunnel has buffered (up to
-# this) makes a large body a quarter as many trips through h11 and the ASGI server.
+Headers = list[tuple[bytes, bytes]]
+Origin = tuple[str, int]
+
+# Handing on what the tunnel has buffered (up to this) makes a large body few trips
+# through the ASGI server; it is also the tunnel reader's own buffer size.
 READ_BYTES = 256 * 1024
+CONNECT_SECONDS = 30.0
+KEEPALIVE_SECONDS = 30.0  # services commonly drop idle connections after 5-60 s
+MAX_IDLE_PER_ORIGIN = 64
+NO_BODY_STATUSES = frozenset({204, 304})
 
 
-class TunnelStream(httpcore.AsyncNetworkStream):
+class UpstreamError(Exception):
+    """The service broke the exchange off or answered something that is not HTTP/1.x."""
+
+
+class _Connection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._reader = reader
-        self._writer = writer
+        self.reader = reader
+        self.writer = writer
+        self.idle_since = 0.0
 
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        async with asyncio.timeout(timeout):
-            return await self._reader.read(max(max_bytes, READ_BYTES))
+    def usable(self, now: float) -> bool:
+        """Still open at both ends (the service may close an idle one) and not stale."""
+        return (
+            not self.reader.at_eof()
+            and not self.writer.is_closing()
+            and now - self.idle_since < KEEPALIVE_SECONDS
+        )
 
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        if not buffer:
-            return
-        self._writer.write(buffer)
-        async with asyncio.timeout(timeout):
-            await self._writer.drain()
-
-    async def aclose(self) -> None:
-        self._writer.close()
-
-    def get_extra_info(self, info: str) -> typing.Any:
-        if info == "is_readable":  # an idle kept-alive connection the service has closed
-            return self._reader.at_eof() or self._writer.is_closing()
-        return None
+    def close(self) -> None:
+        self.writer.close()
 
 
-class TunnelBackend(httpcore.AsyncNetworkBackend):
+class UpstreamResponse:
+    """A response whose head has been read; `body()` streams the rest. Call `close()`
+    once done: the connection goes back to the pool if the body was read to its end."""
+
+    def __init__(
+        self,
+        pool: UpstreamPool,
+        origin: Origin,
+        connection: _Connection,
+        status: int,
+        headers: Headers,
+        length: int | None,  # None: chunked; -1: up to the close
+        reusable: bool,
+    ) -> None:
+        self.status = status
+        self.headers = headers
+        self._pool = pool
+        self._origin = origin
+        self._connection: _Connection | None = connection
+        self._length = length
+        self._reusable = reusable
+
+    async def body(self) -> AsyncIterator[bytes]:
+        connection = self._connection
+        assert connection is not None
+        reader = connection.reader
+        try:
+            if self._length is None:
+                async for chunk in _chunked(reader):
+                    yield chunk
+            elif self._length < 0:
+                while chunk := await reader.read(READ_BYTES):
+                    yield chunk
+            else:
+                remaining = self._length
+                while remaining:
+                    chunk = await reader.read(min(remaining, READ_BYTES))
+                    if not chunk:
+                        raise UpstreamError("the service closed the connection mid-body")
+                    remaining -= len(chunk)
+                    yield chunk
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as exc:
+            raise UpstreamError(f"the response body broke off ({type(exc).__name__})") from exc
+        # The whole body is read: the connection can carry the next request.
+        self._connection = None
+        if self._reusable:
+            self._pool._release(self._origin, connection)
+        else:
+            connection.close()
+
+    def close(self) -> None:
+        if self._connection is not None:  # the body was not read to its end
+            self._connection.close()
+            self._connection = None
+
+
+class UpstreamPool:
     def __init__(self, open_tunnel: OpenTunnel) -> None:
         self._open_tunnel = open_tunnel
+        self._idle: dict[Origin, list[_Connection]] = {}
+        self._next_sweep = 0.0
 
-    async def connect_tcp(
+    async def request(
         self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[typing.Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        async with asyncio.timeout(timeout):
-            reader, writer = await self._open_tunnel(host, port)
-        return TunnelStream(reader, writer)
+        origin: Origin,
+        method: bytes,
+        target: bytes,
+        headers: Headers,
+        body: AsyncIterable[bytes] | None,
+    ) -> UpstreamResponse:
+        """Send the request (streaming `body`) and read the response's head."""
+        head = _request_head(method, target, headers)
+        chunked = body is not None and (b"transfer-encoding", b"chunked") in headers
+        while True:
+            connection, reused = await self._connection(origin)
+            try:
+                connection.writer.write(head)
+                if body is not None:
+                    await _send_body(connection.writer, body, chunked)
+                await connection.writer.drain()
+                return await self._response(origin, connection, method)
+            except (OSError, asyncio.IncompleteReadError) as exc:
+                connection.close()
+                # A kept-alive connection the service closed just as it was reused: the
+                # request never reached it, so send it again on a new one (as browsers
+                # do), unless a body has been consumed and cannot be replayed.
+                answered = isinstance(exc, asyncio.IncompleteReadError) and exc.partial
+                if reused and not answered and body is None:
+                    continue
+                raise UpstreamError(f"the exchange broke off ({type(exc).__name__})") from exc
+            except (asyncio.LimitOverrunError, ValueError) as exc:
+                connection.close()
+                raise UpstreamError(f"the answer is not HTTP/1.x ({exc})") from exc
+            except BaseException:
+                connection.close()  # e.g. the browser went away mid-body: half a request
+                raise
 
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,
-        socket_options: Iterable[typing.Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        raise NotImplementedError("previews reach services through sandbox tunnels only")
+    async def aclose(self) -> None:
+        for idle in self._idle.values():
+            for connection in idle:
+                connection.close()
+        self._idle.clear()
 
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
+    async def _connection(self, origin: Origin) -> tuple[_Connection, bool]:
+        idle = self._idle.get(origin)
+        now = time.monotonic()
+        while idle:
+            connection = idle.pop()
+            if connection.usable(now):
+                return connection, True
+            connection.close()
+        async with asyncio.timeout(CONNECT_SECONDS):
+            reader, writer = await self._open_tunnel(*origin)
+        return _Connection(reader, writer), False
 
+    async def _response(
+        self, origin: Origin, connection: _Connection, method: bytes
+    ) -> UpstreamResponse:
+        while True:
+            version, status, headers = _parse_head(await connection.reader.readuntil(b"\r\n\r\n"))
+            if not (100 <= status < 200) or status == 101:
+                break  # interim answers (100 Continue, 103 Early Hints) precede the real one
+        length: int | None = 0
+        reusable = version == b"HTTP/1.1" and status != 101
+        coding = b""
+        for name, value in headers:
+            lower = name.lower()
+            if lower == b"connection" and b"close" in value.lower():
+                reusable = False
+            elif lower == b"transfer-encoding":
+                coding = value.lower()
+            elif lower == b"content-length" and not coding:
+                length = int(value)
+                if length < 0:
+                    raise ValueError("negative Content-Length")
+        if method == b"HEAD" or status < 200 or status in NO_BODY_STATUSES:
+            length = 0
+        elif coding:  # Transfer-Encoding overrides Content-Length
+            length = None if coding.rsplit(b",", 1)[-1].strip() == b"chunked" else -1
+        elif not any(name.lower() == b"content-length" for name, _ in headers):
+            length = -1  # no framing: the body ends with the connection
+        if length == -1:
+            reusable = False
+        return UpstreamResponse(self, origin, connection, status, headers, length, reusable)
 
-class TunnelPool(httpcore.AsyncConnectionPool):
-    """httpcore's pool with its bookkeeping made linear.
-
-    httpcore 1.0 re-counts every connection for each idle one (quadratic) and twice per
-    request; with a few dozen kept-alive tunnels that cost more than the proxying itself.
-    Same policy, one pass: drop closed and expired connections, keep at most
-    `max_keepalive_connections` idle, then hand queued requests a connection.
-    """
-
-    def _assign_requests_to_connections(self) -> list[AsyncConnectionInterface]:
-        closing: list[AsyncConnectionInterface] = []
-        kept: list[AsyncConnectionInterface] = []
-        idle = 0
-        for connection in self._connections:
-            if connection.is_closed():
-                continue
-            if connection.has_expired():
-                closing.append(connection)
-            elif connection.is_idle():
-                if idle >= self._max_keepalive_connections:
-                    closing.append(connection)
+    def _release(self, origin: Origin, connection: _Connection) -> None:
+        now = time.monotonic()
+        connection.idle_since = now
+        idle = self._idle.setdefault(origin, [])
+        if len(idle) < MAX_IDLE_PER_ORIGIN:
+            idle.append(connection)
+        else:
+            connection.close()
+        if now >= self._next_sweep:  # close stale ones of origins no longer asked for
+            self._next_sweep = now + KEEPALIVE_SECONDS
+            for key, connections in list(self._idle.items()):
+                for connection in connections:
+                    if not connection.usable(now):
+                        connection.close()
+                kept = [c for c in connections if not c.writer.is_closing()]
+                if kept:
+                    self._idle[key] = kept
                 else:
-                    idle += 1
-                    kept.append(connection)
-            else:
-                kept.append(connection)
-        self._connections = kept
-        for pool_request in self._requests:
-            if not pool_request.is_queued():
-                continue
-            origin = pool_request.request.url.origin
-            for connection in kept:
-                if connection.can_handle_request(origin) and connection.is_available():
-                    pool_request.assign_to_connection(connection)
-                    break
-            else:
-                if len(kept) >= self._max_connections:
-                    idle_ones = [c for c in kept if c.is_idle()]
-                    if not idle_ones:
-                        continue  # stays queued until a connection is released
-                    kept.remove(idle_ones[0])
-                    closing.append(idle_ones[0])
-                connection = self.create_connection(origin)
-                kept.append(connection)
-                pool_request.assign_to_connection(connection)
-        return closing
+                    del self._idle[key]
 
 
-def upstream_pool(open_tunnel: OpenTunnel) -> httpcore.AsyncConnectionPool:
-    return TunnelPool(
-        max_connections=1024,
-        max_keepalive_connections=256,
-        keepalive_expiry=30.0,
-        network_backend=TunnelBackend(open_tunnel),
-    )
+def _request_head(method: bytes, target: bytes, headers: Headers) -> bytes:
+    lines = [b"%s %s HTTP/1.1" % (method, target)]
+    lines += [b"%s: %s" % (name, value) for name, value in headers]
+    head = b"\r\n".join(lines)
+    # A CR or LF inside a name, value or the target would split the head (smuggling).
+    if head.count(b"\n") != len(headers) or head.count(b"\r") != len(headers):
+        raise UpstreamError("a request header holds a line break")
+    return head + b"\r\n\r\n"
+
+
+async def _send_body(
+    writer: asyncio.StreamWriter, body: AsyncIterable[bytes], chunked: bool
+) -> None:
+    async for chunk in body:
+        if chunked:
+            writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        else:
+            writer.write(chunk)
+        await writer.drain()
+    if chunked:
+        writer.write(b"0\r\n\r\n")
+
+
+def _parse_head(head: bytes) -> tuple[bytes, int, Headers]:
+    lines = head[:-4].split(b"\r\n")
+    version, _, rest = lines[0].partition(b" ")
+    status = rest[:3]
+    if not version.startswith(b"HTTP/1.") or len(status) != 3 or not status.isdigit():
+        raise ValueError(f"not an HTTP/1.x status line: {lines[0][:80]!r}")
+    headers: Headers = []
+    for line in lines[1:]:
+        name, colon, value = line.partition(b":")
+        if not colon or not name or name != name.strip():
+            raise ValueError(f"malformed header line: {line[:80]!r}")
+        headers.append((name, value.strip(b" \t")))
+    return version, int(status), headers
+
+
+async def _chunked(reader: asyncio.StreamReader) -> AsyncIterator[bytes]:
+    while True:
+        size_line = await reader.readuntil(b"\n")
+        size = int(size_line.partition(b";")[0].strip(), 16)
+        if size == 0:
+            break
+        while size:
+            chunk = await reader.read(min(size, READ_BYTES))
+            if not chunk:
+                raise asyncio.IncompleteReadError(b"", size)
+            size -= len(chunk)
+            yield chunk
+        if await reader.readexactly(2) != b"\r\n":
+            raise ValueError("a chunk does not end with CRLF")
+    while await reader.readuntil(b"\n") not in (b"\r\n", b"\n"):
+        pass  # trailer fields: not passed on
