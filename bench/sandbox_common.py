@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import statistics
+import sys
 import time
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import p50, pct, report
 from burrow.sandbox.cgroups import Limits
+
+__all__ = ["PRODUCTION_LIMITS", "bare_bwrap_ms", "p50", "p90", "report"]
 
 PRODUCTION_LIMITS = Limits()  # the defaults `burrow serve` uses
 
@@ -18,21 +24,5 @@ async def bare_bwrap_ms(bwrap: str) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def p50(samples: list[float]) -> float:
-    return statistics.median(samples)
-
-
 def p90(samples: list[float]) -> float:
-    ordered = sorted(samples)
-    return ordered[min(int(0.9 * len(ordered)), len(ordered) - 1)]
-
-
-def report(
-    name: str, value: float, unit: str, baseline_name: str, baseline: float, budget: str
-) -> None:
-    ratio = value / baseline if baseline else float("inf")
-    print(
-        f"{name}: {value:.1f} {unit} | baseline {baseline_name}: {baseline:.1f} {unit} "
-        f"| ratio {ratio:.2f}x | budget {budget}",
-        flush=True,
-    )
+    return pct(samples, 0.9)
