@@ -85,7 +85,10 @@ class Egress:
             self._process = await asyncio.create_subprocess_exec(
                 slirp, "--configure", "--mtu=65520", "--disable-host-loopback",
                 "--enable-sandbox", "--enable-seccomp", "--ready-fd", str(ready_write),
-                str(sandbox_pid), "tap0",
+                # By path, not pid: with a pid slirp4netns also joins the sandbox's user
+                # namespace, which races bwrap writing its uid map (setns: EPERM under
+                # load). As root it needs only the network namespace.
+                "--netns-type=path", f"/proc/{sandbox_pid}/ns/net", "tap0",
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
