@@ -18,7 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import report
 from burrow.runs.journal import Journal
-from burrow.store.conversations import ConversationStore, UserStore
+from burrow.store.accounts import AccountStore
+from burrow.store.conversations import ConversationStore
 from burrow.store.database import open_database
 from burrow.store.events import EventStore
 from burrow.store.records import NewEvent
@@ -54,7 +55,7 @@ def raw_sqlite(path: Path, batch: int) -> float:
 
 async def journal_rate(path: Path, producers: int, batch: int) -> float:
     engine = await open_database(f"sqlite+aiosqlite:///{path}")
-    user = await UserStore(engine).get_or_create("bench")
+    user = await AccountStore(engine).get_or_create("bench")
     cid = (await ConversationStore(engine).create(user.id, "bench")).id
     journal = Journal(EventStore(engine))
     per_producer = N // producers

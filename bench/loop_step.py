@@ -23,7 +23,8 @@ from burrow.runs.context import ModelContext
 from burrow.runs.journal import Journal
 from burrow.runs.loop import AgentRun, LoopConfig, RunEnv
 from burrow.sandbox.backend import Sandbox
-from burrow.store.conversations import ConversationStore, UserStore
+from burrow.store.accounts import AccountStore
+from burrow.store.conversations import ConversationStore
 from burrow.store.database import open_database
 from burrow.store.events import EventStore
 from burrow.tools.base import ToolContext, ToolResult
@@ -61,7 +62,7 @@ async def bare_loop() -> float:
 
 async def agent_loop(data: Path) -> float:
     db = await open_database(f"sqlite+aiosqlite:///{data / 'loop.db'}")
-    user = await UserStore(db).get_or_create("bench")
+    user = await AccountStore(db).get_or_create("bench")
     cid = (await ConversationStore(db).create(user.id, "bench")).id
     journal = Journal(EventStore(db))
     env = RunEnv(

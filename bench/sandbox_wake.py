@@ -21,7 +21,8 @@ from burrow.runs.journal import Journal
 from burrow.runs.sandboxes import SandboxPool
 from burrow.sandbox.bwrap import find_bwrap
 from burrow.sandbox.local import LocalBackend
-from burrow.store.conversations import ConversationStore, UserStore
+from burrow.store.accounts import AccountStore
+from burrow.store.conversations import ConversationStore
 from burrow.store.database import open_database
 from burrow.store.events import EventStore
 
@@ -29,7 +30,7 @@ from burrow.store.events import EventStore
 async def wake_ms(data_dir: Path, count: int) -> tuple[list[float], float]:
     db = await open_database(f"sqlite+aiosqlite:///{data_dir / 'bench.db'}")
     conversations = ConversationStore(db)
-    owner = await UserStore(db).get_or_create("bench", is_admin=True)
+    owner = await AccountStore(db).get_or_create("bench", is_admin=True)
     conversation = await conversations.create(owner.id, "wake bench")
     cid = conversation.id
     backend = LocalBackend(data_dir, limits=PRODUCTION_LIMITS)

@@ -25,7 +25,7 @@ from burrow.sandbox.cgroups import Limits
 from burrow.sandbox.local import LocalBackend
 from burrow.store.accounts import AccountStore
 from burrow.store.approvals import ApprovalStore
-from burrow.store.conversations import ConversationStore, UserStore
+from burrow.store.conversations import ConversationStore
 from burrow.store.database import Database, open_database
 from burrow.store.events import EventStore
 from burrow.store.records import User
@@ -41,7 +41,6 @@ ADMIN = "admin"
 class Services:
     settings: Settings
     db: Database
-    users: UserStore
     accounts: AccountStore
     conversations: ConversationStore
     journal: Journal
@@ -93,7 +92,6 @@ async def open_services(
 ) -> Services:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = await open_database(settings.database())
-    users = UserStore(db)
     conversations = ConversationStore(db)
     redactor = Redactor()
     uninstall_redaction = install_redaction(redactor)
@@ -120,11 +118,10 @@ async def open_services(
     )
     await runtime.recover()
     accounts = AccountStore(db)
-    owner = await ensure_admin(users, accounts, settings.admin_password)
+    owner = await ensure_admin(accounts, settings.admin_password)
     return Services(
         settings,
         db,
-        users,
         accounts,
         conversations,
         journal,
@@ -135,9 +132,9 @@ async def open_services(
     )
 
 
-async def ensure_admin(users: UserStore, accounts: AccountStore, password: str | None) -> User:
+async def ensure_admin(accounts: AccountStore, password: str | None) -> User:
     """The first admin: BURROW_ADMIN_PASSWORD, or a generated password printed once."""
-    admin = await users.get_or_create(ADMIN, is_admin=True)
+    admin = await accounts.get_or_create(ADMIN, is_admin=True)
     if not await accounts.has_password(admin.id):
         chosen = password or secrets.token_urlsafe(12)
         await accounts.set_password(admin.id, chosen)

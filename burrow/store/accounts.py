@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from burrow.store.conversations import new_id
+from burrow.store.conversations import new_id, now
 from burrow.store.database import Database
 from burrow.store.records import User
 from burrow.store.schema import sessions, users
@@ -52,6 +52,21 @@ class AccountStore:
         # here forgets it at once; with several replicas another one may accept it for up
         # to SESSION_CACHE_SECONDS more.
         self._verified: dict[tuple[str, str], tuple[User, float]] = {}
+
+    async def get_or_create(self, username: str, *, is_admin: bool = False) -> User:
+        def find_or_insert(conn: sa.Connection) -> User:
+            row = conn.execute(sa.select(users).where(users.c.username == username)).first()
+            if row is not None:
+                return User(id=row.id, username=row.username, is_admin=row.is_admin)
+            uid = new_id("u")
+            conn.execute(
+                users.insert().values(
+                    id=uid, username=username, is_admin=is_admin, created_at=now()
+                )
+            )
+            return User(id=uid, username=username, is_admin=is_admin)
+
+        return await self._db.run(find_or_insert)
 
     async def create_user(self, username: str, password: str, *, is_admin: bool = False) -> User:
         password_hash = _hasher.hash(password)

@@ -1,4 +1,4 @@
-"""Users and conversations: creation, ownership-checked lookup, listing, rename, delete."""
+"""Conversations: creation, ownership-checked lookup, listing, update, delete."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from burrow.store.database import Database
-from burrow.store.records import Conversation, User, utc
-from burrow.store.schema import conversations, users
+from burrow.store.records import Conversation, utc
+from burrow.store.schema import conversations
 
 
 def new_id(prefix: str) -> str:
@@ -37,26 +37,6 @@ def _conversation(row: Any) -> Conversation:
         completion_tokens=row.completion_tokens,
         cost=row.cost,
     )
-
-
-class UserStore:
-    def __init__(self, db: Database) -> None:
-        self._db = db
-
-    async def get_or_create(self, username: str, *, is_admin: bool = False) -> User:
-        def find_or_insert(conn: sa.Connection) -> User:
-            row = conn.execute(sa.select(users).where(users.c.username == username)).first()
-            if row is not None:
-                return User(id=row.id, username=row.username, is_admin=row.is_admin)
-            uid = new_id("u")
-            conn.execute(
-                users.insert().values(
-                    id=uid, username=username, is_admin=is_admin, created_at=now()
-                )
-            )
-            return User(id=uid, username=username, is_admin=is_admin)
-
-        return await self._db.run(find_or_insert)
 
 
 class ConversationStore:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -21,10 +20,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from burrow.store.schema import metadata
 
 T = TypeVar("T")
-
-
-def sqlite_url(path: Path) -> str:
-    return f"sqlite+aiosqlite:///{path}"
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -44,10 +39,6 @@ class Database:
             if sync_engine is not None
             else None
         )
-
-    @property
-    def dialect(self) -> str:
-        return self.engine.dialect.name
 
     async def run(self, fn: Callable[[sa.Connection], T]) -> T:
         """Run `fn(connection)` in one transaction and return its result."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -74,15 +74,6 @@ class Event:
         """The SSE frame, encoded once however many clients receive it."""
         return f"id: {self.seq}\nevent: {self.type}\ndata: {self.envelope_json()}\n\n".encode()
 
-    def envelope(self) -> dict[str, Any]:
-        return {
-            "seq": self.seq,
-            "type": self.type,
-            "ts": self.ts,
-            "run_id": self.run_id,
-            "data": self.data,
-        }
-
 
 @dataclass
 class ProjectionChange:
@@ -93,4 +84,3 @@ class ProjectionChange:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)

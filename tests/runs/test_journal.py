@@ -10,7 +10,8 @@ import pytest
 
 from burrow.runs import journal as journal_module
 from burrow.runs.journal import Journal
-from burrow.store.conversations import ConversationStore, UserStore
+from burrow.store.accounts import AccountStore
+from burrow.store.conversations import ConversationStore
 from burrow.store.database import open_database
 from burrow.store.events import EventStore
 from burrow.store.records import NewEvent
@@ -19,7 +20,7 @@ from burrow.store.records import NewEvent
 @pytest.fixture
 async def journal_and_cid(tmp_path: Path) -> AsyncIterator[tuple[Journal, str]]:
     engine = await open_database(f"sqlite+aiosqlite:///{tmp_path / 'j.db'}")
-    user = await UserStore(engine).get_or_create("alice")
+    user = await AccountStore(engine).get_or_create("alice")
     cid = (await ConversationStore(engine).create(user.id, "t")).id
     yield Journal(EventStore(engine)), cid
     await engine.close()

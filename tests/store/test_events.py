@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
 from burrow.runs.journal import projection_change
-from burrow.store.conversations import ConversationStore, UserStore
+from burrow.store.accounts import AccountStore
+from burrow.store.conversations import ConversationStore
 from burrow.store.database import Database
 from burrow.store.events import ConversationGone, EventStore
 from burrow.store.records import NewEvent
 
 
 async def _conversation(engine: Database) -> str:
-    user = await UserStore(engine).get_or_create("alice")
+    user = await AccountStore(engine).get_or_create("alice")
     return (await ConversationStore(engine).create(user.id, "t")).id
 
 
@@ -45,7 +47,7 @@ async def test_read_after_and_limit_and_data_round_trip(engine: Database) -> Non
     page = await store.read(cid, after=2, limit=2)
     assert [e.seq for e in page] == [3, 4]
     assert page[0].data == {"content": "héllo 2 \u2603", "steering": False}
-    assert page[0].envelope()["data"] == page[0].data
+    assert json.loads(page[0].envelope_json())["data"] == page[0].data
 
 
 async def test_projection_tracks_status_and_usage(engine: Database) -> None:
@@ -75,7 +77,7 @@ async def test_append_to_deleted_conversation_fails_clearly(engine: Database) ->
 
 
 async def test_ownership_filter(engine: Database) -> None:
-    users, conversations = UserStore(engine), ConversationStore(engine)
+    users, conversations = AccountStore(engine), ConversationStore(engine)
     alice, bob = await users.get_or_create("alice"), await users.get_or_create("bob")
     mine = await conversations.create(alice.id, "mine")
     assert await conversations.get(mine.id, owner_id=bob.id) is None
