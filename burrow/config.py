@@ -65,6 +65,9 @@ class Settings(BaseSettings):
     sandbox_tmp_mb: int = 256
     sandbox_seccomp: bool = True
     """The seccomp filter against dangerous system calls (x86_64)."""
+    sandbox_agent_timeout: float = 5.0
+    """Seconds the server waits for a sandbox's agent to answer (connect, handshake, one
+    reply; a command gets its own timeout plus this) before it kills the sandbox."""
 
     def preview_listen_port(self) -> int:
         return self.preview_port if self.preview_port is not None else self.port + 1

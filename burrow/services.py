@@ -71,6 +71,7 @@ def make_backend(settings: Settings) -> Backend:
             limits=limits,
             network=settings.sandbox_network,
             seccomp=settings.sandbox_seccomp,
+            agent_timeout=settings.sandbox_agent_timeout,
         )
     raise ValueError(f"Unknown sandbox backend {settings.sandbox!r}: BURROW_SANDBOX=local")
 

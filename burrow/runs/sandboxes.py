@@ -183,6 +183,7 @@ class SandboxPool:
             return True
 
     async def restart(self, cid: str) -> Sandbox:
+        await self._kill(cid)
         async with self._locks[cid]:
             self._cancel_timer(cid)
             old = self._sandboxes.pop(cid, None)
@@ -193,6 +194,7 @@ class SandboxPool:
             return await self._start(cid)
 
     async def destroy(self, cid: str) -> None:
+        await self._kill(cid)
         async with self._locks[cid]:
             self._cancel_timer(cid)
             self._sandboxes.pop(cid, None)
@@ -201,6 +203,13 @@ class SandboxPool:
         self._locks.pop(cid, None)
         self._states.pop(cid, None)
         self._last_used.pop(cid, None)
+
+    async def _kill(self, cid: str) -> None:
+        """Kill the sandbox before waiting for its lock: whoever holds the lock is then
+        waiting on a dead agent, which fails at once instead of at its deadline."""
+        sandbox = self._sandboxes.get(cid)
+        if sandbox is not None:
+            await sandbox.stop()
 
     async def close(self) -> None:
         for cid in list(self._timers):

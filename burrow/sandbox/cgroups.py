@@ -10,6 +10,8 @@ the sandbox stops. Nothing outside `burrow/` is ever written.
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,6 +118,18 @@ class SandboxCgroup:
             return [int(line) for line in path.read_text().split()]
         except OSError:
             return []
+
+    def kill_and_remove(self) -> None:
+        """SIGKILL whatever is still in the cgroups, then remove them. The pid namespace's
+        end normally leaves nothing; this is the host's own sweep, not the sandbox's word."""
+        if self.v2 and (self.dirs["unified"] / "cgroup.kill").exists():
+            with contextlib.suppress(OSError):
+                _write(self.dirs["unified"] / "cgroup.kill", 1)
+        else:
+            for pid in self.pids():
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+        self.remove()
 
     def remove(self) -> None:
         """Remove the directories once their processes are gone (they die asynchronously)."""

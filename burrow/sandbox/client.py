@@ -3,6 +3,11 @@
 Every request starts with the version handshake; error frames become
 `SandboxError(ErrorCode(code))`; a connection that cannot be made or breaks becomes
 `UNAVAILABLE`. Closing an exec stream before its exit kills the remote process group.
+
+The agent runs inside the sandbox, so it is as hostile as the code there: it can be
+stopped (`kill -STOP`), slowed down or replaced. Every wait for it has a deadline
+(`reply_timeout`; an exec stream gets its own timeout plus that), and a missed deadline
+raises `AgentUnresponsive`, on which the backend kills the sandbox from the host.
 """
 
 from __future__ import annotations
@@ -10,8 +15,8 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, TypeVar
 
 from burrow.sandbox.agent import protocol
 from burrow.sandbox.backend import (
@@ -27,6 +32,16 @@ from burrow.sandbox.backend import (
 RECV_BYTES = 256 * 1024
 TUNNEL_BUFFER_BYTES = 256 * 1024  # a tunnel reader's buffer before it pauses the agent
 ABORT_WAIT_SECONDS = 2.0  # how long an early close waits for the killed command to exit
+REPLY_TIMEOUT_SECONDS = 5.0  # connect, handshake and one answer; generous for a loaded host
+
+T = TypeVar("T")
+
+
+class AgentUnresponsive(SandboxError):
+    """The agent missed a deadline: stopped, hung or starved. The sandbox must be killed."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(ErrorCode.UNAVAILABLE, f"The sandbox agent did not answer {what}.")
 
 
 class _Connection:
@@ -110,47 +125,42 @@ class AgentClient:
     """Talks to the agent listening on `socket_path`."""
 
     def __init__(
-        self, socket_path: str, *, version: tuple[int, int] = protocol.PROTOCOL_VERSION
+        self,
+        socket_path: str,
+        *,
+        version: tuple[int, int] = protocol.PROTOCOL_VERSION,
+        reply_timeout: float = REPLY_TIMEOUT_SECONDS,
     ) -> None:
         self.socket_path = socket_path
+        self.reply_timeout = reply_timeout
         self._hello = protocol.encode_frame(
             protocol.HELLO, version=list(version), features=list(protocol.FEATURES)
         )
 
-    async def handshake(self) -> dict[str, Any]:
-        """Connect and exchange hellos; returns the agent's hello (version, features)."""
-        conn, hello = await self._open(b"")
+    async def handshake(self, timeout: float | None = None) -> dict[str, Any]:
+        """Connect and exchange hellos; returns the agent's hello (version, features).
+        `timeout` replaces the reply timeout (a boot has its own)."""
+        until = asyncio.get_running_loop().time() + (timeout or self.reply_timeout)
+        conn, hello = await self._within("the handshake in time", self._open(b""), until=until)
         conn.close()
         return hello
 
     async def ping(self) -> float:
         started = time.perf_counter()
-        conn, _ = await self._open(protocol.encode_frame(protocol.PING))
-        try:
-            await self._expect(conn, protocol.PONG)
-        finally:
-            conn.close()
+        await self._request(protocol.PING, protocol.PONG)
         return time.perf_counter() - started
 
     async def running_commands(self) -> int:
         """How many one-shot commands the agent is running (terminals not counted)."""
-        conn, _ = await self._open(protocol.encode_frame(protocol.PING))
-        try:
-            frame = await self._expect(conn, protocol.PONG)
-        finally:
-            conn.close()
+        frame = await self._request(protocol.PING, protocol.PONG)
         return int(frame.header.get("busy") or 0)
 
     async def open_pty(self, cols: int, rows: int, argv: list[str] | None = None) -> PtyConnection:
         """Start a shell on a new pseudo-terminal; the connection is the session's life."""
-        conn, _ = await self._open(
-            protocol.encode_frame(protocol.PTY_OPEN, cols=cols, rows=rows, argv=argv)
+        request = protocol.encode_frame(protocol.PTY_OPEN, cols=cols, rows=rows, argv=argv)
+        conn, started = await self._within(
+            "a terminal request", self._exchange(request, protocol.PTY_STARTED)
         )
-        try:
-            started = await self._expect(conn, protocol.PTY_STARTED)
-        except BaseException:
-            conn.close()
-            raise
         return PtyConnection(conn, int(started.header["pid"]))
 
     async def exec(self, request: ExecRequest) -> AsyncIterator[ExecEvent]:
@@ -165,11 +175,20 @@ class AgentClient:
         )
         if request.stdin is not None:
             spawn += protocol.encode_frame(protocol.STDIN, request.stdin, eof=True)
-        conn, _ = await self._open(spawn)
+        conn, _ = await self._within("a command request", self._open(spawn))
+        # The agent kills a command at its timeout and reports the exit; one that has not
+        # reported it a reply timeout later is not going to.
+        until = None
+        if request.timeout is not None:
+            until = asyncio.get_running_loop().time() + request.timeout + self.reply_timeout
         finished = False
         try:
             while True:
-                frame = await conn.receive()
+                if until is None:
+                    frame = await conn.receive()
+                else:
+                    what = f"with the exit of a command {self.reply_timeout:g} s past its timeout"
+                    frame = await self._within(what, conn.receive(), until=until)
                 if frame.kind in (protocol.STDOUT, protocol.STDERR):
                     yield ExecChunk(frame.kind, frame.payload)  # type: ignore[arg-type]
                 elif frame.kind == protocol.EXIT:
@@ -191,8 +210,7 @@ class AgentClient:
 
     async def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
         frame = await self._request(
-            protocol.encode_frame(protocol.READ, path=path, offset=offset, limit=limit),
-            protocol.READ_RESULT,
+            protocol.READ, protocol.READ_RESULT, path=path, offset=offset, limit=limit
         )
         return frame.payload
 
@@ -203,29 +221,24 @@ class AgentClient:
                 f"{path}: {len(data)} bytes is more than one write may carry "
                 f"({protocol.MAX_PAYLOAD_BYTES} bytes); write it in parts from inside the sandbox",
             )
-        frame = await self._request(
-            protocol.encode_frame(protocol.WRITE, data, path=path), protocol.WRITE_RESULT
-        )
+        frame = await self._request(protocol.WRITE, protocol.WRITE_RESULT, data, path=path)
         return _entry(frame.header["entry"])
 
     async def list_dir(self, path: str) -> list[FileEntry]:
-        frame = await self._request(
-            protocol.encode_frame(protocol.LIST, path=path), protocol.LIST_RESULT
-        )
+        frame = await self._request(protocol.LIST, protocol.LIST_RESULT, path=path)
         return [_entry(entry) for entry in frame.header["entries"]]
 
     async def stat(self, path: str) -> FileEntry:
-        frame = await self._request(
-            protocol.encode_frame(protocol.STAT, path=path), protocol.STAT_RESULT
-        )
+        frame = await self._request(protocol.STAT, protocol.STAT_RESULT, path=path)
         return _entry(frame.header["entry"])
 
     async def open_tunnel(self, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        """A raw byte stream to 127.0.0.1:`port` inside the sandbox (see agent/tunnel.py).
+        """A raw byte stream to 127.0.0.1:`port` inside the sandbox (see agent/tunnel.py)."""
+        return await self._within("a tunnel request", self._open_tunnel(port))
 
-        Frames are read with readexactly, so bytes the service sent right after the
-        `tunnel_open` answer stay in the returned reader's buffer.
-        """
+    async def _open_tunnel(self, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """Frames are read with readexactly, so bytes the service sent right after the
+        `tunnel_open` answer stay in the returned reader's buffer."""
         try:
             reader, writer = await asyncio.open_unix_connection(
                 self.socket_path, limit=TUNNEL_BUFFER_BYTES
@@ -253,6 +266,19 @@ class AgentClient:
             raise
         return reader, writer
 
+    async def _within(self, what: str, work: Awaitable[T], *, until: float | None = None) -> T:
+        """`work`, or AgentUnresponsive once the deadline (default: a reply timeout from
+        now) has passed; the one place a wait for the agent gets its deadline."""
+        loop = asyncio.get_running_loop()
+        when = until if until is not None else loop.time() + self.reply_timeout
+        try:
+            async with asyncio.timeout_at(when):
+                return await work
+        except TimeoutError:
+            if until is None:
+                what = f"{what} within {self.reply_timeout:g} s"
+            raise AgentUnresponsive(what) from None
+
     async def _open(self, request: bytes) -> tuple[_Connection, dict[str, Any]]:
         try:
             reader, writer = await asyncio.open_unix_connection(self.socket_path)
@@ -271,18 +297,26 @@ class AgentClient:
             raise
         return conn, hello.header
 
-    async def _request(self, request: bytes, expected: str) -> protocol.Frame:
+    async def _exchange(self, request: bytes, expected: str) -> tuple[_Connection, protocol.Frame]:
+        """Open a connection, send `request` and read its `expected` answer; the
+        connection stays open for what follows (a terminal's stream)."""
         conn, _ = await self._open(request)
         try:
-            return await self._expect(conn, expected)
-        finally:
+            frame = await conn.receive()
+            if frame.kind != expected:
+                raise SandboxError(ErrorCode.PROTOCOL, f"expected {expected}, got {frame.kind}")
+        except BaseException:
             conn.close()
+            raise
+        return conn, frame
 
-    @staticmethod
-    async def _expect(conn: _Connection, expected: str) -> protocol.Frame:
-        frame = await conn.receive()
-        if frame.kind != expected:
-            raise SandboxError(ErrorCode.PROTOCOL, f"expected {expected}, got {frame.kind}")
+    async def _request(
+        self, kind: str, expected: str, payload: bytes = b"", **fields: Any
+    ) -> protocol.Frame:
+        """One request, one answer, within the reply timeout."""
+        request = protocol.encode_frame(kind, payload, **fields)
+        conn, frame = await self._within(f"a {kind} request", self._exchange(request, expected))
+        conn.close()
         return frame
 
     @staticmethod

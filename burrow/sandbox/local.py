@@ -18,9 +18,10 @@ import shutil
 import signal
 import socket
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from burrow.sandbox import bwrap, cgroups, network, seccomp
 from burrow.sandbox.backend import (
@@ -35,12 +36,20 @@ from burrow.sandbox.backend import (
     closing_exec,
 )
 from burrow.sandbox.cgroups import Limits
-from burrow.sandbox.client import AgentClient, PtyConnection
+from burrow.sandbox.client import (
+    REPLY_TIMEOUT_SECONDS,
+    AgentClient,
+    AgentUnresponsive,
+    PtyConnection,
+)
 from burrow.sandbox.disk import WorkspaceDisk
 from burrow.sandbox.network import NetworkPolicy
 
 SANDBOX_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 STDERR_TAIL_LINES = 20
+STOP_WAIT_SECONDS = 2.0  # for the stderr pipe to close once every process is killed
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -66,6 +75,8 @@ class LocalSandbox:
         workspace_dir: Path,
         socket_path: Path,
         disk: WorkspaceDisk | None = None,
+        *,
+        agent_timeout: float = REPLY_TIMEOUT_SECONDS,
     ) -> None:
         self._id = sandbox_id
         self.disk = disk
@@ -74,7 +85,7 @@ class LocalSandbox:
         self._egress: network.Egress | None = None
         self.workspace_dir = workspace_dir  # on the host
         self.socket_path = socket_path
-        self.client = AgentClient(str(socket_path))
+        self.client = AgentClient(str(socket_path), reply_timeout=agent_timeout)
         self.detail = ""  # why the sandbox is not ready, shown with UNAVAILABLE errors
         self._status: SandboxStatus = "stopped"
         self._process: asyncio.subprocess.Process | None = None
@@ -197,7 +208,7 @@ class LocalSandbox:
             async with asyncio.timeout(plan.boot_timeout):
                 if info_read >= 0:
                     await self._start_egress(info_read)
-                await self.client.handshake()
+                await self.client.handshake(plan.boot_timeout)
         except (SandboxError, TimeoutError) as exc:
             reason = await self._boot_failure(process, exc)
             await self.stop()
@@ -234,23 +245,28 @@ class LocalSandbox:
         await self._egress.start(network.read_child_pid(info))
 
     async def stop(self) -> None:
-        """Kill every process of the sandbox (the pid namespace dies with bwrap)."""
+        """Kill every process of the sandbox from the host; nothing here waits on the agent.
+
+        SIGKILL to bwrap's process group ends the pid namespace's init, and the kernel then
+        kills every process of the namespace (stopped ones too); the cgroup is swept after.
+        """
         process, self._process = self._process, None
         self._stopping = True
         if process is not None and process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             await process.wait()
-        for task in self._watchers:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._watchers = []
+        watchers, self._watchers = self._watchers, []
+        if watchers:  # the stderr pipe closes once its last holder is dead: bound the wait
+            _, late = await asyncio.wait(watchers, timeout=STOP_WAIT_SECONDS)
+            for task in late:
+                task.cancel()
         egress, self._egress = self._egress, None
         if egress is not None:
             await egress.stop()
         cgroup, self.cgroup = self.cgroup, None
         if cgroup is not None:
-            await asyncio.to_thread(cgroup.remove)
+            await asyncio.to_thread(cgroup.kill_and_remove)
         self.socket_path.unlink(missing_ok=True)
         if self._status != "failed":
             self._status = "stopped"
@@ -297,58 +313,35 @@ class LocalSandbox:
         return "\n[burrow] " + "; ".join(notes) + ". The sandbox is still usable.\n"
 
     async def open_pty(self, cols: int, rows: int) -> PtyConnection:
-        self._check_ready()
-        try:
-            return await self.client.open_pty(cols, rows)
-        except SandboxError as exc:
-            raise await self._explain(exc) from None
+        return await self._call(lambda: self.client.open_pty(cols, rows))
 
     async def running_commands(self) -> int:
-        self._check_ready()
-        try:
-            return await self.client.running_commands()
-        except SandboxError as exc:
-            raise await self._explain(exc) from None
+        return await self._call(self.client.running_commands)
 
     async def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
-        self._check_ready()
-        try:
-            return await self.client.read_file(path, offset, limit)
-        except SandboxError as exc:
-            raise await self._explain(exc) from None
+        return await self._call(lambda: self.client.read_file(path, offset, limit))
 
     async def write_file(self, path: str, data: bytes) -> None:
-        self._check_ready()
-        try:
-            await self.client.write_file(path, data)
-        except SandboxError as exc:
-            raise await self._explain(exc) from None
+        await self._call(lambda: self.client.write_file(path, data))
 
     async def list_dir(self, path: str) -> list[FileEntry]:
-        self._check_ready()
-        try:
-            return await self.client.list_dir(path)
-        except SandboxError as exc:
-            raise await self._explain(exc) from None
+        return await self._call(lambda: self.client.list_dir(path))
 
     async def stat(self, path: str) -> FileEntry:
-        self._check_ready()
-        try:
-            return await self.client.stat(path)
-        except SandboxError as exc:
-            raise await self._explain(exc) from None
+        return await self._call(lambda: self.client.stat(path))
 
     async def open_tunnel(self, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        self._check_ready()
-        try:
-            return await self.client.open_tunnel(port)
-        except SandboxError as exc:
-            raise await self._explain(exc) from None
+        return await self._call(lambda: self.client.open_tunnel(port))
 
     async def ping(self) -> float:
+        return await self._call(self.client.ping)
+
+    async def _call(self, request: Callable[[], Awaitable[T]]) -> T:
+        """Every host -> agent request goes through here (exec streams through `exec`):
+        the client owns the deadline, this the error mapping."""
         self._check_ready()
         try:
-            return await self.client.ping()
+            return await request()
         except SandboxError as exc:
             raise await self._explain(exc) from None
 
@@ -364,7 +357,15 @@ class LocalSandbox:
         )
 
     async def _explain(self, exc: SandboxError) -> SandboxError:
-        """Turn a broken connection into the reason the sandbox died, when it did."""
+        """Turn a broken connection into the reason the sandbox died, when it did; an
+        agent that missed a deadline is killed with its sandbox, never waited on."""
+        if isinstance(exc, AgentUnresponsive):
+            if self._status == "ready":
+                await self.stop()
+                self._fail(
+                    f"{exc.message} Every process of the sandbox was killed; its files are kept"
+                )
+            return self._unavailable()
         if exc.code != ErrorCode.UNAVAILABLE:
             return exc
         process = self._process
@@ -392,7 +393,7 @@ class LocalSandbox:
         self._fail(f"the sandbox agent died ({how}){': ' + stderr if stderr else ''}")
 
     async def _boot_failure(self, process: asyncio.subprocess.Process, exc: Exception) -> str:
-        if isinstance(exc, TimeoutError):
+        if isinstance(exc, (TimeoutError, AgentUnresponsive)):
             return "the sandbox agent did not answer in time"
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(1.0):
@@ -421,6 +422,7 @@ class LocalBackend:
         limits: Limits | None = None,
         network: NetworkPolicy = "none",
         seccomp: bool = True,
+        agent_timeout: float = REPLY_TIMEOUT_SECONDS,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.python = python
@@ -428,6 +430,7 @@ class LocalBackend:
         self.limits = limits  # None: no cgroups and no disk quota (tests, unprivileged hosts)
         self.network: NetworkPolicy = network
         self.seccomp = seccomp
+        self.agent_timeout = agent_timeout  # past it, an agent that has not answered is killed
         self._runtime_dir = runtime_dir
         self._owns_runtime_dir = runtime_dir is None
         self._sandboxes: dict[str, LocalSandbox] = {}
@@ -460,7 +463,11 @@ class LocalBackend:
             if sandbox is None:
                 socket_path = self._runtime_path() / f"{_short_hash(sandbox_id)}.sock"
                 sandbox = LocalSandbox(
-                    sandbox_id, workspace_dir, socket_path, self._disk(sandbox_id)
+                    sandbox_id,
+                    workspace_dir,
+                    socket_path,
+                    self._disk(sandbox_id),
+                    agent_timeout=self.agent_timeout,
                 )
                 self._sandboxes[sandbox_id] = sandbox
             await sandbox.start(await self._plan(bwrap_bin))
