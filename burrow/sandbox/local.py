@@ -158,6 +158,8 @@ class LocalSandbox:
                 tmp_size_bytes=(plan.limits.tmp_mb << 20) if plan.limits else bwrap.TMP_SIZE_BYTES,
                 resolv_conf=plan.resolv_conf if plan.network == "egress" else None,
             )
+            argv, args_fd = bwrap.hide_options(argv)
+            fds.append(args_fd)
             if self.cgroup is not None:
                 gate_read = None
                 if overlap_disk:
@@ -165,13 +167,17 @@ class LocalSandbox:
                     fds.append(gate_read)
                 argv = cgroups.joining_command(self.cgroup.procs_files(), argv, gate_read)
             self._process = await asyncio.create_subprocess_exec(
-                *argv,
+                # argv[0] too is visible in /proc/1/cmdline: the name, not the host path.
+                os.path.basename(argv[0]),
+                *argv[1:],
+                executable=argv[0],
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
-                # Nothing of the server's environment: the namespace's init (bwrap itself)
-                # is visible in the sandbox's /proc/1/environ.
+                # Nothing of the server's environment or working directory: the
+                # namespace's init (bwrap itself) shows its environ and cwd to the sandbox.
                 env={},
+                cwd="/",
                 pass_fds=tuple(fds),
                 # Its own process group, so stop() can kill bwrap and the namespace's init
                 # together even if bwrap's die-with-parent has not taken effect yet.
