@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -111,3 +112,38 @@ async def read_pty_until(session: PtySession, marker: bytes, timeout: float = 10
             assert data, f"the shell ended before {marker!r}; output: {bytes(seen)!r}"
             seen += data
     return bytes(seen)
+
+
+def host_pids(marker: bytes) -> list[int]:
+    """Host pids of processes whose command line contains `marker` (seen from outside)."""
+    found = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                if marker in f.read():
+                    found.append(int(name))
+        except OSError:
+            pass
+    return found
+
+
+def namespace_members(pid_namespace: str) -> list[int]:
+    """Host pids of every process in a pid namespace (`pid:[inode]`), counted from outside
+    the sandbox, so a sandbox cannot hide one."""
+    members = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{name}/ns/pid") == pid_namespace:
+                members.append(int(name))
+        except OSError:
+            pass
+    return members
+
+
+def process_state(pid: int) -> str:
+    """The one-letter state of /proc/<pid>/stat (R, S, T = stopped, ...); "" when gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
