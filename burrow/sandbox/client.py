@@ -16,7 +16,7 @@ import asyncio
 import signal
 import time
 from collections.abc import AsyncIterator, Awaitable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from burrow.sandbox.agent import protocol
 from burrow.sandbox.backend import (
@@ -184,11 +184,8 @@ class AgentClient:
         finished = False
         try:
             while True:
-                if until is None:
-                    frame = await conn.receive()
-                else:
-                    what = f"with the exit of a command {self.reply_timeout:g} s past its timeout"
-                    frame = await self._within(what, conn.receive(), until=until)
+                what = f"with the exit of a command {self.reply_timeout:g} s past its timeout"
+                frame = await self._within(what, self._receive_alive(conn), until=until)
                 if frame.kind in (protocol.STDOUT, protocol.STDERR):
                     yield ExecChunk(frame.kind, frame.payload)  # type: ignore[arg-type]
                 elif frame.kind == protocol.EXIT:
@@ -266,18 +263,30 @@ class AgentClient:
             raise
         return reader, writer
 
-    async def _within(self, what: str, work: Awaitable[T], *, until: float | None = None) -> T:
-        """`work`, or AgentUnresponsive once the deadline (default: a reply timeout from
-        now) has passed; the one place a wait for the agent gets its deadline."""
+    async def _within(
+        self, what: str, work: Awaitable[T], *, until: float | Literal["reply"] | None = "reply"
+    ) -> T:
+        """`work`, or AgentUnresponsive once the deadline has passed ("reply": a reply
+        timeout from now; None: none); the one place a wait for the agent gets its deadline."""
         loop = asyncio.get_running_loop()
-        when = until if until is not None else loop.time() + self.reply_timeout
+        when = loop.time() + self.reply_timeout if until == "reply" else until
         try:
             async with asyncio.timeout_at(when):
                 return await work
         except TimeoutError:
-            if until is None:
+            if until == "reply":
                 what = f"{what} within {self.reply_timeout:g} s"
             raise AgentUnresponsive(what) from None
+
+    async def _receive_alive(self, conn: _Connection) -> protocol.Frame:
+        """The next frame of a stream that may rightly stay silent for long (a quiet
+        command): while none comes, the agent must keep answering pings on the side."""
+        while True:
+            try:
+                async with asyncio.timeout(self.reply_timeout):
+                    return await conn.receive()
+            except TimeoutError:
+                await self.ping()
 
     async def _open(self, request: bytes) -> tuple[_Connection, dict[str, Any]]:
         try:

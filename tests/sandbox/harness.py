@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -147,3 +148,25 @@ def process_state(pid: int) -> str:
             return f.read().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return ""
+
+
+def agent_of(marker: bytes) -> tuple[str, int]:
+    """The pid namespace of the sandbox running the process marked `marker`, and the host
+    pid of that sandbox's agent (the namespace's pid 2: python, not bwrap's pid 1)."""
+    marked = host_pids(marker)
+    assert marked, f"no process marked {marker!r}"
+    namespace = os.readlink(f"/proc/{marked[0]}/ns/pid")
+    for pid in namespace_members(namespace):
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+            if argv[1:5] == [b"-E", b"-S", b"-B", b"-m"] and argv[5] == b"agent":
+                return namespace, pid
+    raise AssertionError(f"no agent in the sandbox of {marker!r}")
+
+
+async def wait_for_state(pid: int, state: str, within: float = 10.0) -> None:
+    for _ in range(int(within / 0.05)):
+        if process_state(pid) == state:
+            return
+        await asyncio.sleep(0.05)
+    assert process_state(pid) == state
