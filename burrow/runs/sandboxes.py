@@ -28,6 +28,7 @@ from burrow.sandbox.backend import (
     closing_exec,
 )
 from burrow.sandbox.terminals import Terminal, TerminalRegistry
+from burrow.store.events import ConversationGone
 from burrow.tools.preview import SERVICE_DIR, START, read_services
 
 log = logging.getLogger(__name__)
@@ -244,6 +245,8 @@ class SandboxPool:
     async def _hibernate_when_idle(self, cid: str) -> None:
         try:
             hibernated = await self.hibernate(cid)
+        except ConversationGone:
+            return  # deleted while it hibernated: destroy() does the rest
         except Exception:
             log.exception("hibernating the sandbox of %s failed", cid)
             hibernated = False

@@ -271,7 +271,7 @@ async def test_the_sandbox_init_and_agent_carry_nothing_of_the_host(
     monkeypatch.setenv("BURROW_HOST_ONLY", "host-only-value")
     sandbox = await limited_backend.create("pid1")
     look = (
-        "for p in 1 2; do for f in environ cmdline; do echo; echo \"$p $f:\"; "
+        'for p in 1 2; do for f in environ cmdline; do echo; echo "$p $f:"; '
         "tr '\\0' '\\n' < /proc/$p/$f; done; readlink /proc/$p/cwd /proc/$p/root; done"
     )
     seen = (await run(sandbox, "sh", "-c", look)).text

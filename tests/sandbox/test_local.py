@@ -196,4 +196,3 @@ async def test_a_request_to_a_stopped_agent_fails_at_its_deadline(
     with pytest.raises(SandboxError) as caught:  # at once now: the sandbox is known dead
         await sandbox.read_file("anything")
     assert "did not answer" in caught.value.message
-
