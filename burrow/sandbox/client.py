@@ -95,7 +95,7 @@ class PtyConnection:
             frame = protocol.Frame({"kind": protocol.EXIT})
         if frame.kind == protocol.EXIT:
             header = frame.header
-            self.exit = ExecExit(exit_code=header.get("exit_code"), signal=header.get("signal"))
+            self.exit = ExecExit(_number(header, "exit_code"), _number(header, "signal"))
             self._conn.close()
             return b""
         return frame.payload
@@ -153,7 +153,7 @@ class AgentClient:
     async def running_commands(self) -> int:
         """How many one-shot commands the agent is running (terminals not counted)."""
         frame = await self._request(protocol.PING, protocol.PONG)
-        return int(frame.header.get("busy") or 0)
+        return _number(frame.header, "busy") or 0
 
     async def open_pty(self, cols: int, rows: int, argv: list[str] | None = None) -> PtyConnection:
         """Start a shell on a new pseudo-terminal; the connection is the session's life."""
@@ -161,7 +161,14 @@ class AgentClient:
         conn, started = await self._within(
             "a terminal request", self._exchange(request, protocol.PTY_STARTED)
         )
-        return PtyConnection(conn, int(started.header["pid"]))
+        try:
+            pid = _number(started.header, "pid")
+            if pid is None:
+                raise _malformed(started.header, "pid")
+        except SandboxError:
+            conn.close()
+            raise
+        return PtyConnection(conn, pid)
 
     async def exec(self, request: ExecRequest) -> AsyncIterator[ExecEvent]:
         spawn = protocol.encode_frame(
@@ -185,15 +192,19 @@ class AgentClient:
         try:
             while True:
                 what = f"with the exit of a command {self.reply_timeout:g} s past its timeout"
-                frame = await self._within(what, self._receive_alive(conn), until=until)
+                try:
+                    frame = await self._within(what, self._receive_alive(conn), until=until)
+                except AgentUnresponsive:
+                    finished = True  # no abort to wait for: the sandbox is killed instead
+                    raise
                 if frame.kind in (protocol.STDOUT, protocol.STDERR):
                     yield ExecChunk(frame.kind, frame.payload)  # type: ignore[arg-type]
                 elif frame.kind == protocol.EXIT:
                     finished = True
                     header = frame.header
                     yield ExecExit(
-                        exit_code=header.get("exit_code"),
-                        signal=header.get("signal"),
+                        exit_code=_number(header, "exit_code"),
+                        signal=_number(header, "signal"),
                         timed_out=bool(header.get("timed_out")),
                         result=frame.payload if header.get("has_result") else None,
                     )
@@ -219,15 +230,18 @@ class AgentClient:
                 f"({protocol.MAX_PAYLOAD_BYTES} bytes); write it in parts from inside the sandbox",
             )
         frame = await self._request(protocol.WRITE, protocol.WRITE_RESULT, data, path=path)
-        return _entry(frame.header["entry"])
+        return _entry(frame.header.get("entry"))
 
     async def list_dir(self, path: str) -> list[FileEntry]:
         frame = await self._request(protocol.LIST, protocol.LIST_RESULT, path=path)
-        return [_entry(entry) for entry in frame.header["entries"]]
+        entries = frame.header.get("entries")
+        if not isinstance(entries, list):
+            raise _malformed(frame.header, "entries")
+        return [_entry(entry) for entry in entries]
 
     async def stat(self, path: str) -> FileEntry:
         frame = await self._request(protocol.STAT, protocol.STAT_RESULT, path=path)
-        return _entry(frame.header["entry"])
+        return _entry(frame.header.get("entry"))
 
     async def open_tunnel(self, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         """A raw byte stream to 127.0.0.1:`port` inside the sandbox (see agent/tunnel.py)."""
@@ -365,11 +379,38 @@ def _error_from_frame(frame: protocol.Frame) -> SandboxError:
     return SandboxError(code, str(frame.header.get("message", "")))
 
 
-def _entry(raw: dict[str, Any]) -> FileEntry:
-    return FileEntry(
-        name=raw["name"],
-        path=raw["path"],
-        kind=raw["kind"],
-        size=int(raw["size"]),
-        mtime=float(raw["mtime"]),
+def _entry(raw: object) -> FileEntry:
+    if not isinstance(raw, dict):
+        raise _malformed({"entry": raw}, "entry")
+    try:
+        entry = FileEntry(
+            name=str(raw["name"]),
+            path=str(raw["path"]),
+            kind=raw["kind"],
+            size=int(raw["size"]),
+            mtime=float(raw["mtime"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        raise _malformed({"entry": raw}, "entry") from None
+    if entry.kind not in ("file", "dir", "symlink", "other"):
+        raise _malformed({"entry": raw}, "entry")
+    return entry
+
+
+# Answers are read defensively: the agent lives in the sandbox and is as untrusted as it.
+
+
+def _number(header: dict[str, Any], name: str) -> int | None:
+    """An integer field (or None when absent) of an answer's header."""
+    value = header.get(name)
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise _malformed(header, name)
+
+
+def _malformed(header: dict[str, Any], name: str) -> SandboxError:
+    return SandboxError(
+        ErrorCode.PROTOCOL,
+        f"The sandbox agent sent a malformed {header.get('kind', 'answer')!s:.40} frame "
+        f"({name}); restart the sandbox.",
     )
