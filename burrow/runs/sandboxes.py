@@ -5,7 +5,8 @@ Hibernating stops every process and keeps the files; waking boots a fresh sandbo
 same workspace and starts again the services the preview tool recorded. A sandbox that
 runs a command is never hibernated under it. A boot that failed stays failed, with its
 reason, until the user restarts the sandbox: nothing retries in a loop, and nothing ever
-runs on the host instead.
+runs on the host instead. Restart and destroy kill the sandbox before they wait for its
+lock, so nothing the sandbox does (say, stopping its agent) can hold them up.
 """
 
 from __future__ import annotations

@@ -4,6 +4,11 @@ The host binds the agent's Unix socket and hands the listening fd to the sandbox
 (socket activation), so the sandbox never sees the socket path and the host can connect
 at once: the handshake completes when the agent is up, with no polling. The host closes
 its copy of the listener, so a dead agent refuses connections instead of hanging them.
+
+The agent shares the sandbox with the code it runs, which can stop or starve it: every
+call to it goes through `_call` (or the exec stream), whose waits have deadlines (see
+client.py); an agent that misses one gets its sandbox killed from the host — bwrap's
+process group, then the pid namespace and the cgroup — never waited on.
 """
 
 from __future__ import annotations
