@@ -138,23 +138,29 @@ async def test_a_sandbox_that_stops_its_agent_is_still_stoppable(
         # Hibernation: the idle timer asks the frozen agent whether it is busy.
         cid = await new_conversation(client)
         namespace = await freeze_agent(client, cid)
+        took = {"frozen -> hibernated": time.monotonic()}
         async with asyncio.timeout(IDLE + DEADLINE):
             while await sandbox_status(client, cid) != "hibernated":  # noqa: ASYNC110
                 await asyncio.sleep(0.2)
+        took["frozen -> hibernated"] = time.monotonic() - took["frozen -> hibernated"]
         await assert_all_gone(namespace)
 
         # Restart and delete, each while hibernation is under way.
         cid = await new_conversation(client)
         namespace = await freeze_agent(client, cid)
         await asyncio.sleep(IDLE + 0.5)
+        started = time.monotonic()
         restarted = await client.post(f"/api/conversations/{cid}/sandbox/restart", json={})
+        took["restart"] = time.monotonic() - started
         assert restarted.status_code == 202, restarted.text
         assert restarted.json()["status"] == "ready"
         await assert_all_gone(namespace)
 
         namespace = await freeze_agent(client, cid)
         await asyncio.sleep(IDLE + 0.5)
+        started = time.monotonic()
         deleted = await client.delete(f"/api/conversations/{cid}")
+        took["delete"] = time.monotonic() - started
         assert deleted.status_code == 204, deleted.text
         await assert_all_gone(namespace)
 
@@ -172,11 +178,14 @@ async def test_a_sandbox_that_stops_its_agent_is_still_stoppable(
         await asyncio.sleep(IDLE + 0.5)
         listing = asyncio.create_task(client.get(f"/api/conversations/{cid}/files"))
         await asyncio.sleep(0.2)
+        started = time.monotonic()
         process.send_signal(signal.SIGTERM)
         try:
             await asyncio.to_thread(process.wait, DEADLINE)
         except subprocess.TimeoutExpired:
             pytest.fail(f"burrow serve did not stop within {DEADLINE:g} s of SIGTERM")
+        took["SIGTERM -> exit"] = time.monotonic() - started
+        print(", ".join(f"{what} {seconds:.2f} s" for what, seconds in took.items()))
         await asyncio.wait({listing}, timeout=5)
         assert listing.done()  # answered (503) or cut by the shutdown, never left hanging
         listing.exception()
