@@ -52,6 +52,7 @@ from burrow.sandbox.network import NetworkPolicy
 
 SANDBOX_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 STDERR_TAIL_LINES = 20
+STDERR_LINE_BYTES = 500
 STOP_WAIT_SECONDS = 2.0  # for the stderr pipe to close once every process is killed
 
 T = TypeVar("T")
@@ -391,9 +392,19 @@ class LocalSandbox:
         self._status, self.detail = "failed", reason
 
     async def _collect_stderr(self, process: asyncio.subprocess.Process) -> None:
+        """Keep the last lines bwrap and the agent wrote: a boot failure's reason. Bounded
+        per line too, as the sandbox's code can write there (/proc/1/fd/2)."""
         assert process.stderr is not None
-        async for line in process.stderr:
-            self._stderr_tail.append(line.decode(errors="replace").rstrip())
+        rest = b""
+        while chunk := await process.stderr.read(STDERR_LINE_BYTES):
+            *lines, rest = (rest + chunk).split(b"\n")
+            for line in lines:
+                self._stderr_tail.append(_shown(line))
+            if len(rest) > STDERR_LINE_BYTES:  # no newline in sight: cut it here
+                self._stderr_tail.append(_shown(rest))
+                rest = b""
+        if rest:
+            self._stderr_tail.append(_shown(rest))
 
     async def _watch_exit(self, process: asyncio.subprocess.Process) -> None:
         returncode = await process.wait()
@@ -567,6 +578,10 @@ def _checked_id(sandbox_id: str) -> str:
             f"Invalid sandbox id {sandbox_id!r}: use letters, digits, '_', '-' or '.'.",
         )
     return sandbox_id
+
+
+def _shown(line: bytes) -> str:
+    return line[:STDERR_LINE_BYTES].decode(errors="replace").rstrip()
 
 
 def _short_hash(name: str) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from burrow.sandbox.backend import SandboxError
 from burrow.sandbox.local import LocalBackend, LocalSandbox
 from burrow.sandbox.network import host_addresses
 from tests.sandbox.harness import TEST_LIMITS, count_processes, run
@@ -281,3 +282,22 @@ async def test_the_sandbox_init_and_agent_carry_nothing_of_the_host(
     host.append(str(sandbox.socket_path.parent))
     for value in host:
         assert value not in seen, f"{value} is visible inside the sandbox:\n{seen}"
+
+
+FLOOD_THE_HOST = """
+import os
+with open("/proc/1/fd/2", "wb") as host_pipe:  # bwrap's stderr: the host reads it
+    for _ in range(40):
+        host_pipe.write(b"x" * 60000 + b"\\n")
+    host_pipe.write(b"y" * (2 << 20))
+os.kill(os.getppid(), 9)  # the agent: the sandbox dies, its stderr becomes the reason
+"""
+
+
+async def test_the_sandbox_cannot_flood_the_reason_of_its_death(pair: Pair) -> None:
+    with pytest.raises(SandboxError):
+        await run(pair.attacker, "python3", "-c", FLOOD_THE_HOST)
+    assert pair.attacker.status == "failed" and "died" in pair.attacker.detail
+    assert len(pair.attacker.detail) < 20 * 600, len(pair.attacker.detail)
+    check = await run(pair.bystander, "cat", "notes.txt")
+    assert check.text == "bystander's notes"
