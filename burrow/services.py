@@ -91,7 +91,7 @@ async def open_services(
     backend: Backend | None = None,
 ) -> Services:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    db = await open_database(settings.database())
+    db = await open_database(settings.database(), migrate=settings.auto_migrate)
     conversations = ConversationStore(db)
     redactor = Redactor()
     uninstall_redaction = install_redaction(redactor)
