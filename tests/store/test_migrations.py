@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sqlite3
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -99,8 +103,9 @@ async def test_with_auto_migrate_off_a_database_behind_is_refused_with_the_comma
 
 @pytest.mark.parametrize("made_by_main", [False, True], ids=["empty", "made-by-main"])
 async def test_replicas_starting_together_migrate_once(url: str, made_by_main: bool) -> None:
-    """Six processes' worth of engines open one database at once: on PostgreSQL the
-    advisory lock, on SQLite BEGIN IMMEDIATE, lets one migrate; the others then see head."""
+    """Six engines in one process open one database at once: on PostgreSQL the advisory
+    lock, on SQLite BEGIN IMMEDIATE, lets one migrate; the others then see head. (It also
+    keeps Alembic's process-global context from being entered twice at once.)"""
     if made_by_main:
         if url.startswith("sqlite"):
             make_sqlite(Path(url.removeprefix("sqlite+aiosqlite:///")))
@@ -116,6 +121,46 @@ async def test_replicas_starting_together_migrate_once(url: str, made_by_main: b
         )
     finally:
         await asyncio.gather(*(db.close() for db in opened))
+
+
+# One replica's start: everything imported, then the schema step at an agreed instant.
+REPLICA = """
+import asyncio, sys, time
+import alembic.command, alembic.script, alembic.autogenerate
+from burrow.store.migrate import prepare_database
+time.sleep(max(0.0, float(sys.argv[2]) - time.time()))
+asyncio.run(prepare_database(sys.argv[1]))
+"""
+
+
+@pytest.mark.parametrize("made_by_main", [False, True], ids=["empty", "made-by-main"])
+async def test_replica_processes_starting_together_migrate_once(
+    url: str, made_by_main: bool
+) -> None:
+    """Four `burrow serve` schema steps in four processes, released at the same instant:
+    the lock is between processes, as between replicas."""
+    if made_by_main:
+        if url.startswith("sqlite"):
+            make_sqlite(Path(url.removeprefix("sqlite+aiosqlite:///")))
+        else:
+            await make_postgresql(url)
+    start = str(time.time() + 5)  # after the imports, even on a loaded machine
+    replicas = [
+        subprocess.Popen(
+            [sys.executable, "-c", REPLICA, url, start],
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+        )
+        for _ in range(4)
+    ]
+    errors = [replica.communicate(timeout=90)[1] for replica in replicas]
+    assert [replica.returncode for replica in replicas] == [0] * 4, "\n".join(errors)
+    db = await open_database(url, migrate=False)
+    try:
+        assert (await db.run(read_state)).revisions == (head_revision(),)
+    finally:
+        await db.close()
 
 
 ADD_MODEL = """
