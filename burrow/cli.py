@@ -173,13 +173,8 @@ async def _db(action: str, settings: Settings, message: str | None) -> int:
             raise SchemaError('Say what the revision does: burrow db revision -m "..."')
         print(f"Wrote {await migrate.write_revision(message)}")
         return 0
-    if settings.database_url is None:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-    db = (
-        await open_database(settings.database())
-        if action == "upgrade"
-        else connect(settings.database())
-    )
+    url = _database_url(settings)
+    db = await open_database(url) if action == "upgrade" else connect(url)
     try:
         print(await migrate.describe(db))
     finally:
