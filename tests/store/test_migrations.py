@@ -68,6 +68,8 @@ def test_revision_files_are_numbered_as_the_start_up_check_expects() -> None:
     """`head_revision` reads file names, not Alembic: NNNN_slug.py holds revision NNNN, one
     head, each revision after the one before."""
     scripts = ScriptDirectory.from_config(alembic_config(None))  # type: ignore[arg-type]
+    files = sorted(path.name[:4] for path in VERSIONS.glob("*.py"))
+    assert len(files) == len(set(files)), f"two revisions share a number: {files}"
     assert scripts.get_heads() == [head_revision()]
     for script in scripts.walk_revisions():
         assert Path(script.path).name.startswith(f"{script.revision}_"), script.path
