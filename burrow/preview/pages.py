@@ -55,6 +55,15 @@ def sign_in_needed(expired: bool) -> tuple[int, Headers, bytes]:
     )
 
 
+def foreign(reason: str) -> tuple[int, Headers, bytes]:
+    return page(
+        403,
+        "Refused: a request from another site",
+        f"{reason} A preview accepts WebSockets, form posts and cross-origin reads only "
+        "from its own pages, so that one preview cannot drive another with your sign-in.",
+    )
+
+
 def starting(port: int, detail: str) -> tuple[int, Headers, bytes]:
     status, headers, body = page(
         503,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from burrow.config import Settings
-from burrow.preview import headers, pages
+from burrow.preview import headers, origins, pages
 from burrow.preview.asgi import Message, Receive, Scope, Send
 from burrow.preview.hosts import PreviewAddress, PreviewHosts
 from burrow.preview.links import PreviewLinks
@@ -118,6 +118,10 @@ class PreviewProxy:
         address = self.hosts.parse(host)
         if address is None:
             await _refuse(scope, send, pages.unknown_host())
+            return
+        reason = origins.foreign_request(scope, f"{self.hosts.scheme}://{host}")
+        if reason is not None:
+            await _refuse(scope, send, pages.foreign(reason))
             return
         admission = await self._admit(scope, address)
         if isinstance(admission, tuple):
