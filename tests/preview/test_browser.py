@@ -57,6 +57,17 @@ async def test_the_signed_link_opens_the_preview_inside_the_apps_iframe(preview:
             await asyncio.wait_for(frame.locator("text=second page").wait_for(), 10)
             # Script in the preview cannot read the cookie (HttpOnly).
             assert "burrow_preview" not in await inner.evaluate("document.cookie")
+            # A reload rides on the cookie too; the link itself, used once, opens nothing.
+            async with inner.expect_navigation():
+                await inner.evaluate("location.reload()")
+            assert await frame.locator("#x").text_content() == "second page"
+            await page.evaluate(
+                "u => { const f = document.createElement('iframe'); f.src = u;"
+                " document.body.appendChild(f); }",
+                url,
+            )
+            replayed = page.frame_locator("iframe").nth(1)
+            await asyncio.wait_for(replayed.locator("text=has been used already").wait_for(), 10)
         finally:
             await browser.close()
 
