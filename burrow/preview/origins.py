@@ -21,6 +21,8 @@ the two apart; the request's `Origin` and `Sec-Fetch-Site` can.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from burrow.preview.asgi import Scope
 from burrow.preview.headers import header
 
@@ -28,13 +30,15 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 OWN_SITES = frozenset({b"same-origin", b"none"})  # "none": typed, bookmarked, no page
 
 
-def foreign_request(scope: Scope, own_origin: str) -> str | None:
-    """Why this request is another page's, or None when it may pass."""
+def foreign_request(scope: Scope, own_origins: Iterable[str]) -> str | None:
+    """Why this request is another page's, or None when it may pass. `own_origins`: the
+    preview's origin as the request's Host names it and as Burrow's URLs do (the two
+    differ only behind a proxy that rewrites Host)."""
     origin = header(scope, b"origin").strip().lower()
     fetch_site = header(scope, b"sec-fetch-site").strip().lower()
     changes = scope["type"] == "websocket" or scope["method"] not in SAFE_METHODS
     if origin and origin != b"null":
-        if origin == own_origin.lower().encode("latin-1"):
+        if origin in {own.lower().encode("latin-1") for own in own_origins}:
             return None
         return f"The request came from a page of {origin.decode('latin-1')}."
     if fetch_site and fetch_site not in OWN_SITES:

@@ -122,7 +122,8 @@ class PreviewProxy:
         if address is None:
             await _refuse(scope, send, pages.unknown_host())
             return
-        reason = origins.foreign_request(scope, f"{self.hosts.scheme}://{host}")
+        own = (f"{self.hosts.scheme}://{host}", self.hosts.origin(address.cid, address.port))
+        reason = origins.foreign_request(scope, own)
         if reason is not None:
             await _refuse(scope, send, pages.foreign(reason))
             return
