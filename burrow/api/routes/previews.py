@@ -26,8 +26,8 @@ Port = Annotated[int, Path(ge=1, le=65535)]
 class PreviewOut(BaseModel):
     port: int
     url: str
-    """Opens the preview for the caller: carries a signed token valid for a short while,
-    exchanged for a cookie on that preview's own origin on first load."""
+    """Opens the preview for the caller: carries a signed token valid for a short while
+    and for one use, exchanged for a cookie on that preview's own origin."""
     status: PreviewStatus
     """`hibernated`: the sandbox sleeps; opening the URL wakes it and the service."""
     command: str
