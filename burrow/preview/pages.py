@@ -68,8 +68,8 @@ def foreign(reason: str) -> tuple[int, Headers, bytes]:
     return page(
         403,
         "Refused: a request from another site",
-        f"{reason} A preview accepts WebSockets, form posts and cross-origin reads only "
-        "from its own pages, so that one preview cannot drive another with your sign-in.",
+        f"{reason} A preview answers its own pages, and other pages only to open it, so "
+        "that one preview cannot drive another with your sign-in.",
     )
 
 

@@ -73,8 +73,8 @@ async def test_the_signed_link_opens_the_preview_inside_the_apps_iframe(preview:
 
 
 # A page of conversation X, framed by the app beside Y's preview, turns on Y: a WebSocket
-# that would read Y's service, and a credentialed POST that would change it. Its own
-# hot-reload socket and its own POST are what a dev server needs.
+# that would read Y's service, a credentialed POST and an image GET that would change it.
+# Its own hot-reload socket and its own POST are what a dev server needs.
 ATTACK = """async ({victim}) => {
   const socket = (url) => new Promise((resolve) => {
     const ws = new WebSocket(url);
@@ -87,6 +87,11 @@ ATTACK = """async ({victim}) => {
   await fetch(`http://${victim}/notes`,
               {method: "POST", body: "forged by X", credentials: "include", mode: "no-cors"})
     .catch(() => null);
+  await new Promise((resolve) => {  // a GET that changes state, fired by an <img>
+    const img = new Image();
+    img.onload = img.onerror = resolve;
+    img.src = `http://${victim}/notes/add?text=img`;
+  });
   const posted = await fetch("/notes", {method: "POST", body: "X's own"});
   return {own, stolen, posted: posted.status};
 }"""

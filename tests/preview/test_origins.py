@@ -90,7 +90,7 @@ async def test_a_post_from_another_origin_is_refused_before_the_service(
     assert await _notes(preview, 8062, cookie) == [f"own {i}" for i in range(len(allowed))]
 
 
-async def test_reads_from_another_origin_are_refused_plain_loads_are_not(
+async def test_reads_and_loads_by_another_page_are_refused_navigations_are_not(
     preview: Preview,
 ) -> None:
     await preview.start(8063, "dev_server.py")
@@ -101,6 +101,23 @@ async def test_reads_from_another_origin_are_refused_plain_loads_are_not(
         response = await preview.get(8063, "/notes", cookie, {"origin": origin})
         assert response.status_code == 403, origin
         assert "another site" in response.text
-    # Navigations and plain loads carry no Origin; the page's own reads carry its own.
-    for headers in ({}, {"sec-fetch-site": "cross-site"}, {"origin": _origin(preview, 8063)}):
-        assert (await preview.get(8063, "/notes", cookie, headers)).status_code == 200
+    # Another page's <img> or <embed>: no Origin, but the browser says where it is from.
+    for site in ("same-site", "cross-site"):
+        for mode, dest in (("no-cors", "image"), ("navigate", "embed")):
+            load = {"sec-fetch-site": site, "sec-fetch-mode": mode, "sec-fetch-dest": dest}
+            response = await preview.get(8063, f"/notes/add?text={dest}", cookie, load)
+            assert response.status_code == 403, load
+    assert await _notes(preview, 8063, cookie) == []
+    # The app framing the preview, a link from elsewhere, a typed address, the page's own
+    # loads and reads, and a client that is no browser.
+    passing = [
+        ("cross-site", "navigate", "iframe"),
+        ("same-site", "navigate", "document"),
+        ("none", "navigate", "document"),
+        ("same-origin", "no-cors", "image"),
+    ]
+    for site, mode, dest in passing:
+        load = {"sec-fetch-site": site, "sec-fetch-mode": mode, "sec-fetch-dest": dest}
+        assert (await preview.get(8063, "/notes", cookie, load)).status_code == 200, load
+    for headers in ({"origin": _origin(preview, 8063), "sec-fetch-site": "same-origin"}, {}):
+        assert (await preview.get(8063, "/notes", cookie, headers)).status_code == 200, headers

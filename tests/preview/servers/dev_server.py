@@ -4,7 +4,8 @@ a hot-reload WebSocket, as Vite does.
 WebSocket: echoes every text or binary message and answers a close with a close; on
 /handshake it first sends the raw handshake request it received, as text.
 HTTP (one request per connection): GET / is a page, POST /notes keeps the body,
-GET /notes lists the bodies kept (JSON).
+GET /notes/add?text=T keeps T (a GET that changes state, as some apps have),
+GET /notes lists what was kept (JSON).
 """
 
 import base64
@@ -14,6 +15,7 @@ import socket
 import struct
 import sys
 import threading
+from urllib.parse import unquote
 
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 PAGE = b"<!doctype html><title>dev</title><p id=ready>dev server</p>"
@@ -45,6 +47,9 @@ def answer_http(conn, method, path, headers, rest):
     if method == b"POST" and path == b"/notes":
         body = rest + read_exactly(conn, int(headers.get(b"content-length", b"0")) - len(rest))
         notes.append(body.decode())
+        status, content_type, body = b"200 OK", b"text/plain", b"noted"
+    elif path.startswith(b"/notes/add?text="):
+        notes.append(unquote(path.partition(b"=")[2].decode()))
         status, content_type, body = b"200 OK", b"text/plain", b"noted"
     elif path == b"/notes":
         status, content_type, body = b"200 OK", b"application/json", json.dumps(notes).encode()
