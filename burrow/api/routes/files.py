@@ -25,7 +25,9 @@ def checked(path: str) -> str:
     """
     if "\0" in path:
         raise ApiError(
-            400, "invalid_path", "The path contains a NUL byte, which no file name can hold: send it without one."
+            400,
+            "invalid_path",
+            "The path contains a NUL byte, which no file name can hold: send it without one.",
         )
     return path
 
