@@ -87,6 +87,8 @@ async def test_model_text_fetches_nothing_and_keeps_no_form_or_style(
             await expect(page.locator(".run-end")).to_contain_text("Done")
             message = page.locator(".assistant .markdown").last
             await expect(message).to_contain_text("Styled text")
+            await page.wait_for_timeout(500)  # time to fetch, were anything allowed to
+            assert listener.hits == []
             await expect(message).to_contain_text("Continue")  # the button's text, as text
 
             link = message.get_by_role("link", name="image: chart")
