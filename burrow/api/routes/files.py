@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from burrow.api.deps import ConversationDep, ServicesDep
-from burrow.api.errors import ApiError
+from burrow.api.errors import nul_in_path
 from burrow.api.schemas import FileEntryOut
 
 router = APIRouter(prefix="/api/conversations", tags=["files"])
@@ -24,11 +24,7 @@ def checked(path: str) -> str:
     the caller would see as the sandbox being unavailable (503).
     """
     if "\0" in path:
-        raise ApiError(
-            400,
-            "invalid_path",
-            "The path contains a NUL byte, which no file name can hold: send it without one.",
-        )
+        raise nul_in_path()
     return path
 
 
