@@ -43,19 +43,35 @@ def prepare(data_dir: Path) -> list[Path]:
     """Create the data directory private, or take others' access away from what an older
     start (or a careless copy) left open; warns on stderr and returns what it tightened."""
     ensure_private_dir(data_dir)
-    loose = [p for p in _own_paths(data_dir) if _mode(p) & OTHERS]
-    for path in loose:
-        os.chmod(path, _mode(path) & ~OTHERS)
-    if loose:
-        names = ", ".join(str(p) for p in loose[:5]) + (" ..." if len(loose) > 5 else "")
-        print(
-            f"Burrow: warning: {len(loose)} path(s) in the data directory were readable by "
-            f"other users and are now private to this user (0700 folders, 0600 files): "
-            f"{names}",
-            file=sys.stderr,
-            flush=True,
+    tightened: list[Path] = []
+    stuck: list[Path] = []
+    for path in _own_paths(data_dir):
+        if _mode(path) & OTHERS:
+            try:
+                os.chmod(path, _mode(path) & ~OTHERS)
+                tightened.append(path)
+            except PermissionError:  # another user's file: only its owner (or root) can
+                stuck.append(path)
+    if tightened:
+        _warn(
+            f"{len(tightened)} path(s) in the data directory were readable by other users "
+            f"and are now private to this user (0700 folders, 0600 files): {_names(tightened)}"
         )
-    return loose
+    if stuck:
+        _warn(
+            f"{len(stuck)} path(s) in the data directory stay readable by other users, as "
+            f"this user may not change their modes; run `chmod go-rwx` on them as their "
+            f"owner: {_names(stuck)}"
+        )
+    return tightened
+
+
+def _warn(message: str) -> None:
+    print(f"Burrow: warning: {message}", file=sys.stderr, flush=True)
+
+
+def _names(paths: list[Path]) -> str:
+    return ", ".join(str(p) for p in paths[:5]) + (" ..." if len(paths) > 5 else "")
 
 
 def _own_paths(data_dir: Path) -> list[Path]:
