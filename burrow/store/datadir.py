@@ -45,13 +45,12 @@ def prepare(data_dir: Path) -> list[Path]:
     ensure_private_dir(data_dir)
     tightened: list[Path] = []
     stuck: list[Path] = []
-    for path in _own_paths(data_dir):
-        if _mode(path) & OTHERS:
-            try:
-                os.chmod(path, _mode(path) & ~OTHERS)
-                tightened.append(path)
-            except PermissionError:  # another user's file: only its owner (or root) can
-                stuck.append(path)
+    for path, mode in _loose_paths(data_dir):
+        try:
+            os.chmod(path, mode & ~OTHERS)
+            tightened.append(path)
+        except PermissionError:  # another user's file: only its owner (or root) can
+            stuck.append(path)
     if tightened:
         _warn(
             f"{len(tightened)} path(s) in the data directory were readable by other users "
@@ -74,19 +73,32 @@ def _names(paths: list[Path]) -> str:
     return ", ".join(str(p) for p in paths[:5]) + (" ..." if len(paths) > 5 else "")
 
 
-def _own_paths(data_dir: Path) -> list[Path]:
-    """The data directory, what it holds directly, and the entries of NESTED folders."""
-    paths = [data_dir]
-    for entry in sorted(data_dir.iterdir()):
-        if entry.is_symlink():
-            continue
-        paths.append(entry)
-        if entry.name in NESTED and entry.is_dir():
-            # A mounted workspace shows its own file system's root: the agent's, not ours.
-            paths += [
-                e for e in sorted(entry.iterdir()) if not (e.is_symlink() or os.path.ismount(e))
-            ]
-    return paths
+def _loose_paths(data_dir: Path) -> list[tuple[Path, int]]:
+    """(path, mode) of what others may use: the data directory, what it holds directly,
+    and the entries of NESTED folders. One stat per entry: a data directory with
+    thousands of workspaces is checked at every start."""
+    found: list[tuple[Path, int]] = []
+
+    def visit(path: Path, mode: int, is_dir: bool) -> None:
+        # A mounted workspace shows its own file system's root: the agent's, not ours.
+        if mode & OTHERS and not (is_dir and os.path.ismount(path)):
+            found.append((path, mode))
+
+    visit(data_dir, _mode(data_dir), False)
+    with os.scandir(data_dir) as top:
+        for entry in sorted(top, key=lambda e: e.name):
+            if entry.is_symlink():
+                continue
+            st = entry.stat(follow_symlinks=False)
+            visit(Path(entry.path), stat.S_IMODE(st.st_mode), False)
+            if entry.name in NESTED and stat.S_ISDIR(st.st_mode):
+                with os.scandir(entry.path) as nested:
+                    for inner in sorted(nested, key=lambda e: e.name):
+                        if not inner.is_symlink():
+                            st = inner.stat(follow_symlinks=False)
+                            mode = stat.S_IMODE(st.st_mode)
+                            visit(Path(inner.path), mode, stat.S_ISDIR(st.st_mode))
+    return found
 
 
 def _mode(path: Path) -> int:
