@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from burrow.config import Settings
+from burrow.store.datadir import ensure_private_dir
 from burrow.store.migrate import SchemaError, prepare_database
 from burrow.store.records import Event
 
@@ -87,7 +88,7 @@ def serve(args: argparse.Namespace) -> int:
 
 def _database_url(settings: Settings) -> str:
     if settings.database_url is None:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(settings.data_dir)
     return settings.database()
 
 
