@@ -80,8 +80,8 @@ async def terminal_socket(websocket: WebSocket, cid: str, tid: str) -> None:
     svc = websocket.app.state.services
     # Cookies ride along on cross-site WebSocket handshakes: a preview page must not get in.
     origin = websocket.headers.get("origin")
-    host = websocket.headers.get("x-forwarded-host", websocket.headers.get("host", ""))
-    if origin is not None and urlsplit(origin).netloc != host:
+    # The Host as a trusted proxy forwarded it (burrow.api.forwarded), or as sent.
+    if origin is not None and urlsplit(origin).netloc != websocket.headers.get("host", ""):
         await websocket.close(CLOSE_FORBIDDEN_ORIGIN, "cross-origin terminal refused")
         return
     user = await optional_user(websocket, svc)
