@@ -11,7 +11,7 @@ import secrets
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 import sqlalchemy as sa
 from argon2 import PasswordHasher
@@ -97,10 +97,15 @@ class AccountStore:
     async def authenticate(self, username: str, password: str) -> User | None:
         """The user if the password is theirs; raises `PasswordsBusy` when too many checks
         are queued."""
-        query = sa.select(users).where(users.c.username == username)
-        row = await self._db.run(lambda conn: conn.execute(query).first())
-        stored = row.password_hash if row is not None and row.password_hash else _DUMMY_HASH
-        if not await self.passwords.verify(stored, password):
+        row: Any = None
+
+        async def stored_hash() -> str:
+            nonlocal row
+            query = sa.select(users).where(users.c.username == username)
+            row = await self._db.run(lambda conn: conn.execute(query).first())
+            return str(row.password_hash) if row is not None and row.password_hash else _DUMMY_HASH
+
+        if not await self.passwords.verify(password, stored_hash):
             return None
         if row is None or not row.password_hash:
             return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -53,24 +53,36 @@ class Passwords:
         self._pending = 0  # submitted and not finished, counted until the thread is done
 
     async def hash(self, password: str) -> str:
-        return await self._submit(self._hasher.hash, password)
+        self._admit()
+        return await self._run(self._hasher.hash, password)
 
-    async def verify(self, stored: str, password: str) -> bool:
+    async def verify(self, password: str, lookup: Callable[[], Awaitable[str]]) -> bool:
+        """Whether `password` matches the hash `lookup` fetches. The slot is taken before
+        the lookup, so a refused check costs no database work either."""
+        self._admit()
+        try:
+            stored = await lookup()
+        except BaseException:
+            self._finished(None)
+            raise
+
         def check() -> bool:
             try:
                 return self._hasher.verify(stored, password)
             except (VerificationError, InvalidHashError):
                 return False
 
-        return await self._submit(check)
+        return await self._run(check)
 
-    async def _submit(self, fn: Callable[..., T], *args: object) -> T:
+    def _admit(self) -> None:
         with self._lock:
             if self._pending >= self.workers + self.waiting:
                 raise PasswordsBusy(
                     f"{self._pending} password checks are already queued: try again in a second."
                 )
             self._pending += 1
+
+    async def _run(self, fn: Callable[..., T], *args: object) -> T:
         # Counted down when the thread finishes, not when the caller stops waiting: a
         # caller that goes away does not free the CPU its hash is still using.
         try:
