@@ -23,6 +23,7 @@ from burrow.api.routes import (
     terminals,
     users,
 )
+from burrow.api.streams import StreamCap
 from burrow.api.throttle import LoginThrottle
 from burrow.services import Services
 
@@ -37,6 +38,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.services = await open_services()
+        app.state.stream_cap = StreamCap(app.state.services.settings.max_streams_per_user)
         try:
             yield
         finally:
