@@ -26,8 +26,7 @@ class TooManyStreams(Exception):
         )
         # A WebSocket close reason holds at most 123 bytes.
         self.close_reason = (
-            f"too many open streams (BURROW_MAX_STREAMS_PER_USER={limit}): "
-            "close a tab or terminal"
+            f"too many open streams (BURROW_MAX_STREAMS_PER_USER={limit}): close a tab or terminal"
         )
 
     def api_error(self) -> ApiError:
