@@ -10,6 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from burrow.runs.quotas import QuotaExceeded
 from burrow.sandbox.backend import ErrorCode, SandboxError
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api(_: Request, exc: ApiError) -> JSONResponse:
         return error_response(exc.status, exc.code, exc.message, exc.headers)
+
+    @app.exception_handler(QuotaExceeded)  # before SandboxError in a sandbox quota's MRO
+    async def _quota(_: Request, exc: QuotaExceeded) -> JSONResponse:
+        return error_response(429, exc.error_code, str(exc), {"Retry-After": "5"})
 
     @app.exception_handler(SandboxError)
     async def _sandbox(_: Request, exc: SandboxError) -> JSONResponse:
