@@ -12,6 +12,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from burrow.runs.quotas import QuotaExceeded
 from burrow.sandbox.backend import ErrorCode, SandboxError
+from burrow.store.passwords import PasswordsBusy
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(QuotaExceeded)  # before SandboxError in a sandbox quota's MRO
     async def _quota(_: Request, exc: QuotaExceeded) -> JSONResponse:
         return error_response(429, exc.error_code, str(exc), {"Retry-After": "5"})
+
+    @app.exception_handler(PasswordsBusy)  # a login flood: come back in a second
+    async def _busy(_: Request, exc: PasswordsBusy) -> JSONResponse:
+        return error_response(503, "passwords_busy", str(exc), {"Retry-After": "1"})
 
     @app.exception_handler(SandboxError)
     async def _sandbox(_: Request, exc: SandboxError) -> JSONResponse:

@@ -99,6 +99,6 @@ async def test_a_burst_beyond_the_hashing_capacity_is_refused_fast(tmp_path: Pat
     # 80 at once: the hashing queue holds a bounded number, the rest are told to come back.
     assert len(refused) >= len(results) // 2
     for _, response in refused:
-        assert response.json()["error"]["code"] == "login_busy"
+        assert response.json()["error"]["code"] == "passwords_busy"
         assert response.headers["retry-after"] == "1"
     assert statistics.median(s for s, _ in refused) * 3 < statistics.median(checked)

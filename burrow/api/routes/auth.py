@@ -12,7 +12,6 @@ from burrow.api.errors import ApiError, not_found
 from burrow.api.schemas import Me
 from burrow.api.throttle import LoginThrottle, TooManyAttempts
 from burrow.store.accounts import SESSION_LIFETIME, token_digest
-from burrow.store.passwords import PasswordsBusy
 
 router = APIRouter(prefix="/api/auth", tags=["auth"])
 
@@ -51,10 +50,8 @@ async def login(body: Login, request: Request, response: Response, svc: Services
             429, "too_many_attempts", str(exc), {"Retry-After": str(exc.retry_after)}
         ) from None
     with attempt:
-        try:
-            user = await svc.accounts.authenticate(body.username, body.password)
-        except PasswordsBusy as exc:
-            raise ApiError(503, "login_busy", str(exc), {"Retry-After": "1"}) from None
+        # Too many checks queued: PasswordsBusy, a 503 (api/errors.py), and not a failure.
+        user = await svc.accounts.authenticate(body.username, body.password)
         if user is None:
             attempt.failed()
             raise ApiError(401, "bad_credentials", "Wrong username or password.")
