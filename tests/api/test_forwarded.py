@@ -9,6 +9,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
+from burrow.api.forwarded import TrustedProxies
 from burrow.llm.scripted import ScriptedProvider
 from tests.api.harness import ADMIN_PASSWORD, running_server
 from tests.api.test_terminals import open_terminal, session_cookie, ws_url
@@ -59,3 +60,12 @@ async def test_forwarded_host_and_proto_from_a_trusted_proxy(tmp_path: Path) -> 
             headers={"X-Forwarded-Proto": "https"},
         )
         assert "; secure" in login.headers["set-cookie"].lower()
+
+
+def test_trusted_proxies_are_addresses_or_networks() -> None:
+    proxies = TrustedProxies.parse(" 10.0.0.0/8, ::1 ,")
+    assert proxies.trusts("10.1.2.3") and proxies.trusts("::1")
+    assert not proxies.trusts("127.0.0.1") and not proxies.trusts("not-an-address")
+    assert not TrustedProxies.parse("").trusts("127.0.0.1")
+    with pytest.raises(ValueError, match="BURROW_TRUSTED_PROXIES: 'proxy.lan' is not an IP"):
+        TrustedProxies.parse("127.0.0.1,proxy.lan")
