@@ -67,5 +67,5 @@ def test_trusted_proxies_are_addresses_or_networks() -> None:
     assert proxies.trusts("10.1.2.3") and proxies.trusts("::1")
     assert not proxies.trusts("127.0.0.1") and not proxies.trusts("not-an-address")
     assert not TrustedProxies.parse("").trusts("127.0.0.1")
-    with pytest.raises(ValueError, match="BURROW_TRUSTED_PROXIES: 'proxy.lan' is not an IP"):
+    with pytest.raises(ValueError, match=r"BURROW_TRUSTED_PROXIES: 'proxy\.lan' is not an IP"):
         TrustedProxies.parse("127.0.0.1,proxy.lan")
