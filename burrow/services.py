@@ -54,6 +54,7 @@ class Services:
         self.on_close()
         await self.runtime.shutdown()
         await self.db.close()
+        self.accounts.passwords.close()
 
 
 def make_backend(settings: Settings) -> Backend:
@@ -107,6 +108,8 @@ async def open_services(
             backend or make_backend(settings),
             journal,
             idle_seconds=settings.sandbox_idle_hibernate_seconds,
+            owner_of=conversations.owner_of,
+            max_per_owner=settings.max_sandboxes_per_user,
         ),
         tools if tools is not None else default_tools(),
         provider or models.provider,
@@ -115,6 +118,7 @@ async def open_services(
             pricing=Pricing(settings.price_prompt, settings.price_completion),
             loop=LoopConfig(max_steps=settings.max_steps),
             preview_url=PreviewHosts.from_settings(settings).url,
+            max_runs_per_user=settings.max_runs_per_user,
         ),
     )
     await runtime.recover()
