@@ -15,9 +15,12 @@ from dataclasses import dataclass, field
 
 from burrow.llm.base import Message, ModelError, Pricing, Provider, StreamEvent, ToolSpec
 from burrow.runs import events as ev
-from burrow.runs.approvals import ApprovalGate
+from burrow.runs.approvals import ApprovalGate, Approvals
+from burrow.runs.budget import Budget, BudgetHook
 from burrow.runs.context import ModelContext
 from burrow.runs.events import EventType
+from burrow.runs.guard import LoopGuard
+from burrow.runs.hooks import Hook, PreviewOpened, SystemPrompt
 from burrow.runs.journal import Journal, Subscription
 from burrow.runs.loop import AgentRun, LoopConfig, RunEnv
 from burrow.runs.sandboxes import SandboxPool
@@ -46,6 +49,7 @@ class RuntimeOptions:
     limits: ToolLimits = field(default_factory=ToolLimits)
     pricing: Pricing = field(default_factory=Pricing)
     loop: LoopConfig = field(default_factory=LoopConfig)
+    budget: Budget = field(default_factory=Budget)  # each run's limits
     preview_url: Callable[[str, int], str] | None = None  # (cid, port) -> preview address
 
 
@@ -155,11 +159,21 @@ class Runtime:
             shell=self._shells.setdefault(cid, ShellState()),
             limits=self.options.limits,
             pricing=self.options.pricing,
-            config=self.options.loop,
-            approvals=self.approvals,
+            hooks=self._hooks(cid),
             preview_url=self.options.preview_url,
         )
         return AgentRun(env, cid, run_id, context, feed)
+
+    def _hooks(self, cid: str) -> list[Hook]:
+        """A run's hooks, fresh for each run (budgets and the guard count per run). A
+        conversation's own budget, once stored, is the one place to change here."""
+        return [
+            SystemPrompt(self.options.loop.system_prompt),
+            Approvals(self.approvals),
+            PreviewOpened(),
+            LoopGuard(),
+            BudgetHook(self.options.budget),
+        ]
 
     def _keep_context(self, cid: str, context: ModelContext) -> None:
         self._contexts[cid] = context
