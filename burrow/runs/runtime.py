@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from burrow.llm.base import Message, ModelError, Pricing, Provider, StreamEvent, ToolSpec
 from burrow.runs import events as ev
-from burrow.runs.approvals import ApprovalGate, Approvals
+from burrow.runs.approvals import ApprovalGate, Approvals, resolved
 from burrow.runs.budget import Budget, BudgetHook
 from burrow.runs.context import ModelContext
 from burrow.runs.events import EventType
@@ -238,8 +238,7 @@ class Runtime:
             elif event.type == EventType.APPROVAL_RESOLVED:
                 open_approvals.pop(event.data["request_id"], None)
         closing = [
-            ev.make(EventType.APPROVAL_RESOLVED, run_id, request_id=request_id, decision="deny")
-            for request_id, run_id in open_approvals.items()
+            resolved(run_id, request_id, "deny") for request_id, run_id in open_approvals.items()
         ]
         for request_id in open_approvals:
             await self.approvals.abandon(request_id)
