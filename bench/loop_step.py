@@ -39,6 +39,7 @@ from burrow.tools.base import ToolContext, ToolKind, ToolResult
 
 STEP_COUNTS = (10, 100, 1000)
 STEPS_MEASURED = 300  # step durations per figure at least, so short runs are not noise
+ROUNDS = 3
 LAST_STEPS = 100  # of a long run, only its last steps count: the context is largest there
 
 
@@ -123,29 +124,28 @@ async def agent_loop(data: Path, steps: int) -> list[float]:
     return step_seconds(provider.calls)
 
 
-async def overhead(tmp: Path, steps: int) -> float:
-    """Milliseconds the loop adds per step: the median step of the agent loop over that of
-    the bare loop (medians, so a busy machine's pauses do not count)."""
-    repeats = max(3, STEPS_MEASURED // min(steps, LAST_STEPS))
-    bare: list[float] = []
-    agent: list[float] = []
-    for i in range(repeats):
-        bare += await bare_loop(steps)
-        folder = tmp / f"{steps}-{i}"
-        folder.mkdir()
-        agent += await agent_loop(folder, steps)
-    base, step = p50(bare), p50(agent)
-    print(
-        f"  {steps:>5} steps: {step * 1000:.3f} ms per step, bare {base * 1000:.3f} ms, "
-        f"overhead {(step - base) * 1000:.3f} ms",
-        flush=True,
-    )
-    return (step - base) * 1000
-
-
 async def main() -> None:
+    # Rounds interleave the run lengths, so a busy spell of the machine falls on all of them
+    # alike; medians of step durations, so its pauses do not count.
+    bare: dict[int, list[float]] = {steps: [] for steps in STEP_COUNTS}
+    agent: dict[int, list[float]] = {steps: [] for steps in STEP_COUNTS}
     with tempfile.TemporaryDirectory() as tmp:
-        figures = {steps: await overhead(Path(tmp), steps) for steps in STEP_COUNTS}
+        for round_ in range(ROUNDS):
+            for steps in STEP_COUNTS:
+                for i in range(max(1, STEPS_MEASURED // min(steps, LAST_STEPS) // ROUNDS)):
+                    bare[steps] += await bare_loop(steps)
+                    folder = Path(tmp) / f"{steps}-{round_}-{i}"
+                    folder.mkdir()
+                    agent[steps] += await agent_loop(folder, steps)
+    figures: dict[int, float] = {}
+    for steps in STEP_COUNTS:
+        base, step = p50(bare[steps]), p50(agent[steps])
+        figures[steps] = (step - base) * 1000
+        print(
+            f"  {steps:>5} steps: {step * 1000:.3f} ms per step, bare {base * 1000:.3f} ms, "
+            f"overhead {figures[steps]:.3f} ms",
+            flush=True,
+        )
     first, last = STEP_COUNTS[0], STEP_COUNTS[-1]
     report(
         f"agent loop overhead per step, {last} steps",
