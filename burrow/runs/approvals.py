@@ -121,10 +121,6 @@ class ApprovalGate:
         await self._store.resolve(request_id, "deny")
 
 
-def resolved(run_id: str | None, request_id: str, decision: Decision) -> NewEvent:
-    return ev.make(EventType.APPROVAL_RESOLVED, run_id, request_id=request_id, decision=decision)
-
-
 class Approvals(Hook):
     """Before each tool call: allow, refuse, or ask the owner and wait for the answer."""
 
@@ -157,13 +153,17 @@ class Approvals(Hook):
         )
         decision = await answer
         self._open = None
-        await run.emit(resolved(run.run_id, request_id, decision))
+        await run.emit(
+            ev.make(
+                EventType.APPROVAL_RESOLVED, run.run_id, request_id=request_id, decision=decision
+            )
+        )
         return "Denied by the user." if decision == "deny" else None
 
     async def close(self, run: Run) -> list[NewEvent]:
-        if self._open is None:
-            return []
-        # Stopping while the owner was asked answers the question: no.
-        request_id, self._open = self._open, None
-        await self.gate.abandon(request_id)
-        return [resolved(run.run_id, request_id, "deny")]
+        # Stopping while the owner was asked answers the question: no. (The run writes the
+        # approval.resolved, as it pairs everything it left open.)
+        if self._open is not None:
+            request_id, self._open = self._open, None
+            await self.gate.abandon(request_id)
+        return []

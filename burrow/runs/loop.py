@@ -29,6 +29,7 @@ from burrow.llm.base import (
     Usage,
 )
 from burrow.runs import events as ev
+from burrow.runs.closing import OpenWork
 from burrow.runs.coalesce import Coalescer
 from burrow.runs.context import ModelContext
 from burrow.runs.events import EventType
@@ -117,11 +118,13 @@ class AgentRun:
         self.tally = Tally()
         self._feed = feed
         self._out = Coalescer(env.journal, cid, run_id)
-        self._open_calls: dict[str, float] = {}  # call_id -> start time
+        self._open = OpenWork()  # this run's calls and approvals not yet closed
         self._partial: _Answer | None = None  # the answer being streamed, if any
         self._answer_events: list[NewEvent] = []  # the model's answer, not yet written
 
     async def emit(self, *batch: NewEvent) -> None:
+        for event in batch:  # before the write: a stop during it still closes what it opens
+            self._open.apply(event)
         await self.env.journal.append(self.cid, *batch)
 
     async def execute(self, *, announced: bool = False) -> str:
@@ -252,7 +255,7 @@ class AgentRun:
         arguments, problem = parse_arguments(raw["name"], raw["arguments"])
         tool = self.env.tools.get(raw["name"])
         call = Call(raw["id"], raw["name"], raw["arguments"], arguments, tool)
-        self._open_calls[call.id] = time.monotonic()
+        started = time.monotonic()
         await self.emit(
             *self._take_answer_events(),
             ev.make(
@@ -272,7 +275,6 @@ class AgentRun:
             except RunStop as exc:  # the result is still written, then the run ends
                 stop = stop or exc
         result = outcome.result
-        started = self._open_calls.pop(call.id)
         await self.emit(
             *await self._out.take(),
             ev.tool_finished(
@@ -339,17 +341,6 @@ class AgentRun:
         for hook in self.env.hooks:
             closing += await hook.close(self)
         reason = "Interrupted by the user." if status == "canceled" else f"Run ended: {error}"
-        now = time.monotonic()
-        for call_id, started in self._open_calls.items():
-            closing.append(
-                ev.tool_finished(
-                    self.run_id,
-                    call_id,
-                    output=reason,
-                    is_error=True,
-                    duration_ms=round((now - started) * 1000),
-                )
-            )
-        self._open_calls.clear()
+        closing += self._open.closing(reason, timed=True)
         closing.append(ev.run_finished(self.run_id, status, error, self.tally.usage(), **finished))
         await self.emit(*closing)

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 
 from burrow.llm.base import Message, ModelError, Pricing, Provider, StreamEvent, ToolSpec
 from burrow.runs import events as ev
-from burrow.runs.approvals import ApprovalGate, Approvals, resolved
+from burrow.runs.approvals import ApprovalGate, Approvals
 from burrow.runs.budget import Budget, BudgetHook
+from burrow.runs.closing import OpenWork
 from burrow.runs.context import ModelContext
 from burrow.runs.events import EventType
 from burrow.runs.guard import LoopGuard
@@ -221,31 +222,13 @@ class Runtime:
         return repaired
 
     async def _repair(self, cid: str) -> None:
-        open_runs: dict[str, None] = {}
-        open_calls: dict[str, str] = {}
-        open_approvals: dict[str, str] = {}
+        work = OpenWork()
         for event in await self.journal.read(cid):
-            if event.type == EventType.RUN_STARTED and event.run_id:
-                open_runs[event.run_id] = None
-            elif event.type == EventType.RUN_FINISHED and event.run_id:
-                open_runs.pop(event.run_id, None)
-            elif event.type == EventType.TOOL_STARTED:
-                open_calls[event.data["call_id"]] = event.run_id or ""
-            elif event.type == EventType.TOOL_FINISHED:
-                open_calls.pop(event.data["call_id"], None)
-            elif event.type == EventType.APPROVAL_REQUESTED:
-                open_approvals[event.data["request_id"]] = event.run_id or ""
-            elif event.type == EventType.APPROVAL_RESOLVED:
-                open_approvals.pop(event.data["request_id"], None)
-        closing = [
-            resolved(run_id, request_id, "deny") for request_id, run_id in open_approvals.items()
-        ]
-        for request_id in open_approvals:
+            work.apply(event)
+        for request_id in work.approvals:
             await self.approvals.abandon(request_id)
-        closing += [
-            ev.tool_finished(run_id, call_id, output=RESTARTED, is_error=True)
-            for call_id, run_id in open_calls.items()
-        ]
+        open_runs = list(work.runs)
+        closing = work.closing(RESTARTED, timed=False)
         closing += [ev.run_finished(run_id, "failed", RESTARTED, {}) for run_id in open_runs]
         if closing:
             await self.journal.append(cid, *closing)
