@@ -2,6 +2,8 @@
 
 Every step is written to the journal as it happens; the loop keeps no state that the
 journal does not have, so an interrupted or crashed run can always be closed and resumed.
+What a run adds to that (the system prompt, approvals, budgets, the loop guard, a tool's
+side events) comes in through hooks (runs/hooks.py): the loop names none of them.
 """
 
 from __future__ import annotations
