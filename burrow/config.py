@@ -44,8 +44,16 @@ class Settings(BaseSettings):
     price_prompt: float = 0.0
     """Dollars per million prompt tokens, for the cost shown with usage."""
     price_completion: float = 0.0
-    max_steps: int = 50
-    """Model calls per run before it stops and asks the user to continue."""
+    run_max_steps: int | None = Field(
+        default=50, validation_alias=AliasChoices("BURROW_RUN_MAX_STEPS", "BURROW_MAX_STEPS")
+    )
+    """Model calls per run before it ends `budget_exceeded` (a new message continues)."""
+    run_max_tokens: int | None = None
+    """Prompt + completion tokens per run; unset: no limit."""
+    run_max_cost: float | None = None
+    """Dollars per run, priced with BURROW_PRICE_*; unset: no limit."""
+    run_max_tool_seconds: float | None = None
+    """Seconds tools may run per run (approval waits excluded); unset: no limit."""
     admin_password: str | None = None
     """The first admin's password (user `admin`); generated and printed once when unset."""
     secret_key: str | None = None

@@ -15,6 +15,7 @@ from burrow.llm.base import Pricing, Provider
 from burrow.llm.factory import ModelConfig
 from burrow.preview.hosts import PreviewHosts
 from burrow.runs.approvals import ApprovalGate
+from burrow.runs.budget import Budget
 from burrow.runs.journal import Journal
 from burrow.runs.loop import LoopConfig
 from burrow.runs.models import ModelSettings
@@ -116,7 +117,13 @@ async def open_services(
         ApprovalGate(ApprovalStore(db), conversations),
         RuntimeOptions(
             pricing=Pricing(settings.price_prompt, settings.price_completion),
-            loop=LoopConfig(max_steps=settings.max_steps),
+            loop=LoopConfig(),
+            budget=Budget(
+                tokens=settings.run_max_tokens,
+                cost=settings.run_max_cost,
+                steps=settings.run_max_steps,
+                tool_seconds=settings.run_max_tool_seconds,
+            ),
             preview_url=PreviewHosts.from_settings(settings).url,
             max_runs_per_user=settings.max_runs_per_user,
         ),

@@ -15,9 +15,13 @@ from dataclasses import dataclass, field
 
 from burrow.llm.base import Message, ModelError, Pricing, Provider, StreamEvent, ToolSpec
 from burrow.runs import events as ev
-from burrow.runs.approvals import ApprovalGate
+from burrow.runs.approvals import ApprovalGate, Approvals
+from burrow.runs.budget import Budget, BudgetHook
+from burrow.runs.closing import OpenWork
 from burrow.runs.context import ModelContext
 from burrow.runs.events import EventType
+from burrow.runs.guard import LoopGuard
+from burrow.runs.hooks import Hook, PreviewOpened, SystemPrompt
 from burrow.runs.journal import Journal, Subscription
 from burrow.runs.loop import AgentRun, LoopConfig, RunEnv
 from burrow.runs.quotas import RunQuotaExceeded
@@ -47,6 +51,7 @@ class RuntimeOptions:
     limits: ToolLimits = field(default_factory=ToolLimits)
     pricing: Pricing = field(default_factory=Pricing)
     loop: LoopConfig = field(default_factory=LoopConfig)
+    budget: Budget = field(default_factory=Budget)  # each run's limits
     preview_url: Callable[[str, int], str] | None = None  # (cid, port) -> preview address
     max_runs_per_user: int = 0  # runs going at once per conversation owner; 0: no cap
 
@@ -181,11 +186,21 @@ class Runtime:
             shell=self._shells.setdefault(cid, ShellState()),
             limits=self.options.limits,
             pricing=self.options.pricing,
-            config=self.options.loop,
-            approvals=self.approvals,
+            hooks=self._hooks(cid),
             preview_url=self.options.preview_url,
         )
         return AgentRun(env, cid, run_id, context, feed)
+
+    def _hooks(self, cid: str) -> list[Hook]:
+        """A run's hooks, fresh for each run (budgets and the guard count per run). A
+        conversation's own budget, once stored, is the one place to change here."""
+        return [
+            SystemPrompt(self.options.loop.system_prompt),
+            Approvals(self.approvals),
+            PreviewOpened(),
+            LoopGuard(),
+            BudgetHook(self.options.budget),
+        ]
 
     def _keep_context(self, cid: str, context: ModelContext) -> None:
         self._contexts[cid] = context
@@ -239,32 +254,13 @@ class Runtime:
         return repaired
 
     async def _repair(self, cid: str) -> None:
-        open_runs: dict[str, None] = {}
-        open_calls: dict[str, str] = {}
-        open_approvals: dict[str, str] = {}
+        work = OpenWork()
         for event in await self.journal.read(cid):
-            if event.type == EventType.RUN_STARTED and event.run_id:
-                open_runs[event.run_id] = None
-            elif event.type == EventType.RUN_FINISHED and event.run_id:
-                open_runs.pop(event.run_id, None)
-            elif event.type == EventType.TOOL_STARTED:
-                open_calls[event.data["call_id"]] = event.run_id or ""
-            elif event.type == EventType.TOOL_FINISHED:
-                open_calls.pop(event.data["call_id"], None)
-            elif event.type == EventType.APPROVAL_REQUESTED:
-                open_approvals[event.data["request_id"]] = event.run_id or ""
-            elif event.type == EventType.APPROVAL_RESOLVED:
-                open_approvals.pop(event.data["request_id"], None)
-        closing = [
-            ev.make(EventType.APPROVAL_RESOLVED, run_id, request_id=request_id, decision="deny")
-            for request_id, run_id in open_approvals.items()
-        ]
-        for request_id in open_approvals:
+            work.apply(event)
+        for request_id in work.approvals:
             await self.approvals.abandon(request_id)
-        closing += [
-            ev.tool_finished(run_id, call_id, output=RESTARTED, is_error=True)
-            for call_id, run_id in open_calls.items()
-        ]
+        open_runs = list(work.runs)
+        closing = work.closing(RESTARTED, timed=False)
         closing += [ev.run_finished(run_id, "failed", RESTARTED, {}) for run_id in open_runs]
         if closing:
             await self.journal.append(cid, *closing)
