@@ -20,6 +20,9 @@ class Settings(BaseSettings):
     """Holds the database, the workspaces and the secrets."""
     database_url: str | None = None
     """SQLAlchemy async URL; default: SQLite in the data directory."""
+    auto_migrate: bool = True
+    """Upgrade the database's schema on start; false: refuse to start until
+    `burrow db upgrade` has (for deployments that migrate as a step of their own)."""
     host: str = "127.0.0.1"
     port: int = 8420
     preview_port: int | None = None
@@ -41,8 +44,16 @@ class Settings(BaseSettings):
     price_prompt: float = 0.0
     """Dollars per million prompt tokens, for the cost shown with usage."""
     price_completion: float = 0.0
-    max_steps: int = 50
-    """Model calls per run before it stops and asks the user to continue."""
+    run_max_steps: int | None = Field(
+        default=50, validation_alias=AliasChoices("BURROW_RUN_MAX_STEPS", "BURROW_MAX_STEPS")
+    )
+    """Model calls per run before it ends `budget_exceeded` (a new message continues)."""
+    run_max_tokens: int | None = None
+    """Prompt + completion tokens per run; unset: no limit."""
+    run_max_cost: float | None = None
+    """Dollars per run, priced with BURROW_PRICE_*; unset: no limit."""
+    run_max_tool_seconds: float | None = None
+    """Seconds tools may run per run (approval waits excluded); unset: no limit."""
     admin_password: str | None = None
     """The first admin's password (user `admin`); generated and printed once when unset."""
     secret_key: str | None = None
@@ -68,6 +79,19 @@ class Settings(BaseSettings):
     sandbox_agent_timeout: float = 5.0
     """Seconds the server waits for a sandbox's agent to answer (connect, handshake, one
     reply; a command gets its own timeout plus this) before it kills the sandbox."""
+    trusted_proxies: str = ""
+    """Reverse proxies (comma-separated addresses or networks, e.g. `127.0.0.1,10.0.0.0/8`)
+    whose X-Forwarded-For/-Proto/-Host are believed; default none: from anyone else they
+    are ignored."""
+    max_streams_per_user: int = 1100
+    """Open event streams (SSE) and terminal sockets per user at once; 0 = no cap. The
+    default admits DESIGN §7's 1,000 clients on one conversation."""
+    max_runs_per_user: int = 5
+    """Runs a user may have going at once (steering an active run is not a new one);
+    0 = no cap."""
+    max_sandboxes_per_user: int = 10
+    """Live (not hibernated) sandboxes per user; at the cap the user's least recently used
+    idle one is hibernated to make room; 0 = no cap."""
 
     def preview_listen_port(self) -> int:
         return self.preview_port if self.preview_port is not None else self.port + 1

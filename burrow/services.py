@@ -15,6 +15,7 @@ from burrow.llm.base import Pricing, Provider
 from burrow.llm.factory import ModelConfig
 from burrow.preview.hosts import PreviewHosts
 from burrow.runs.approvals import ApprovalGate
+from burrow.runs.budget import Budget
 from burrow.runs.journal import Journal
 from burrow.runs.loop import LoopConfig
 from burrow.runs.models import ModelSettings
@@ -23,6 +24,7 @@ from burrow.runs.sandboxes import SandboxPool
 from burrow.sandbox.backend import Backend
 from burrow.sandbox.cgroups import Limits
 from burrow.sandbox.local import LocalBackend
+from burrow.store import datadir
 from burrow.store.accounts import AccountStore
 from burrow.store.approvals import ApprovalStore
 from burrow.store.conversations import ConversationStore
@@ -53,6 +55,7 @@ class Services:
         self.on_close()
         await self.runtime.shutdown()
         await self.db.close()
+        self.accounts.passwords.close()
 
 
 def make_backend(settings: Settings) -> Backend:
@@ -91,8 +94,8 @@ async def open_services(
     tools: dict[str, Tool] | None = None,
     backend: Backend | None = None,
 ) -> Services:
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    db = await open_database(settings.database())
+    datadir.prepare(settings.data_dir)
+    db = await open_database(settings.database(), migrate=settings.auto_migrate)
     conversations = ConversationStore(db)
     redactor = Redactor()
     uninstall_redaction = install_redaction(redactor)
@@ -107,14 +110,23 @@ async def open_services(
             backend or make_backend(settings),
             journal,
             idle_seconds=settings.sandbox_idle_hibernate_seconds,
+            owner_of=conversations.owner_of,
+            max_per_owner=settings.max_sandboxes_per_user,
         ),
         tools if tools is not None else default_tools(),
         provider or models.provider,
         ApprovalGate(ApprovalStore(db), conversations),
         RuntimeOptions(
             pricing=Pricing(settings.price_prompt, settings.price_completion),
-            loop=LoopConfig(max_steps=settings.max_steps),
+            loop=LoopConfig(),
+            budget=Budget(
+                tokens=settings.run_max_tokens,
+                cost=settings.run_max_cost,
+                steps=settings.run_max_steps,
+                tool_seconds=settings.run_max_tool_seconds,
+            ),
             preview_url=PreviewHosts.from_settings(settings).url,
+            max_runs_per_user=settings.max_runs_per_user,
         ),
     )
     await runtime.recover()
