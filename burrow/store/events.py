@@ -56,7 +56,9 @@ class _byte_length(FunctionElement[int]):
 
 
 @compiles(_byte_length)
-def _octet_length(element: _byte_length, compiler: sa.sql.compiler.SQLCompiler, **kw: object) -> str:
+def _octet_length(
+    element: _byte_length, compiler: sa.sql.compiler.SQLCompiler, **kw: object
+) -> str:
     return f"octet_length({compiler.process(element.clauses, **kw)})"
 
 
