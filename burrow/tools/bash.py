@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import re
 import signal
@@ -139,6 +140,8 @@ async def _run(
                 if text:
                     output.add(text)
                     await live.add(event.stream, text)
+                # Buffered output is read without suspending; let other requests in between.
+                await asyncio.sleep(0)
             else:
                 exit_event = event
     for stream, decoder in decoders.items():

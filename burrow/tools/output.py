@@ -48,7 +48,10 @@ class OutputBuffer:
             kept = text[:room]
             self._log.append(kept)
             self._log_chars += len(kept)
-        self._tail_text = (self._tail_text + text)[-self.tail :] if self.tail else ""
+        if len(text) >= self.tail:  # a flood arrives in big chunks: no copy of the old tail
+            self._tail_text = text[len(text) - self.tail :]
+        else:
+            self._tail_text = (self._tail_text + text)[-self.tail :]
 
     @property
     def truncated(self) -> bool:
