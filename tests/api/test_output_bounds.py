@@ -161,7 +161,7 @@ async def watch(
 
 async def until_idle(client: httpx.AsyncClient, cid: str) -> None:
     async with asyncio.timeout(60):
-        while (await client.get(f"/api/conversations/{cid}")).json()["status"] != "idle":
+        while (await client.get(f"/api/conversations/{cid}")).json()["status"] != "idle":  # noqa: ASYNC110 - the status is what a client polls
             await asyncio.sleep(0.05)
 
 
