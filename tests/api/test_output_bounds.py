@@ -170,7 +170,9 @@ async def test_json_pages_are_bounded_in_bytes_and_paging_after_the_last_seq_is_
 ) -> None:
     # Sixteen calls printing 1.3 MB each: megabytes of journal before the fix, and still
     # more than one page after it.
-    calls = [("bash", {"command": f"seq {i} 200000 | tr -d '\\n'; seq 1 40000"}) for i in range(16)]
+    calls: list[tuple[str, dict[str, Any] | str]] = [
+        ("bash", {"command": f"seq {i} 200000 | tr -d '\\n'; seq 1 40000"}) for i in range(16)
+    ]
     turns = [ScriptedTurn(tool_calls=calls), ScriptedTurn(text="done")]
     async with running_server(tmp_path, lambda: ScriptedProvider(turns)) as srv:
         cid = await srv.create_conversation()

@@ -22,7 +22,7 @@ async def test_a_terminal_frame_over_the_bound_ends_the_session_before_it_is_buf
 
     async def subverted_agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         nonlocal delivered
-        decoder, frames = protocol.FrameDecoder(), []
+        decoder, frames = protocol.FrameDecoder(), list[protocol.Frame]()
         while len(frames) < 2:  # the host's hello and its pty_open
             frames += decoder.feed(await reader.read(65536))
         writer.write(protocol.hello_frame() + protocol.encode_frame(protocol.PTY_STARTED, pid=7))
@@ -51,7 +51,7 @@ async def test_a_terminal_frame_over_the_bound_ends_the_session_before_it_is_buf
 
 async def test_terminal_frames_within_the_bound_pass_whole(tmp_path: Path) -> None:
     async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        decoder, frames = protocol.FrameDecoder(), []
+        decoder, frames = protocol.FrameDecoder(), list[protocol.Frame]()
         while len(frames) < 2:
             frames += decoder.feed(await reader.read(65536))
         writer.write(protocol.hello_frame() + protocol.encode_frame(protocol.PTY_STARTED, pid=7))
