@@ -23,7 +23,7 @@ from burrow.sandbox.backend import (
 )
 from burrow.tools.arguments import json_schema, parse_arguments
 from burrow.tools.base import ToolContext, ToolError, ToolResult
-from burrow.tools.output import LiveOutput, OutputBuffer
+from burrow.tools.output import LiveOutput, OutputBuffer, ReadPace
 
 OUTPUT_LOG_DIR = ".burrow/outputs"
 
@@ -131,6 +131,7 @@ async def _run(
         "stderr": codecs.getincrementaldecoder("utf-8")(errors="replace"),
     }
     exit_event: ExecExit | None = None
+    pace = ReadPace()
     # aclosing: on cancellation (a user interrupt) the stream is closed at once, which kills
     # the command's process group; the CancelledError then propagates to the caller.
     async with closing_exec(sandbox.exec(request)) as events:
@@ -140,8 +141,9 @@ async def _run(
                 if text:
                     output.add(text)
                     await live.add(event.stream, text)
-                # Buffered output is read without suspending; let other requests in between.
-                await asyncio.sleep(0)
+                # Buffered output is read without suspending: let other requests in between,
+                # and past a flood's first megabytes, read no faster than the pace.
+                await asyncio.sleep(pace.delay(len(event.data)))
             else:
                 exit_event = event
     for stream, decoder in decoders.items():

@@ -21,6 +21,12 @@ LIVE_BURST_BYTES = 64 * 1024  # shown at once before the rate applies (most comm
 LIVE_MAX_BYTES = 1024 * 1024  # per call, whatever its duration
 RESUME_BYTES = 4 * 1024  # after a gap, wait for this much room: few markers, useful pieces
 
+# How fast the server reads one command's output once it has printed a lot: beyond what the
+# log keeps and the model sees, output is only counted, and a flood read at full speed would
+# take a core from every other request. Reading slower backs the command up in its pipe.
+READ_FREE_BYTES = 16 * 1024 * 1024
+READ_BYTES_PER_SECOND = 32 * 1024 * 1024
+
 Stream = Literal["stdout", "stderr"]
 Sink = Callable[[Stream, str], Awaitable[None]]
 
@@ -152,6 +158,29 @@ class LiveOutput:
         self._tokens -= size
         self.sent_bytes += size
         await self._sink(stream, text)
+
+
+class ReadPace:
+    """Keeps the output read from one command under `rate` bytes/s after the first `free`."""
+
+    def __init__(
+        self,
+        *,
+        free: int = READ_FREE_BYTES,
+        rate: int = READ_BYTES_PER_SECOND,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._free = free
+        self._rate = rate
+        self._clock = clock
+        self._start = clock()
+        self.read_bytes = 0
+
+    def delay(self, size: int) -> float:
+        """Count `size` more bytes read; the seconds to wait before reading on."""
+        self.read_bytes += size
+        allowed = self._free + (self._clock() - self._start) * self._rate
+        return max(0.0, (self.read_bytes - allowed) / self._rate)
 
 
 def _utf8_prefix(text: str, max_bytes: int) -> str:

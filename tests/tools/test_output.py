@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from burrow.tools.output import LiveOutput, OutputBuffer, Stream
+from burrow.tools.output import LiveOutput, OutputBuffer, ReadPace, Stream
 
 
 class Clock:
@@ -66,3 +66,12 @@ def test_the_model_gets_head_note_and_tail_of_a_long_output() -> None:
     assert text.startswith("0123456789\n\n[... 10,985 characters (999 lines) omitted")
     assert ".burrow/outputs/c.log" in text and text.endswith("6789\n")
     assert buffer.truncated and buffer.full_text() == "0123456789\n" * 1000
+
+
+def test_reading_a_flood_is_paced_after_the_free_allowance() -> None:
+    clock = Clock()
+    pace = ReadPace(free=1000, rate=100, clock=clock)
+    assert pace.delay(600) == 0 and pace.delay(400) == 0  # within the allowance
+    assert pace.delay(50) == 0.5  # 50 bytes over at 100 bytes/s
+    clock.now = 10.0  # 1,000 more bytes allowed since
+    assert pace.delay(900) == 0 and pace.delay(100) == 0.5
