@@ -34,10 +34,10 @@ class Coalescer:
         if not text:
             return
         last = self._pieces[-1] if self._pieces else None
-        if last is not None and last[0] == kind and last[1] == fields:
-            room = MAX_EVENT_CHARS - self._last_chars
+        room = MAX_EVENT_CHARS - self._last_chars
+        if last is not None and last[0] == kind and last[1] == fields and room > 0:
             last[2].append(text[:room])
-            self._last_chars += len(text[:room])
+            self._last_chars += len(last[2][-1])
             text = text[room:]
         while text:
             self._pieces.append((kind, fields, [text[:MAX_EVENT_CHARS]]))
