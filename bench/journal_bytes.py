@@ -24,6 +24,9 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import BENCH_PASSWORD, report, spawn_serve, wait_healthy
+from burrow.tools.output import LIVE_BURST_BYTES, LIVE_BYTES_PER_SECOND, LIVE_MAX_BYTES
+
+RESULT_BYTES = 32 * 1024  # tool.started + tool.finished: 8,000 + 8,000 characters and a note
 
 CALLS = {
     "1 KB": "head -c 1000 /dev/zero | tr '\\0' A",
@@ -53,6 +56,15 @@ async def main() -> None:
         report(name, sizes[label], "bytes", "a call printing 1 KB", baseline, "bounded")
     one, three = sizes["1 MB"], sizes["300 MB"]
     print(f"  300 MB vs 1 MB: {three / one:.2f}x (300x the output)", flush=True)
+    for label in ("1 MB", "300 MB"):
+        # Live output grows with a call's duration only (the rate), up to the per-call limit.
+        live = min(LIVE_BURST_BYTES + LIVE_BYTES_PER_SECOND * seconds[label], LIVE_MAX_BYTES)
+        bound = live + RESULT_BYTES
+        print(
+            f"  {label}: {sizes[label]:,.0f} bytes <= {bound:,.0f} (burst + rate x duration, "
+            f"at most {LIVE_MAX_BYTES + RESULT_BYTES:,} per call)",
+            flush=True,
+        )
 
 
 async def measure(base: str) -> tuple[dict[str, float], dict[str, float]]:
