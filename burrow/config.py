@@ -22,6 +22,9 @@ class Settings(BaseSettings):
     """Holds the database, the workspaces and the secrets."""
     database_url: str | None = None
     """SQLAlchemy async URL; default: SQLite in the data directory."""
+    auto_migrate: bool = True
+    """Upgrade the database's schema on start; false: refuse to start until
+    `burrow db upgrade` has (for deployments that migrate as a step of their own)."""
     host: str = "127.0.0.1"
     port: int = 8420
     preview_port: int | None = None
@@ -67,6 +70,19 @@ class Settings(BaseSettings):
     sandbox_tmp_mb: int = 256
     sandbox_seccomp: bool = True
     """The seccomp filter against dangerous system calls (x86_64)."""
+    trusted_proxies: str = ""
+    """Reverse proxies (comma-separated addresses or networks, e.g. `127.0.0.1,10.0.0.0/8`)
+    whose X-Forwarded-For/-Proto/-Host are believed; default none: from anyone else they
+    are ignored."""
+    max_streams_per_user: int = 1100
+    """Open event streams (SSE) and terminal sockets per user at once; 0 = no cap. The
+    default admits DESIGN §7's 1,000 clients on one conversation."""
+    max_runs_per_user: int = 5
+    """Runs a user may have going at once (steering an active run is not a new one);
+    0 = no cap."""
+    max_sandboxes_per_user: int = 10
+    """Live (not hibernated) sandboxes per user; at the cap the user's least recently used
+    idle one is hibernated to make room; 0 = no cap."""
     tool_output_live_rate: int = Field(default=LIVE_BYTES_PER_SECOND, ge=1024)
     """Bytes per second of a tool call's output shown live (`tool.output`); the rest is
     elided with a marker. The model still gets the head and tail, the log file all of it."""

@@ -23,6 +23,7 @@ from burrow.runs.sandboxes import SandboxPool
 from burrow.sandbox.backend import Backend
 from burrow.sandbox.cgroups import Limits
 from burrow.sandbox.local import LocalBackend
+from burrow.store import datadir
 from burrow.store.accounts import AccountStore
 from burrow.store.approvals import ApprovalStore
 from burrow.store.conversations import ConversationStore
@@ -53,6 +54,7 @@ class Services:
         self.on_close()
         await self.runtime.shutdown()
         await self.db.close()
+        self.accounts.passwords.close()
 
 
 def make_backend(settings: Settings) -> Backend:
@@ -90,8 +92,8 @@ async def open_services(
     tools: dict[str, Tool] | None = None,
     backend: Backend | None = None,
 ) -> Services:
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    db = await open_database(settings.database())
+    datadir.prepare(settings.data_dir)
+    db = await open_database(settings.database(), migrate=settings.auto_migrate)
     conversations = ConversationStore(db)
     redactor = Redactor()
     uninstall_redaction = install_redaction(redactor)
@@ -106,6 +108,8 @@ async def open_services(
             backend or make_backend(settings),
             journal,
             idle_seconds=settings.sandbox_idle_hibernate_seconds,
+            owner_of=conversations.owner_of,
+            max_per_owner=settings.max_sandboxes_per_user,
         ),
         tools if tools is not None else default_tools(),
         provider or models.provider,
@@ -118,6 +122,7 @@ async def open_services(
             pricing=Pricing(settings.price_prompt, settings.price_completion),
             loop=LoopConfig(max_steps=settings.max_steps),
             preview_url=PreviewHosts.from_settings(settings).url,
+            max_runs_per_user=settings.max_runs_per_user,
         ),
     )
     await runtime.recover()

@@ -20,6 +20,7 @@ from burrow.runs.context import ModelContext
 from burrow.runs.events import EventType
 from burrow.runs.journal import Journal, Subscription
 from burrow.runs.loop import AgentRun, LoopConfig, RunEnv
+from burrow.runs.quotas import RunQuotaExceeded
 from burrow.runs.sandboxes import SandboxPool
 from burrow.store.conversations import ConversationStore
 from burrow.tools.base import ShellState, Tool, ToolLimits
@@ -47,6 +48,7 @@ class RuntimeOptions:
     pricing: Pricing = field(default_factory=Pricing)
     loop: LoopConfig = field(default_factory=LoopConfig)
     preview_url: Callable[[str, int], str] | None = None  # (cid, port) -> preview address
+    max_runs_per_user: int = 0  # runs going at once per conversation owner; 0: no cap
 
 
 class Runtime:
@@ -72,6 +74,8 @@ class Runtime:
         self._contexts: dict[str, ModelContext] = {}  # insertion order = recency
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._closing = False
+        self._owners: dict[str, str] = {}  # cid -> owner, as learned (owners never change)
+        self._run_owners: dict[str, str] = {}  # cid -> owner, while a run is starting or going
 
     def active_run(self, cid: str) -> str | None:
         active = self._active.get(cid)
@@ -97,15 +101,37 @@ class Runtime:
                         cid, ev.user_message(content, steering=True, run_id=active.run_id)
                     )
                     return active.run_id, event.seq
+                await self._admit_run(cid)
                 run_id = f"r_{secrets.token_hex(8)}"
-                # The message and the start of its run go out in one commit.
-                event, _ = await self.journal.append(
-                    cid,
-                    ev.user_message(content, steering=False, run_id=run_id),
-                    ev.run_started(run_id),
-                )
+                try:
+                    # The message and the start of its run go out in one commit.
+                    event, _ = await self.journal.append(
+                        cid,
+                        ev.user_message(content, steering=False, run_id=run_id),
+                        ev.run_started(run_id),
+                    )
+                except BaseException:
+                    self._run_owners.pop(cid, None)
+                    raise
                 self._start(cid, run_id, announced=True)
                 return run_id, event.seq
+
+    async def _admit_run(self, cid: str) -> None:
+        """Count a new run against its owner's cap, or raise `RunQuotaExceeded`. The count
+        and the reservation happen together, with no await between them: concurrent sends
+        to several conversations cannot all slip under the cap."""
+        limit = self.options.max_runs_per_user
+        if not limit:
+            return
+        owner = self._owners.get(cid)
+        if owner is None:
+            owner = await self.conversations.owner_of(cid)
+            if owner is None:
+                return  # deleted meanwhile: the append says so
+            self._owners[cid] = owner
+        if sum(1 for o in self._run_owners.values() if o == owner) >= limit:
+            raise RunQuotaExceeded(limit)
+        self._run_owners[cid] = owner
 
     def _start(self, cid: str, run_id: str, *, announced: bool = False) -> None:
         active = _Active(run_id)
@@ -170,12 +196,17 @@ class Runtime:
         async with self._locks[cid]:
             if self._active.get(cid) is active:
                 del self._active[cid]
-            if self._closing or active.run is None or active.stopping:
-                return  # after Stop, steering the stopped run had is not answered
-            # A message that arrived while the run was ending is answered by a new run.
-            later = await self.journal.read(cid, active.run.context.last_seq)
-            if any(e.type == EventType.USER_MESSAGE for e in later):
-                self._start(cid, f"r_{secrets.token_hex(8)}")
+            try:
+                if self._closing or active.run is None or active.stopping:
+                    return  # after Stop, steering the stopped run had is not answered
+                # A message that arrived while the run was ending is answered by a new run:
+                # the same turn, so it keeps the ended run's place under the owner's cap.
+                later = await self.journal.read(cid, active.run.context.last_seq)
+                if any(e.type == EventType.USER_MESSAGE for e in later):
+                    self._start(cid, f"r_{secrets.token_hex(8)}")
+            finally:
+                if cid not in self._active:
+                    self._run_owners.pop(cid, None)
 
     async def interrupt(self, cid: str) -> bool:
         """Cancel the active run; it still closes its tool calls and ends as canceled."""
@@ -196,6 +227,7 @@ class Runtime:
         self._contexts.pop(cid, None)
         self.approvals.mode_changed(cid, None)
         self._locks.pop(cid, None)
+        self._owners.pop(cid, None)
 
     async def recover(self) -> int:
         """Close runs that a crash or restart left open; returns how many were repaired."""
