@@ -8,6 +8,8 @@ from typing import Literal
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from burrow.tools.output import LIVE_BYTES_PER_SECOND, LIVE_MAX_BYTES
+
 
 def default_data_dir() -> Path:
     return Path.home() / ".local" / "share" / "burrow"
@@ -92,6 +94,11 @@ class Settings(BaseSettings):
     max_sandboxes_per_user: int = 10
     """Live (not hibernated) sandboxes per user; at the cap the user's least recently used
     idle one is hibernated to make room; 0 = no cap."""
+    tool_output_live_rate: int = Field(default=LIVE_BYTES_PER_SECOND, ge=1024)
+    """Bytes per second of a tool call's output shown live (`tool.output`); the rest is
+    elided with a marker. The model still gets the head and tail, the log file all of it."""
+    tool_output_live_max: int = Field(default=LIVE_MAX_BYTES, ge=1024)
+    """Bytes of live output per tool call at most, whatever its duration."""
 
     def preview_listen_port(self) -> int:
         return self.preview_port if self.preview_port is not None else self.port + 1

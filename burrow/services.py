@@ -33,7 +33,7 @@ from burrow.store.events import EventStore
 from burrow.store.records import User
 from burrow.store.secrets import Redactor, SecretBox, install_redaction
 from burrow.store.settings import SettingsStore
-from burrow.tools.base import Tool
+from burrow.tools.base import Tool, ToolLimits
 from burrow.tools.registry import default_tools
 
 ADMIN = "admin"
@@ -117,6 +117,10 @@ async def open_services(
         provider or models.provider,
         ApprovalGate(ApprovalStore(db), conversations),
         RuntimeOptions(
+            limits=ToolLimits(
+                live_output_rate=settings.tool_output_live_rate,
+                live_output_max=settings.tool_output_live_max,
+            ),
             pricing=Pricing(settings.price_prompt, settings.price_completion),
             loop=LoopConfig(),
             budget=Budget(

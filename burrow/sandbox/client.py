@@ -31,6 +31,9 @@ from burrow.sandbox.backend import (
 
 RECV_BYTES = 256 * 1024
 TUNNEL_BUFFER_BYTES = 256 * 1024  # a tunnel reader's buffer before it pauses the agent
+# A terminal's output frames: the agent sends at most 64 KiB; more is a broken (or
+# subverted) agent, refused before it is buffered.
+PTY_MAX_PAYLOAD_BYTES = 256 * 1024
 ABORT_WAIT_SECONDS = 2.0  # how long an early close waits for the killed command to exit
 REPLY_TIMEOUT_SECONDS = 5.0  # connect, handshake and one answer; generous for a loaded host
 
@@ -168,6 +171,7 @@ class AgentClient:
         except SandboxError:
             conn.close()
             raise
+        _bound_frames(conn, PTY_MAX_PAYLOAD_BYTES)
         return PtyConnection(conn, pid)
 
     async def exec(self, request: ExecRequest) -> AsyncIterator[ExecEvent]:
@@ -364,6 +368,11 @@ async def _read_frame(reader: asyncio.StreamReader) -> protocol.Frame:
         + await reader.readexactly(header_len + payload_len)
     )
     return frames[0]
+
+
+def _bound_frames(conn: _Connection, max_payload: int) -> None:
+    """Refuse frames from now on whose payload passes `max_payload` (the session ends)."""
+    conn.decoder.max_payload = max_payload
 
 
 def _unavailable(detail: str) -> SandboxError:

@@ -12,6 +12,7 @@ from typing import Any, Literal, Protocol
 
 from burrow.llm.base import ToolSpec
 from burrow.sandbox.backend import Sandbox
+from burrow.tools.output import LIVE_BYTES_PER_SECOND, LIVE_MAX_BYTES
 
 OutputSink = Callable[[Literal["stdout", "stderr"], str], Awaitable[None]]
 
@@ -50,6 +51,8 @@ class ToolLimits:
     max_timeout: float = 600.0
     output_head: int = 8_000  # characters of output the model sees from the start ...
     output_tail: int = 8_000  # ... and from the end, when the output is longer
+    live_output_rate: int = LIVE_BYTES_PER_SECOND  # bytes/s of `tool.output` per call ...
+    live_output_max: int = LIVE_MAX_BYTES  # ... and at most this many bytes per call
     read_lines: int = 2_000  # lines read_file returns when the model gives no limit
     read_chars: int = 50_000  # characters read_file returns at most in one call
     preview_timeout: float = 60.0  # seconds a preview service gets to accept connections

@@ -104,26 +104,31 @@ async def terminal_socket(websocket: WebSocket, cid: str, tid: str) -> None:
         return
     scrollback, attachment = terminal.attach()
     try:
-        if scrollback:
-            await websocket.send_bytes(scrollback)
-        sending = asyncio.create_task(_send_output(websocket, attachment))
+        sending = asyncio.create_task(_send_output(websocket, scrollback, attachment))
         receiving = asyncio.create_task(_receive_input(websocket, terminal))
-        done, pending = await asyncio.wait({sending, receiving}, return_when="FIRST_COMPLETED")
+        # A client too slow for the output is dropped even while a send to it is stuck.
+        dropped = asyncio.create_task(attachment.dropped.wait())
+        done, pending = await asyncio.wait(
+            {sending, receiving, dropped}, return_when="FIRST_COMPLETED"
+        )
         for task in pending:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        if sending in done and not sending.exception():
-            code = CLOSE_ENDED if terminal.exited else CLOSE_LAGGING
+        if dropped in done or (sending in done and not sending.exception()):
+            lagging = attachment.dropped.is_set()
+            code = CLOSE_LAGGING if lagging else CLOSE_ENDED
             with contextlib.suppress(Exception):
-                await websocket.close(code, "terminal ended" if terminal.exited else "too slow")
+                await websocket.close(code, "too slow" if lagging else "terminal ended")
     finally:
         terminal.detach(attachment)
         slot.release()
 
 
-async def _send_output(websocket: WebSocket, attachment: Attachment) -> None:
-    while (data := await attachment.queue.get()) is not None:
+async def _send_output(websocket: WebSocket, scrollback: bytes, attachment: Attachment) -> None:
+    if scrollback:
+        await websocket.send_bytes(scrollback)
+    while (data := await attachment.get()) is not None:
         await websocket.send_bytes(data)
 
 
