@@ -24,6 +24,7 @@ from burrow.llm.openai_wire import ToolCallIndexes, thinking_of, wire_messages, 
 from burrow.llm.stalls import StallLimits, guard
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
+PLACEHOLDER_KEY = "not-needed"  # local servers ignore the key, but the client sends one
 
 
 class OpenAICompatProvider:
@@ -177,3 +178,19 @@ class OpenAICompatProvider:
     def _snippet(self, text: str) -> str:
         text = redact(text, self._api_key)
         return repr(text if len(text) <= 200 else text[:200] + "…")
+
+
+async def list_models(api_key: str, base_url: str | None) -> list[str]:
+    """The models the server offers the key; raises `ModelError` saying what is wrong."""
+    url = (base_url or OPENAI_BASE_URL).rstrip("/")
+    try:
+        async with openai.AsyncOpenAI(
+            api_key=api_key or PLACEHOLDER_KEY, base_url=url, max_retries=0, timeout=15.0
+        ) as client:
+            return [model.id async for model in client.models.list()]
+    except openai.APIStatusError as exc:
+        raise status_error(exc, base_url=url, model="") from exc
+    except openai.APIConnectionError as exc:
+        raise transport_error(exc, base_url=url, started=False) from exc
+    except (openai.APIError, json.JSONDecodeError) as exc:
+        raise ModelError(f"The model server at {url} answered with something unexpected.") from exc
