@@ -38,7 +38,8 @@ class AnthropicProvider:
     """Streams one answer per call; never retries (wrap it in `RetryingProvider`).
 
     `thinking_budget` tokens of extended thinking per answer (0: none; ignored by models
-    that cannot think); `max_tokens` defaults to the model's output limit.
+    that cannot think, and any positive value turns on adaptive thinking for the models
+    that decide for themselves); `max_tokens` defaults to the model's output limit.
     """
 
     def __init__(
@@ -59,11 +60,7 @@ class AnthropicProvider:
         self.base_url = (base_url or ANTHROPIC_BASE_URL).rstrip("/")
         self.limits = StallLimits(first_token_timeout, idle_timeout)
         self.max_tokens = max_tokens or info.max_output
-        budget = thinking_budget if info.thinking else 0
-        # The budget is part of max_tokens and must stay below it.
-        self.thinking_budget = min(budget, self.max_tokens - 1024) if budget else 0
-        if self.thinking_budget < MIN_THINKING_BUDGET:
-            self.thinking_budget = 0
+        self.thinking = thinking_config(info.thinking, thinking_budget, self.max_tokens)
         self._api_key = api_key
         read = max(first_token_timeout, idle_timeout) + 30  # backs up the stall deadlines
         self._timeout = anthropic.Timeout(read, connect=connect_timeout)
@@ -85,7 +82,7 @@ class AnthropicProvider:
             messages,
             tools,
             max_tokens=self.max_tokens,
-            thinking_budget=self.thinking_budget,
+            thinking=self.thinking,
         )
         async for event in guard(self._attempt(body), self.limits, self.base_url):
             yield event
@@ -132,6 +129,18 @@ class AnthropicProvider:
         return ModelError(
             message, retryable=error.retryable, retry_after=error.retry_after, code=error.code
         )
+
+
+def thinking_config(kind: str, budget: int, max_tokens: int) -> dict[str, Any] | None:
+    """The request's `thinking` parameter, or None to leave thinking off."""
+    if budget <= 0 or not kind:
+        return None
+    if kind == "adaptive":
+        return {"type": "adaptive", "display": "summarized"}  # summarized: shown to the user
+    budget = min(budget, max_tokens - 1024)  # the budget is part of max_tokens, below it
+    if budget < MIN_THINKING_BUDGET:
+        return None
+    return {"type": "enabled", "budget_tokens": budget}
 
 
 @dataclass

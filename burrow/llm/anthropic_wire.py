@@ -26,7 +26,7 @@ def request_body(
     tools: Sequence[ToolSpec],
     *,
     max_tokens: int,
-    thinking_budget: int = 0,
+    thinking: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model,
@@ -41,8 +41,8 @@ def request_body(
         body["system"] = system
     if tools:
         body["tools"] = wire_tools(tools)
-    if thinking_budget:
-        body["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget}
+    if thinking is not None:
+        body["thinking"] = thinking
     mark_cache(body)
     return body
 

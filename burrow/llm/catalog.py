@@ -8,6 +8,7 @@ price (cost 0 unless BURROW_PRICE_* says otherwise) and a conservative window.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from burrow.llm.base import Pricing
 
@@ -26,7 +27,9 @@ class ModelInfo:
     vision: bool
     max_output: int
     pricing: Pricing
-    thinking: bool = False  # accepts Anthropic's extended-thinking parameter
+    thinking: Literal["", "budget", "adaptive"] = ""
+    """How an Anthropic model is asked to think: with a token budget, or adaptively
+    (the newer models, which decide how much); "": it cannot."""
 
     @property
     def id(self) -> str:
@@ -34,11 +37,22 @@ class ModelInfo:
 
 
 def _anthropic(
-    name: str, prompt: float, completion: float, max_output: int, *, thinking: bool = True
+    name: str,
+    prompt: float,
+    completion: float,
+    max_output: int,
+    *,
+    thinking: Literal["", "budget", "adaptive"] = "budget",
 ) -> ModelInfo:
     read, write = CACHE_MULTIPLIERS["anthropic"]
     price = Pricing(prompt, completion, cache_read=prompt * read, cache_write=prompt * write)
     return ModelInfo("anthropic", name, 200_000, True, max_output, price, thinking)
+
+
+def _adaptive(name: str) -> ModelInfo:
+    """A newer Claude family that thinks adaptively. Its price is not in this table:
+    costs show 0 unless BURROW_PRICE_PROMPT and BURROW_PRICE_COMPLETION are set."""
+    return ModelInfo("anthropic", name, 200_000, True, 32_000, Pricing(), "adaptive")
 
 
 def _openai(
@@ -56,7 +70,21 @@ KNOWN: tuple[ModelInfo, ...] = (
     _anthropic("claude-sonnet-4", 3.0, 15.0, 64_000),
     _anthropic("claude-3-7-sonnet", 3.0, 15.0, 64_000),
     _anthropic("claude-haiku-4-5", 1.0, 5.0, 64_000),
-    _anthropic("claude-3-5-haiku", 0.8, 4.0, 8_192, thinking=False),
+    _anthropic("claude-3-5-haiku", 0.8, 4.0, 8_192, thinking=""),
+    *(
+        _adaptive(name)
+        for name in (
+            "claude-opus-4-6",
+            "claude-opus-4-7",
+            "claude-opus-4-8",
+            "claude-sonnet-4-6",
+            "claude-opus-5",
+            "claude-sonnet-5",
+            "claude-haiku-5",
+            "claude-fable-5",
+            "claude-mythos",
+        )
+    ),
     _openai("gpt-5", 1.25, 10.0, 0.125, 400_000, 128_000),
     _openai("gpt-5-mini", 0.25, 2.0, 0.025, 400_000, 128_000),
     _openai("gpt-4.1", 2.0, 8.0, 0.5, 1_047_576, 32_768),
@@ -89,7 +117,7 @@ def describe(provider: str, model: str) -> ModelInfo:
             False,
             DEFAULT_MAX_OUTPUT,
             Pricing(),
-            thinking=provider == "anthropic",  # newer Claude models all think
+            thinking="adaptive" if provider == "anthropic" else "",  # as newer Claudes do
         )
     return replace(info, name=model)
 
