@@ -49,12 +49,13 @@ def provider(
 
 
 def retrying(srv: FakeAnthropicServer, **kwargs: float) -> RetryingProvider:
-    return RetryingProvider(provider(srv, **kwargs), base_delay=0.001, max_delay=0.01)
+    inner = provider(srv, "claude-test", **kwargs)
+    return RetryingProvider(inner, base_delay=0.001, max_delay=0.01)
 
 
 async def failure(srv: FakeAnthropicServer, **kwargs: float) -> ModelError:
     with pytest.raises(ModelError) as caught:
-        await collect(provider(srv, **kwargs).stream(HELLO, []))
+        await collect(provider(srv, "claude-test", **kwargs).stream(HELLO, []))
     assert KEY not in caught.value.message
     return caught.value
 
