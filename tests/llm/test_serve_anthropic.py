@@ -93,10 +93,11 @@ async def test_tool_call_in_the_sandbox_and_signed_thinking_across_a_restart(
     assert json.dumps(SIGNATURE).encode() in fake.raw_requests[1]
 
     fake.enqueue(overloaded(), message([text("It says burrowed.")]))
-    with serve_process(tmp_path, model) as (_, base):  # a new process: rebuilt from the journal
-        async with httpx.AsyncClient(base_url=base, timeout=30) as client:
-            await log_in(client, "admin", ADMIN_PASSWORD)
-            second = await finish(client, cid, "what is in it?")
+    # A new server on the same data directory: the context is rebuilt from the journal.
+    async with running_server(tmp_path, None, model=model) as srv:
+        second = await finish(srv.client, cid, "what is in it?")
+        # The killed server left the workspace mounted; deleting unmounts it.
+        assert (await srv.client.delete(f"/api/conversations/{cid}")).status_code == 204
 
     assert of(second, "run.finished")[0]["status"] == "completed", second
     [retry] = of(second, "retry")
