@@ -8,8 +8,10 @@ import time
 import pytest
 
 from burrow.llm.anthropic_messages import AnthropicProvider, list_models
+from burrow.llm.anthropic_wire import wire_messages
 from burrow.llm.base import (
     Done,
+    Image,
     Message,
     ModelError,
     Retry,
@@ -329,3 +331,24 @@ async def test_a_stall_after_text_keeps_it_and_is_not_retried(
         f"0.3 s in the middle of the answer (limit: BURROW_MODEL_IDLE_TIMEOUT). {KEPT}"
     )
     assert fake_anthropic.pending == 1  # the second reply was never asked for
+
+
+def test_images_go_as_base64_blocks_before_the_text() -> None:
+    image = Image("image/png", "iVBORw0KGgo=")
+    [turn] = wire_messages([Message(role="user", content="what is this?", images=(image,))])
+    assert turn["content"] == [
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": "image/png", "data": image.data},
+        },
+        {"type": "text", "text": "what is this?"},
+    ]
+
+
+async def test_newer_models_think_adaptively(fake_anthropic: FakeAnthropicServer) -> None:
+    newer = AnthropicProvider("claude-opus-4-7", KEY, fake_anthropic.base_url, thinking_budget=4096)
+    await collect(newer.stream(HELLO, []))
+    assert fake_anthropic.requests[0]["thinking"] == {"type": "adaptive", "display": "summarized"}
+    off = AnthropicProvider("claude-opus-4-7", KEY, fake_anthropic.base_url, thinking_budget=0)
+    await collect(off.stream(HELLO, []))
+    assert "thinking" not in fake_anthropic.requests[1]

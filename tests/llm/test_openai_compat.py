@@ -9,6 +9,7 @@ import pytest
 
 from burrow.llm.base import (
     Done,
+    Image,
     Message,
     ModelError,
     TextDelta,
@@ -32,6 +33,7 @@ from tests.fakes import (
 
 KEY = "sk-test-0123456789"
 HELLO = [Message(role="user", content="hello")]
+PNG = Image("image/png", "iVBORw0KGgo=")
 BASH = ToolSpec("bash", "Run a command", {"type": "object", "properties": {}})
 
 
@@ -330,3 +332,14 @@ async def test_list_models_names_what_the_server_offers() -> None:
         assert await list_models(KEY, srv.base_url) == ["a-model", "b-model"]
         with pytest.raises(ModelError, match="rejected the API key: check OPENAI_API_KEY"):
             await list_models("sk-wrong-key-000", srv.base_url)
+
+
+def test_images_go_as_data_urls_before_the_text() -> None:
+    [wire] = wire_messages([Message(role="user", content="what is this?", images=(PNG,))])
+    assert wire == {
+        "role": "user",
+        "content": [
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            {"type": "text", "text": "what is this?"},
+        ],
+    }
