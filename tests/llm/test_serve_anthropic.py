@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -163,3 +166,24 @@ async def test_a_stall_after_text_fails_the_run_keeping_the_text(
     shown = "".join(d["text"] for d in of(journal, "assistant.text.delta"))
     assert shown == "Here is "
     assert fake.pending == 1  # never asked again
+
+
+def test_burrow_run_shows_a_retry_in_its_transcript(
+    tmp_path: Path, fake: FakeAnthropicServer
+) -> None:
+    fake.enqueue(overloaded(), message([text("Hello from Claude.")]))
+    command = [sys.executable, "-m", "burrow.cli", "run", "--data-dir", str(tmp_path)]
+    command += ["--model", "anthropic:claude-test", "hi"]
+    env = {
+        **os.environ,
+        "BURROW_ADMIN_PASSWORD": ADMIN_PASSWORD,
+        "ANTHROPIC_API_KEY": KEY,
+        "ANTHROPIC_BASE_URL": fake.base_url,
+    }
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    retry = (
+        f"[The Anthropic API at {fake.base_url} is overloaded (529: Overloaded). Trying again in"
+    )
+    assert retry in done.stdout
+    assert done.stdout.index(retry) < done.stdout.index("Hello from Claude.")
