@@ -159,7 +159,8 @@ class ModelSettings:
             names = await list_models(endpoint.api_key or "", endpoint.base_url)
         except ModelError as exc:
             return ProbeResult(False, self._redactor.apply(exc.message))
-        return ProbeResult(True, f"{provider}: the key works; {len(names)} models offered.", names)
+        offered = f"{len(names)} model{'' if len(names) == 1 else 's'} offered"
+        return ProbeResult(True, f"{provider}: the key works; {offered}.", names)
 
 
 def _with_endpoint(config: ModelConfig, provider: str, endpoint: Endpoint) -> ModelConfig:
