@@ -134,14 +134,15 @@ class ModelSettings:
         return self._config.pricing().cost(usage)
 
     def models(self) -> list[ModelInfo]:
-        """The chosen model, then the known models of every provider with credentials."""
+        """The chosen model, then the known models of every provider with a key for its own
+        API (another server at OPENAI_BASE_URL offers models of its own, not OpenAI's)."""
         listed: list[ModelInfo] = []
         provider, name = split_model(self._config.model or "")
         if provider in PROVIDERS and name:
             listed.append(describe(provider, name))
         for candidate in PROVIDERS:
             endpoint = self._config.endpoint(candidate)
-            if endpoint.api_key or endpoint.base_url:
+            if endpoint.api_key and (candidate == "anthropic" or not endpoint.base_url):
                 listed += [m for m in known_models(candidate) if m.id not in {i.id for i in listed}]
         return listed
 

@@ -96,5 +96,11 @@ async def test_openai_provider_is_the_model_settings_key(tmp_path: Path) -> None
             tested = await srv.client.post("/api/settings/providers/openai/test", json={})
             assert tested.json()["ok"] is True
             assert tested.json()["models"] == ["fake-model"]
+            # Another server at the base URL: its own models, not OpenAI's list.
+            assert (await srv.client.get("/api/settings/models")).json() == []
+            await srv.client.put("/api/settings/model", json={"model": "fake-model"})
+            [listed] = (await srv.client.get("/api/settings/models")).json()
+            assert listed == {"id": "openai:fake-model", "context_window": 128_000, "vision": False}
+            await srv.client.put("/api/settings/providers/openai", json={"base_url": ""})
             models = (await srv.client.get("/api/settings/models")).json()
-            assert "openai:gpt-4o" in [m["id"] for m in models]
+            assert "openai:gpt-4o" in [m["id"] for m in models]  # api.openai.com: the table
