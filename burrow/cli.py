@@ -1,4 +1,4 @@
-"""`burrow serve` and `burrow run "prompt"` (DESIGN.md §6)."""
+"""`burrow serve`, `burrow run "prompt"` (DESIGN.md §6) and `burrow db` (schema migrations)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from burrow.config import Settings
+from burrow.store.datadir import ensure_private_dir
+from burrow.store.migrate import SchemaError, prepare_database
 from burrow.store.records import Event
 
 if TYPE_CHECKING:
@@ -77,8 +79,17 @@ def serve(args: argparse.Namespace) -> int:
     loop_factory = servers[0].config.get_loop_factory()
     runner = asyncio.Runner(loop_factory=loop_factory) if loop_factory else asyncio.Runner()
     with runner:
+        # The schema first, before anything listens: a refusal is then one clear message
+        # and exit status 2, not a failed ASGI start-up inside uvicorn.
+        runner.run(prepare_database(_database_url(settings), upgrade=settings.auto_migrate))
         runner.run(_serve_together(servers))
     return 0
+
+
+def _database_url(settings: Settings) -> str:
+    if settings.database_url is None:
+        ensure_private_dir(settings.data_dir)
+    return settings.database()
 
 
 async def _serve_together(servers: list[uvicorn.Server]) -> None:
@@ -152,6 +163,28 @@ def run(args: argparse.Namespace) -> int:
     return asyncio.run(_run(_settings(args), args.prompt, args.json))
 
 
+def db(args: argparse.Namespace) -> int:
+    return asyncio.run(_db(args.action, _settings(args), args.message))
+
+
+async def _db(action: str, settings: Settings, message: str | None) -> int:
+    from burrow.store import migrate
+    from burrow.store.database import connect, open_database
+
+    if action == "revision":
+        if not message:
+            raise SchemaError('Say what the revision does: burrow db revision -m "..."')
+        print(f"Wrote {await migrate.write_revision(message)}")
+        return 0
+    url = _database_url(settings)
+    db = await open_database(url) if action == "upgrade" else connect(url)
+    try:
+        print(await migrate.describe(db))
+    finally:
+        await db.close()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="burrow", description="A self-hosted coding agent.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -168,8 +201,22 @@ def main(argv: list[str] | None = None) -> int:
     p_run.add_argument("--data-dir", type=Path)
     p_run.add_argument("--json", action="store_true", help="print events as JSON lines")
     p_run.set_defaults(handler=run)
+    p_db = sub.add_parser("db", help="the database's schema: current, upgrade, revision")
+    p_db.add_argument(
+        "action",
+        choices=["current", "upgrade", "revision"],
+        help="current: show its revision; upgrade: migrate it to this version's; revision: "
+        "(developers) write a migration for the changes made to burrow/store/schema.py",
+    )
+    p_db.add_argument("--data-dir", type=Path)
+    p_db.add_argument("-m", "--message", help="revision: what the migration does")
+    p_db.set_defaults(handler=db)
     args = parser.parse_args(argv)
-    code: int = args.handler(args)
+    try:
+        code: int = args.handler(args)
+    except SchemaError as exc:
+        print(f"burrow: {exc}", file=sys.stderr, flush=True)
+        return 2
     return code
 
 

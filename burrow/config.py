@@ -20,6 +20,9 @@ class Settings(BaseSettings):
     """Holds the database, the workspaces and the secrets."""
     database_url: str | None = None
     """SQLAlchemy async URL; default: SQLite in the data directory."""
+    auto_migrate: bool = True
+    """Upgrade the database's schema on start; false: refuse to start until
+    `burrow db upgrade` has (for deployments that migrate as a step of their own)."""
     host: str = "127.0.0.1"
     port: int = 8420
     preview_port: int | None = None

@@ -24,6 +24,7 @@ from burrow.runs.sandboxes import SandboxPool
 from burrow.sandbox.backend import Backend
 from burrow.sandbox.cgroups import Limits
 from burrow.sandbox.local import LocalBackend
+from burrow.store import datadir
 from burrow.store.accounts import AccountStore
 from burrow.store.approvals import ApprovalStore
 from burrow.store.conversations import ConversationStore
@@ -100,8 +101,8 @@ async def open_services(
     tools: dict[str, Tool] | None = None,
     backend: Backend | None = None,
 ) -> Services:
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    db = await open_database(settings.database())
+    datadir.prepare(settings.data_dir)
+    db = await open_database(settings.database(), migrate=settings.auto_migrate)
     conversations = ConversationStore(db)
     redactor = Redactor()
     uninstall_redaction = install_redaction(redactor)

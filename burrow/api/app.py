@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from burrow.api import web
+from burrow.api.csp import ContentSecurityPolicy
 from burrow.api.csrf import CSRFGuard
 from burrow.api.errors import install_error_handlers
 from burrow.api.routes import (
@@ -40,6 +41,7 @@ def create_app(open_services: Callable[[], Awaitable[Services]]) -> FastAPI:
     app = FastAPI(title="Burrow", version="0.1.0", lifespan=lifespan)
     app.state.login_throttle = LoginThrottle()
     app.add_middleware(CSRFGuard)
+    app.add_middleware(ContentSecurityPolicy)  # outermost: refusals carry it too
     install_error_handlers(app)
     for module in (
         health,

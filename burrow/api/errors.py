@@ -27,6 +27,15 @@ def not_found(what: str) -> ApiError:
     return ApiError(404, "not_found", f"{what} was not found.")
 
 
+def nul_in_path() -> ApiError:
+    """A path no file can have; passed on, it fails deep down as something else."""
+    return ApiError(
+        400,
+        "invalid_path",
+        "The path contains a NUL byte, which no file name can hold: send it without one.",
+    )
+
+
 def error_response(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 

@@ -211,7 +211,9 @@ class LocalSandbox:
     async def _prepare(self, plan: BootPlan, *, mount_disk: bool) -> None:
         """The workspace (its disk, when quotas are on) and the cgroups, before bwrap."""
         self.limits = plan.limits
-        self.workspace_dir.mkdir(parents=True, exist_ok=True)
+        # 0700 like the data directory above it (the sandbox runs as this same user).
+        self.workspace_dir.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.workspace_dir.mkdir(mode=0o700, exist_ok=True)
         if self.disk is not None and mount_disk:
             await self.disk.mount()
         self.socket_path.unlink(missing_ok=True)

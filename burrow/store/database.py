@@ -5,6 +5,7 @@ transaction, so the store's SQL is written once for both dialects. On SQLite it 
 single dedicated thread with the stdlib driver: one thread hop per transaction instead of
 one per statement, which is what makes thousands of journal appends a second possible.
 On PostgreSQL it runs through the async engine (asyncpg) with `run_sync`.
+`Database.run_schema_change` is the same for migrations, excluding every other migrator.
 """
 
 from __future__ import annotations
@@ -12,14 +13,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from burrow.store.schema import metadata
+from burrow.store.datadir import create_private_file
 
 T = TypeVar("T")
+
+# pg_advisory_xact_lock's key for schema changes (any fixed 64-bit number; "burrow" in ASCII).
+SCHEMA_LOCK = 0x627572726F77
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -53,6 +58,18 @@ class Database:
         async with self.engine.begin() as conn:
             return await conn.run_sync(fn)
 
+    async def run_schema_change(self, fn: Callable[[sa.Connection], T]) -> T:
+        """Run `fn(connection)` in one transaction that no other process's schema change
+        overlaps; the second of two waits, then sees the first's result."""
+        if self._sync_engine is not None and self._thread is not None:
+            engine = self._sync_engine
+            return await asyncio.get_running_loop().run_in_executor(
+                self._thread, lambda: _sqlite_schema_change(engine, fn)
+            )
+        async with self.engine.begin() as conn:
+            await conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
+            return await conn.run_sync(fn)
+
     async def close(self) -> None:
         await self.engine.dispose()
         if self._sync_engine is not None and self._thread is not None:
@@ -60,8 +77,45 @@ class Database:
             self._thread.shutdown(wait=True)
 
 
-async def open_database(url: str) -> Database:
-    """Create the engines, apply connection pragmas and create missing tables."""
+def _sqlite_schema_change(engine: sa.Engine, fn: Callable[[sa.Connection], T]) -> T:
+    """SQLite's way: foreign keys off, because rebuilding a table (Alembic's batch mode:
+    copy, drop, rename) drops it, and with them on that DROP deletes its children's rows
+    through ON DELETE CASCADE; they are checked before commit instead. The pragma cannot
+    change inside a transaction, so it is set first; BEGIN IMMEDIATE then takes the write
+    lock, which makes other processes' schema changes (and writes) wait."""
+    with engine.connect() as conn:
+        try:
+            conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            result = fn(conn)
+            broken = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+            if broken:
+                raise RuntimeError(
+                    f"The schema change left rows whose foreign key points nowhere (table, "
+                    f"rowid, parent, key): {broken[:5]}; nothing was committed."
+                )
+            conn.commit()
+            return result
+        finally:
+            conn.invalidate()  # never hand back a connection with foreign keys off
+
+
+async def open_database(url: str, *, migrate: bool = True) -> Database:
+    """Connect, then bring the schema to this code's revision (`migrate`) or only check
+    that it is there; `burrow.store.migrate.SchemaError` says what to do otherwise."""
+    from burrow.store.migrate import ensure_schema
+
+    db = connect(url)
+    try:
+        await ensure_schema(db, upgrade=migrate)
+    except BaseException:
+        await db.close()
+        raise
+    return db
+
+
+def connect(url: str) -> Database:
+    """Create the engines and apply connection pragmas; the schema is not looked at."""
     kwargs: dict[str, Any] = {}
     sync_engine = None
     if url.startswith("sqlite"):
@@ -69,6 +123,10 @@ async def open_database(url: str) -> Database:
         # writers queue instead of failing with "database is locked".
         kwargs["connect_args"] = {"timeout": 30}
         sync_url = url.replace("+aiosqlite", "", 1)
+        database = sa.make_url(sync_url).database
+        if database and database != ":memory:" and not database.startswith("file:"):
+            # Created 0600 first: SQLite gives its WAL and shared-memory files the same mode.
+            create_private_file(Path(database))
         sync_engine = sa.create_engine(
             sync_url, connect_args={"timeout": 30, "check_same_thread": False}
         )
@@ -76,6 +134,4 @@ async def open_database(url: str) -> Database:
     engine = create_async_engine(url, **kwargs)
     if sync_engine is not None:
         sa.event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
-    async with engine.begin() as conn:
-        await conn.run_sync(metadata.create_all)
     return Database(engine, sync_engine)

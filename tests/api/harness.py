@@ -13,7 +13,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 import uvicorn
@@ -36,10 +36,13 @@ async def log_in(client: httpx.AsyncClient, username: str, password: str) -> Non
 
 
 @contextlib.contextmanager
-def serve_process(data_dir: Path, model: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+def serve_process(
+    data_dir: Path, model: str, *, stderr: IO[bytes] | None = None
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """A real `burrow serve` child process, healthy; yields it and its base URL.
 
-    For tests that must kill the server outright or call it from blocking code.
+    For tests that must kill the server outright or call it from blocking code; `stderr`
+    collects what the server prints there (default: the test's own stderr).
     """
     port = free_port()
     env = {**os.environ, "BURROW_ADMIN_PASSWORD": ADMIN_PASSWORD}
@@ -47,7 +50,7 @@ def serve_process(data_dir: Path, model: str) -> Iterator[tuple[subprocess.Popen
     command = [sys.executable, "-m", "burrow.cli", "serve", "--port", str(port)]
     command += ["--preview-port", str(free_port())]
     command += ["--data-dir", str(data_dir), "--model", model]
-    process = subprocess.Popen(command, env=env)
+    process = subprocess.Popen(command, env=env, stderr=stderr)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30

@@ -132,6 +132,8 @@ export const api = {
     `${conv(cid)}/events${after > 0 ? `?after=${after}` : ""}`,
   restartSandbox: (cid: string) => request<unknown>("POST", `${conv(cid)}/sandbox/restart`, {}),
   previews: (cid: string) => request<PreviewLink[]>("GET", `${conv(cid)}/previews`),
+  /** Redirects to the preview with a fresh signed link (a link opens a preview once). */
+  previewOpenUrl: (cid: string, port: number) => `${conv(cid)}/previews/${port}/open`,
   createTerminal: (cid: string, cols: number, rows: number) =>
     request<{ terminal_id: string }>("POST", `${conv(cid)}/terminals`, { cols, rows }),
   terminals: (cid: string) => request<unknown>("GET", `${conv(cid)}/terminals`),

@@ -1,0 +1,133 @@
+"""Baseline: the schema as Burrow created it before migrations (main at bdc22f9).
+
+A frozen copy of that version's `burrow/store/schema.py`, never edited: it creates a fresh
+database, and it is what a database made before migrations (no alembic_version table) is
+verified against before being stamped with this revision. Later changes are new revisions.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0001"
+down_revision: str | None = None
+branch_labels = None
+depends_on = None
+
+metadata = sa.MetaData()
+
+users = sa.Table(
+    "users",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column("username", sa.String(200), nullable=False, unique=True),
+    sa.Column("password_hash", sa.Text, nullable=True),
+    sa.Column("is_admin", sa.Boolean, nullable=False, default=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+conversations = sa.Table(
+    "conversations",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column(
+        "owner_id", sa.String(40), sa.ForeignKey("users.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("title", sa.Text, nullable=False),
+    sa.Column("profile", sa.String(100), nullable=False, default="default"),
+    sa.Column("approval_mode", sa.String(20), nullable=False, default="ask"),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("status", sa.String(20), nullable=False, default="idle"),
+    sa.Column("sandbox_status", sa.String(20), nullable=False, default="none"),
+    sa.Column("last_seq", sa.Integer, nullable=False, default=0),
+    sa.Column("prompt_tokens", sa.BigInteger, nullable=False, default=0),
+    sa.Column("completion_tokens", sa.BigInteger, nullable=False, default=0),
+    sa.Column("cost", sa.Float, nullable=False, default=0.0),
+    sa.Index("ix_conversations_owner_updated", "owner_id", "updated_at"),
+)
+
+events = sa.Table(
+    "events",
+    metadata,
+    sa.Column(
+        "conversation_id",
+        sa.String(40),
+        sa.ForeignKey("conversations.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("type", sa.String(40), nullable=False),
+    sa.Column("ts", sa.String(32), nullable=False),
+    sa.Column("run_id", sa.String(40), nullable=True),
+    sa.Column("data", sa.Text, nullable=False),  # JSON text: kept verbatim, never re-encoded
+)
+
+settings = sa.Table(
+    "settings",
+    metadata,
+    sa.Column("name", sa.String(100), primary_key=True),
+    sa.Column("value", sa.Text, nullable=True),  # secrets are stored encrypted (SecretBox)
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+# Every approval asked, with its answer: the audit trail.
+approvals = sa.Table(
+    "approvals",
+    metadata,
+    sa.Column("request_id", sa.String(40), primary_key=True),
+    sa.Column(
+        "conversation_id",
+        sa.String(40),
+        sa.ForeignKey("conversations.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column("call_id", sa.String(100), nullable=False),
+    sa.Column("tool", sa.String(100), nullable=False),
+    sa.Column("arguments_digest", sa.String(64), nullable=False),
+    sa.Column("risk", sa.String(20), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("decision", sa.String(20), nullable=True),  # None while waiting
+    sa.Column("requested_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("resolved_at", sa.DateTime(timezone=True), nullable=True),
+)
+
+# "Allow for this session": the same tool with the same arguments runs without asking.
+grants = sa.Table(
+    "grants",
+    metadata,
+    sa.Column(
+        "conversation_id",
+        sa.String(40),
+        sa.ForeignKey("conversations.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("tool", sa.String(100), primary_key=True),
+    sa.Column("arguments_digest", sa.String(64), primary_key=True),
+    sa.Column("request_id", sa.String(40), nullable=False),
+    sa.Column("decision", sa.String(20), nullable=False),
+    sa.Column("granted_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+# Browser sessions and CLI tokens: only a SHA-256 of each secret is stored.
+sessions = sa.Table(
+    "sessions",
+    metadata,
+    sa.Column("token_hash", sa.String(64), primary_key=True),
+    sa.Column(
+        "user_id", sa.String(40), sa.ForeignKey("users.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("kind", sa.String(10), nullable=False),  # "session" | "api"
+    sa.Column("name", sa.String(200), nullable=False, default=""),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("expires_at", sa.DateTime(timezone=True), nullable=True),  # None: until revoked
+)
+
+
+def upgrade() -> None:
+    metadata.create_all(op.get_bind())
+
+
+def downgrade() -> None:
+    metadata.drop_all(op.get_bind())
