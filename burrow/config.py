@@ -66,8 +66,16 @@ class Settings(BaseSettings):
     share of the prompt price (Anthropic 0.1, OpenAI 0.5)."""
     price_cache_write: float | None = None
     """Dollars per million prompt tokens written to the cache (Anthropic 1.25x)."""
-    max_steps: int = 50
-    """Model calls per run before it stops and asks the user to continue."""
+    run_max_steps: int | None = Field(
+        default=50, validation_alias=AliasChoices("BURROW_RUN_MAX_STEPS", "BURROW_MAX_STEPS")
+    )
+    """Model calls per run before it ends `budget_exceeded` (a new message continues)."""
+    run_max_tokens: int | None = None
+    """Prompt + completion tokens per run; unset: no limit."""
+    run_max_cost: float | None = None
+    """Dollars per run, priced with BURROW_PRICE_*; unset: no limit."""
+    run_max_tool_seconds: float | None = None
+    """Seconds tools may run per run (approval waits excluded); unset: no limit."""
     admin_password: str | None = None
     """The first admin's password (user `admin`); generated and printed once when unset."""
     secret_key: str | None = None
@@ -90,6 +98,19 @@ class Settings(BaseSettings):
     sandbox_tmp_mb: int = 256
     sandbox_seccomp: bool = True
     """The seccomp filter against dangerous system calls (x86_64)."""
+    trusted_proxies: str = ""
+    """Reverse proxies (comma-separated addresses or networks, e.g. `127.0.0.1,10.0.0.0/8`)
+    whose X-Forwarded-For/-Proto/-Host are believed; default none: from anyone else they
+    are ignored."""
+    max_streams_per_user: int = 1100
+    """Open event streams (SSE) and terminal sockets per user at once; 0 = no cap. The
+    default admits DESIGN §7's 1,000 clients on one conversation."""
+    max_runs_per_user: int = 5
+    """Runs a user may have going at once (steering an active run is not a new one);
+    0 = no cap."""
+    max_sandboxes_per_user: int = 10
+    """Live (not hibernated) sandboxes per user; at the cap the user's least recently used
+    idle one is hibernated to make room; 0 = no cap."""
 
     def preview_listen_port(self) -> int:
         return self.preview_port if self.preview_port is not None else self.port + 1

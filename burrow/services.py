@@ -16,6 +16,7 @@ from burrow.llm.factory import Endpoint, ModelConfig
 from burrow.llm.stalls import StallLimits
 from burrow.preview.hosts import PreviewHosts
 from burrow.runs.approvals import ApprovalGate
+from burrow.runs.budget import Budget
 from burrow.runs.journal import Journal
 from burrow.runs.loop import LoopConfig
 from burrow.runs.models import ModelSettings
@@ -55,6 +56,7 @@ class Services:
         self.on_close()
         await self.runtime.shutdown()
         await self.db.close()
+        self.accounts.passwords.close()
 
 
 def make_backend(settings: Settings) -> Backend:
@@ -117,14 +119,23 @@ async def open_services(
             backend or make_backend(settings),
             journal,
             idle_seconds=settings.sandbox_idle_hibernate_seconds,
+            owner_of=conversations.owner_of,
+            max_per_owner=settings.max_sandboxes_per_user,
         ),
         tools if tools is not None else default_tools(),
         provider or models.provider,
         ApprovalGate(ApprovalStore(db), conversations),
         RuntimeOptions(
             pricing=models,  # the price table entry of the chosen model, or BURROW_PRICE_*
-            loop=LoopConfig(max_steps=settings.max_steps),
+            loop=LoopConfig(),
+            budget=Budget(
+                tokens=settings.run_max_tokens,
+                cost=settings.run_max_cost,
+                steps=settings.run_max_steps,
+                tool_seconds=settings.run_max_tool_seconds,
+            ),
             preview_url=PreviewHosts.from_settings(settings).url,
+            max_runs_per_user=settings.max_runs_per_user,
         ),
     )
     await runtime.recover()

@@ -20,6 +20,30 @@ async def _discard(stream: Literal["stdout", "stderr"], text: str) -> None:
     return None
 
 
+@dataclass(frozen=True)
+class ToolKind:
+    """What a tool may do, declared by the tool: the risk policy and the UI read these
+    flags, never a list of tool names. No flag at all means "not declared" (judged as
+    writing). The flags describe the tool itself; a tool with a `shell` argument also does
+    whatever that command does, judged from the command on each call."""
+
+    reads: bool = False  # looks at the workspace or the sandbox
+    writes: bool = False  # changes files or starts processes in the sandbox
+    destructive: bool = False  # may delete or overwrite a lot at once
+    network: bool = False  # reaches beyond the sandbox
+    shell: str | None = None  # the argument holding a shell command the tool runs
+
+    def as_event(self) -> dict[str, bool]:
+        """The flags as `tool.started` carries them (`kind`) for the UI."""
+        return {
+            "reads": self.reads,
+            "writes": self.writes,
+            "destructive": self.destructive,
+            "network": self.network,
+            "shell": self.shell is not None,
+        }
+
+
 @dataclass
 class ToolLimits:
     default_timeout: float = 120.0  # seconds, for bash when the model gives none
@@ -65,5 +89,8 @@ class ToolError(Exception):
 class Tool(Protocol):
     @property
     def spec(self) -> ToolSpec: ...
+
+    @property
+    def kind(self) -> ToolKind: ...
 
     async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult: ...

@@ -21,7 +21,7 @@ from burrow.sandbox.backend import (
     closing_exec,
 )
 from burrow.tools.arguments import json_schema, parse_arguments
-from burrow.tools.base import ToolContext, ToolError, ToolResult
+from burrow.tools.base import ToolContext, ToolError, ToolKind, ToolResult
 from burrow.tools.output import OutputBuffer
 
 OUTPUT_LOG_DIR = ".burrow/outputs"
@@ -51,6 +51,7 @@ def _cwd_trap(result_file: str) -> str:
 
 class BashTool:
     spec = ToolSpec(name="bash", description=DESCRIPTION, parameters=json_schema(BashArguments))
+    kind = ToolKind(reads=True, shell="command")  # what else it does, its command decides
 
     async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         args = parse_arguments(BashArguments, arguments, "bash")

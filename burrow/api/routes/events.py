@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Response
-from fastapi.responses import StreamingResponse
 
-from burrow.api.deps import ConversationDep, ServicesDep
+from burrow.api.deps import ConversationDep, ServicesDep, StreamCapDep, UserDep
 from burrow.api.schemas import EventOut
+from burrow.api.streams import HeldStreamingResponse, TooManyStreams
 
 router = APIRouter(prefix="/api/conversations", tags=["events"])
 
@@ -24,6 +24,8 @@ HEARTBEAT_SECONDS = 15.0
 async def events(
     conversation: ConversationDep,
     svc: ServicesDep,
+    user: UserDep,
+    streams: StreamCapDep,
     after: Annotated[int, Query(ge=0)] = 0,
     format: Annotated[str, Query(pattern="^(sse|json)$")] = "sse",
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
@@ -40,6 +42,10 @@ async def events(
         page = await svc.journal.read(cid, after, limit)
         body = "[" + ",".join(e.envelope_json() for e in page) + "]"
         return Response(body, media_type="application/json")
+    try:
+        slot = streams.acquire(user.id)  # held until the stream ends, however it ends
+    except TooManyStreams as exc:
+        raise exc.api_error() from None
 
     async def stream() -> AsyncIterator[bytes]:
         yield b": connected\n\n"
@@ -47,8 +53,9 @@ async def events(
             # Events that arrived together go out in one write.
             yield b"".join(e.sse_frame for e in batch) if batch else b": heartbeat\n\n"
 
-    return StreamingResponse(
+    return HeldStreamingResponse(
         stream(),
+        slot,
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

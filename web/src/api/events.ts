@@ -12,6 +12,22 @@ export interface UsageData {
   cost: number;
 }
 
+/** What a tool declares it may do (`tool.started` `kind`); a `shell` tool also does
+ * whatever its command does. Absent in events journaled before tools declared it. */
+export interface ToolKind {
+  reads: boolean;
+  writes: boolean;
+  destructive: boolean;
+  network: boolean;
+  shell: boolean;
+}
+
+export interface BudgetHit {
+  kind: "tokens" | "cost" | "steps" | "tool_seconds" | "total_cost";
+  limit: number;
+  used: number;
+}
+
 export interface EventData {
   "user.message": { content: string; steering: boolean };
   "run.started": { run_id: string };
@@ -22,7 +38,7 @@ export interface EventData {
     thinking: string;
     tool_calls: { id: string; name: string; arguments: unknown }[];
   };
-  "tool.started": { call_id: string; name: string; arguments: unknown };
+  "tool.started": { call_id: string; name: string; arguments: unknown; kind?: ToolKind };
   "tool.output": { call_id: string; stream: "stdout" | "stderr"; text: string };
   "tool.finished": {
     call_id: string;
@@ -47,9 +63,10 @@ export interface EventData {
   "context.compacted": { tokens_before: number; tokens_after: number };
   retry: { attempt: number; delay_s: number; reason: string };
   "run.finished": {
-    status: "completed" | "failed" | "canceled";
+    status: "completed" | "failed" | "canceled" | "budget_exceeded";
     error: string | null;
     usage: UsageData;
+    budget?: BudgetHit;
   };
 }
 
