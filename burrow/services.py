@@ -144,6 +144,7 @@ async def open_services(
         ),
     )
     await runtime.recover()
+    await runtime.sandboxes.recover()
     accounts = AccountStore(db)
     owner = await ensure_admin(accounts, settings.admin_password)
     return Services(

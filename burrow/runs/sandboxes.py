@@ -225,6 +225,10 @@ class SandboxPool:
         if sandbox is not None:
             await sandbox.stop()
 
+    async def recover(self) -> None:
+        """What a dead server left of its sandboxes is reaped (see `Backend.recover`)."""
+        await self.backend.recover()
+
     async def close(self) -> None:
         for cid in list(self._timers):
             self._cancel_timer(cid)

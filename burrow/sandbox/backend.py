@@ -209,6 +209,12 @@ class Backend(Protocol):
         """Stop the sandbox and delete its workspace."""
         ...
 
+    async def recover(self) -> None:
+        """On start: reap (or adopt) what a dead server of the same data left behind, such
+        as processes and mounts of its sandboxes; may finish in the background, but before
+        the sandbox concerned is created again."""
+        ...
+
     async def close(self) -> None:
         """Stop every sandbox this backend started (server shutdown). Files stay."""
         ...

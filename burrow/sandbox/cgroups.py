@@ -10,6 +10,7 @@ the sandbox stops. Nothing outside `burrow/` is ever written.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import signal
 import time
@@ -96,6 +97,9 @@ class SandboxCgroup:
             _write(self.dirs["cpu"] / "cpu.cfs_quota_us", int(limits.cpus * CPU_PERIOD_US))
         _write(self.dirs["cpu"] / "cpu.shares", max(2, limits.cpu_weight * 1024 // 100))
 
+    def exists(self) -> bool:
+        return any(path.is_dir() for path in self.dirs.values())
+
     def procs_files(self) -> list[str]:
         """`cgroup.procs` of each directory: a process writes its pid there to join."""
         return [str(path / "cgroup.procs") for path in self.dirs.values()]
@@ -142,6 +146,12 @@ class SandboxCgroup:
                     break
                 except OSError:
                     time.sleep(0.01)
+
+
+def name_for(workspace: Path) -> str:
+    """A sandbox's cgroup name: a hash of its workspace's host path, unique per data
+    directory too, so two servers (or test runs) on one host never share a cgroup."""
+    return hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]
 
 
 def joining_command(procs_files: list[str], argv: list[str], gate_fd: int | None) -> list[str]:

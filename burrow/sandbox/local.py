@@ -17,6 +17,7 @@ import asyncio
 import collections
 import contextlib
 import hashlib
+import logging
 import os
 import re
 import shutil
@@ -48,7 +49,10 @@ from burrow.sandbox.client import (
     PtyConnection,
 )
 from burrow.sandbox.disk import WorkspaceDisk
+from burrow.sandbox.leftovers import Leftovers, Reaped
 from burrow.sandbox.network import NetworkPolicy
+
+log = logging.getLogger(__name__)
 
 SANDBOX_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 STDERR_TAIL_LINES = 20
@@ -241,11 +245,7 @@ class LocalSandbox:
             await self.disk.mount()
         self.socket_path.unlink(missing_ok=True)
         if plan.limits is not None:
-            # Named after the workspace's host path: unique per data directory too, so two
-            # servers (or test runs) on one host never share a cgroup.
-            self.cgroup = cgroups.SandboxCgroup(
-                _short_hash(str(self.workspace_dir.resolve())), plan.limits
-            )
+            self.cgroup = cgroups.SandboxCgroup(cgroups.name_for(self.workspace_dir), plan.limits)
             await asyncio.to_thread(self.cgroup.create)
 
     async def _start_egress(self, info_read: int) -> None:
@@ -462,6 +462,9 @@ class LocalBackend:
         self._agent_dir: Path | None = None
         self._agent_lock = asyncio.Lock()
         self._seccomp_filter: bytes | None = None
+        self._leftovers = Leftovers(self.data_dir / "workspaces")
+        self._reaped: set[str] = set()  # sandbox ids whose leftovers this process has seen to
+        self._sweep: asyncio.Task[Reaped] | None = None
 
     def workspace_dir(self, sandbox_id: str) -> Path:
         """Where the sandbox's /workspace lives on the host."""
@@ -474,6 +477,7 @@ class LocalBackend:
     async def create(self, sandbox_id: str) -> LocalSandbox:
         workspace_dir = self.workspace_dir(sandbox_id)
         async with self._locks.setdefault(sandbox_id, asyncio.Lock()):
+            await self._reap(sandbox_id)
             sandbox = self._sandboxes.get(sandbox_id)
             if sandbox is not None and sandbox.status == "ready":
                 return sandbox
@@ -522,6 +526,7 @@ class LocalBackend:
     async def destroy(self, sandbox_id: str) -> None:
         workspace_dir = self.workspace_dir(sandbox_id)
         async with self._locks.setdefault(sandbox_id, asyncio.Lock()):
+            await self._reap(sandbox_id)
             sandbox = self._sandboxes.pop(sandbox_id, None)
             if sandbox is not None:
                 await sandbox.stop()
@@ -531,7 +536,35 @@ class LocalBackend:
                 disk.image.unlink(missing_ok=True)
             await asyncio.to_thread(shutil.rmtree, workspace_dir, ignore_errors=True)
 
+    async def recover(self) -> None:
+        """Reap what a dead server of this data directory left, in the background: start-up
+        does not wait for it, and `create` waits only for its own sandbox's share."""
+        if self._sweep is None:
+            self._sweep = asyncio.create_task(self._reap_all())
+
+    async def _reap_all(self) -> Reaped:
+        total = Reaped()
+        for sandbox_id in sorted(await asyncio.to_thread(self._leftovers.sandbox_ids)):
+            if SANDBOX_ID.fullmatch(sandbox_id) and sandbox_id not in self._reaped:
+                async with self._locks.setdefault(sandbox_id, asyncio.Lock()):
+                    total.add(await self._reap(sandbox_id))
+        return total
+
+    async def _reap(self, sandbox_id: str) -> Reaped:
+        """Once per sandbox and process, before it boots here (its lock held)."""
+        if sandbox_id in self._reaped or sandbox_id in self._sandboxes:
+            return Reaped()
+        self._reaped.add(sandbox_id)
+        reaped = await asyncio.to_thread(self._leftovers.reap, _checked_id(sandbox_id))
+        if reaped:
+            log.warning(
+                "reaped what a stopped server left of sandbox %s: %s", sandbox_id, reaped.describe()
+            )
+        return reaped
+
     async def close(self) -> None:
+        if self._sweep is not None:
+            self._sweep.cancel()
         sandboxes = list(self._sandboxes.values())
         await asyncio.gather(*(sandbox.stop() for sandbox in sandboxes))
         for sandbox in sandboxes:

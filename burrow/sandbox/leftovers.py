@@ -1,0 +1,191 @@
+"""What a dead server of the same data directory left behind, found and reaped.
+
+A server killed outright (`kill -9`, the OOM killer, a power cut of the process) runs no
+shutdown code: its sandboxes' workspace disks stay loop-mounted, their loop devices stay
+attached and their cgroup directories stay (with any process that outlived bwrap's
+die-with-parent). A restarted server reaps them before it boots that sandbox again.
+
+Everything is keyed by the data directory: mounts and loop images under
+`<data-dir>/workspaces`, cgroups named after those workspaces' paths (see
+`cgroups.name_for`). Another data directory's sandboxes, of a second server or test run on
+the same host, are never touched. A mount still busy after its processes were killed is
+left as it is: the next boot adopts it (`WorkspaceDisk.mount` keeps a mounted workspace);
+mounting the image a second time beside it could corrupt it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import fcntl
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from burrow.sandbox import cgroups
+
+LOOP_CLR_FD = 0x4C01
+SYS_BLOCK = Path("/sys/block")
+MOUNTINFO = Path("/proc/self/mountinfo")
+AUTOCLEAR_WAIT_SECONDS = 1.0  # the kernel detaches a loop device after its last unmount
+
+
+@dataclass
+class Reaped:
+    """What was cleaned up, for the log line and the chaos test's table."""
+
+    processes: int = 0
+    mounts: int = 0
+    loops: int = 0
+    cgroups: int = 0
+    adopted: list[str] = field(default_factory=list)  # busy mounts left for the next boot
+
+    def __bool__(self) -> bool:
+        return bool(self.processes or self.mounts or self.loops or self.cgroups or self.adopted)
+
+    def add(self, other: Reaped) -> None:
+        self.processes += other.processes
+        self.mounts += other.mounts
+        self.loops += other.loops
+        self.cgroups += other.cgroups
+        self.adopted += other.adopted
+
+    def describe(self) -> str:
+        parts = [
+            f"{self.processes} process(es)",
+            f"{self.mounts} workspace mount(s)",
+            f"{self.loops} loop device(s)",
+            f"{self.cgroups} cgroup(s)",
+        ]
+        if self.adopted:
+            parts.append(f"adopted busy mount(s) {', '.join(self.adopted)}")
+        return ", ".join(parts)
+
+
+class Leftovers:
+    """The sandboxes of one data directory's workspaces, as the host sees them."""
+
+    def __init__(self, workspaces: Path, cgroup_root: Path = cgroups.CGROUP_ROOT) -> None:
+        self.workspaces = workspaces.resolve()
+        self.cgroup_root = cgroup_root
+
+    def sandbox_ids(self) -> set[str]:
+        """The sandboxes that left something: a cgroup of one of the workspaces, a mount
+        under them, or a loop device backed by one of their images."""
+        found = {Path(t).name for t in mount_targets() if Path(t).parent == self.workspaces}
+        for backing in loop_devices().values():
+            image = Path(backing.removesuffix(" (deleted)"))
+            if image.parent == self.workspaces and image.suffix == ".img":
+                found.add(image.stem)
+        with contextlib.suppress(OSError):
+            for path in self.workspaces.iterdir():
+                if path.is_dir() and path.name not in found and self._cgroup(path).exists():
+                    found.add(path.name)
+        return found
+
+    def _cgroup(self, workspace: Path) -> cgroups.SandboxCgroup:
+        return cgroups.SandboxCgroup(
+            cgroups.name_for(workspace), cgroups.Limits(), self.cgroup_root
+        )
+
+    def reap(self, sandbox_id: str) -> Reaped:
+        """Kill the sandbox's leftover processes, remove its cgroups, unmount its workspace
+        and detach its loop devices. Blocking: call it in a thread."""
+        reaped = Reaped()
+        workspace = self.workspaces / sandbox_id
+        cgroup = cgroups.SandboxCgroup(
+            cgroups.name_for(workspace), cgroups.Limits(), self.cgroup_root
+        )
+        existing = [d for d in cgroup.dirs.values() if d.is_dir()]
+        if existing:
+            reaped.processes = len(cgroup.pids())
+            cgroup.kill_and_remove()  # waits (bounded) for the killed processes to go
+            reaped.cgroups = 1
+        while str(workspace) in mount_targets():
+            try:
+                _umount(str(workspace))
+            except OSError as exc:
+                if exc.errno == errno.EBUSY:
+                    reaped.adopted.append(sandbox_id)
+                break
+            reaped.mounts += 1
+        reaped.loops = self._detach_loops(workspace.with_suffix(".img"))
+        return reaped
+
+    def _detach_loops(self, image: Path) -> int:
+        """Loop devices still backed by the image and mounted nowhere: `mount -o loop` asks
+        for autoclear, so these are only what a crash between attach and mount left, or
+        a detach the kernel has not finished."""
+        detached = 0
+        deadline = time.monotonic() + AUTOCLEAR_WAIT_SECONDS
+        while True:
+            mounted = mount_sources()
+            stale = [
+                dev
+                for dev, backing in loop_devices().items()
+                if backing.removesuffix(" (deleted)") == str(image) and dev not in mounted
+            ]
+            if not stale or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)  # autoclear runs right after the unmount: give it a moment
+        for dev in stale:
+            with contextlib.suppress(OSError):
+                fd = os.open(dev, os.O_RDONLY)
+                try:
+                    fcntl.ioctl(fd, LOOP_CLR_FD)
+                    detached += 1
+                finally:
+                    os.close(fd)
+        return detached
+
+
+def mount_targets() -> list[str]:
+    """Mount points of this mount namespace, one entry per mount (stacked ones repeat)."""
+    return [fields[4] for fields in _mountinfo()]
+
+
+def mount_sources() -> set[str]:
+    sources = set()
+    for fields in _mountinfo():
+        rest = fields[fields.index("-") + 1 :]
+        if len(rest) > 1:
+            sources.add(rest[1])
+    return sources
+
+
+def loop_devices() -> dict[str, str]:
+    """/dev/loopN -> its backing file, for every attached loop device."""
+    found = {}
+    with contextlib.suppress(OSError):
+        for entry in SYS_BLOCK.iterdir():
+            if entry.name.startswith("loop"):
+                with contextlib.suppress(OSError):
+                    backing = (entry / "loop" / "backing_file").read_text().rstrip("\n")
+                    found[f"/dev/{entry.name}"] = backing
+    return found
+
+
+def _mountinfo() -> list[list[str]]:
+    try:
+        lines = MOUNTINFO.read_text().splitlines()
+    except OSError:
+        return []
+    return [[_unescape(f) for f in line.split(" ")] for line in lines]
+
+
+def _unescape(field_text: str) -> str:
+    # mountinfo writes space, tab, newline and backslash in paths as octal escapes
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field_text)
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _umount(target: str) -> None:
+    """umount(2) directly: a `umount` process per mount would cost ~5 ms each."""
+    if _libc.umount2(target.encode(), 0) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code), target)
