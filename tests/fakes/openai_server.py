@@ -193,6 +193,11 @@ class FakeOpenAIServer(ThreadedServer):
         with self._lock:
             self._replies.extend(replies)
 
+    def clear(self) -> None:
+        """Drop the replies not yet taken (their caller is gone)."""
+        with self._lock:
+            self._replies.clear()
+
     @property
     def pending(self) -> int:
         """Replies not yet taken by a request."""
