@@ -93,14 +93,13 @@ class Leftovers:
 
     def reap(self, sandbox_id: str) -> Reaped:
         """Kill the sandbox's leftover processes, remove its cgroups, unmount its workspace
-        and detach its loop devices. Blocking: call it in a thread."""
+        and release its loop devices. Blocking: call it in a thread."""
         reaped = Reaped()
         workspace = self.workspaces / sandbox_id
-        cgroup = cgroups.SandboxCgroup(
-            cgroups.name_for(workspace), cgroups.Limits(), self.cgroup_root
-        )
-        existing = [d for d in cgroup.dirs.values() if d.is_dir()]
-        if existing:
+        image = self.workspaces / f"{sandbox_id}.img"
+        attached = _loops_of(image)
+        cgroup = self._cgroup(workspace)
+        if cgroup.exists():
             reaped.processes = len(cgroup.pids())
             cgroup.kill_and_remove()  # waits (bounded) for the killed processes to go
             reaped.cgroups = 1
@@ -112,34 +111,37 @@ class Leftovers:
                     reaped.adopted.append(sandbox_id)
                 break
             reaped.mounts += 1
-        reaped.loops = self._detach_loops(workspace.with_suffix(".img"))
+        if not reaped.adopted:
+            _detach_loops(image)
+        reaped.loops = len(attached - _loops_of(image))
         return reaped
 
-    def _detach_loops(self, image: Path) -> int:
-        """Loop devices still backed by the image and mounted nowhere: `mount -o loop` asks
-        for autoclear, so these are only what a crash between attach and mount left, or
-        a detach the kernel has not finished."""
-        detached = 0
-        deadline = time.monotonic() + AUTOCLEAR_WAIT_SECONDS
-        while True:
-            mounted = mount_sources()
-            stale = [
-                dev
-                for dev, backing in loop_devices().items()
-                if backing.removesuffix(" (deleted)") == str(image) and dev not in mounted
-            ]
-            if not stale or time.monotonic() > deadline:
-                break
-            time.sleep(0.02)  # autoclear runs right after the unmount: give it a moment
-        for dev in stale:
-            with contextlib.suppress(OSError):
-                fd = os.open(dev, os.O_RDONLY)
-                try:
-                    fcntl.ioctl(fd, LOOP_CLR_FD)
-                    detached += 1
-                finally:
-                    os.close(fd)
-        return detached
+
+def _loops_of(image: Path) -> set[str]:
+    return {
+        dev
+        for dev, backing in loop_devices().items()
+        if backing.removesuffix(" (deleted)") == str(image)
+    }
+
+
+def _detach_loops(image: Path) -> None:
+    """Loop devices still backed by the image and mounted nowhere. `mount -o loop` asks
+    for autoclear, so the unmount releases its own; what stays is what a crash between
+    attach and mount left, or a release the kernel has not finished."""
+    deadline = time.monotonic() + AUTOCLEAR_WAIT_SECONDS
+    while True:
+        stale = _loops_of(image) - mount_sources()
+        if not stale or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)  # autoclear runs right after the unmount: give it a moment
+    for dev in stale:
+        with contextlib.suppress(OSError):
+            fd = os.open(dev, os.O_RDONLY)
+            try:
+                fcntl.ioctl(fd, LOOP_CLR_FD)
+            finally:
+                os.close(fd)
 
 
 def mount_targets() -> list[str]:

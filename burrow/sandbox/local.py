@@ -24,6 +24,7 @@ import shutil
 import signal
 import socket
 import tempfile
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -543,11 +544,19 @@ class LocalBackend:
             self._sweep = asyncio.create_task(self._reap_all())
 
     async def _reap_all(self) -> Reaped:
+        begin = time.monotonic()
         total = Reaped()
-        for sandbox_id in sorted(await asyncio.to_thread(self._leftovers.sandbox_ids)):
+        found = await asyncio.to_thread(self._leftovers.sandbox_ids)
+        for sandbox_id in sorted(found):
             if SANDBOX_ID.fullmatch(sandbox_id) and sandbox_id not in self._reaped:
                 async with self._locks.setdefault(sandbox_id, asyncio.Lock()):
                     total.add(await self._reap(sandbox_id))
+        if total:
+            log.warning(
+                "reaped the leftovers of %d sandbox(es) in %.0f ms",
+                len(found),
+                (time.monotonic() - begin) * 1000,
+            )
         return total
 
     async def _reap(self, sandbox_id: str) -> Reaped:

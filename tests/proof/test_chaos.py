@@ -241,13 +241,16 @@ def reaped_lines(log: Path, offset: int) -> str:
         file.seek(offset)
         text = file.read().decode(errors="replace")
     totals: Counter[str] = Counter()
+    took = ""
     for line in text.splitlines():
+        if "reaped the leftovers of" in line:
+            took = " in " + line.rsplit(" in ", 1)[1]
         if "reaped what a stopped server left" in line:
             for part in line.split(": ", 1)[1].split(", "):
                 count, _, what = part.partition(" ")
                 if count.isdigit():
                     totals[what.split("(")[0]] += int(count)
-    return " ".join(f"{n} {what}" for what, n in totals.items() if n) or "nothing"
+    return (" ".join(f"{n} {what}" for what, n in totals.items() if n) or "nothing") + took
 
 
 async def check_after_restart(chaos: Chaos, row: Row | None, seqs: dict[str, int]) -> None:
@@ -344,6 +347,9 @@ async def test_kill_9_at_random_moments(tmp_path: Path) -> None:
                         if row is not None:
                             await next_message_works(chaos, chaos.cids[row.moment], row.number)
                         if number == KILLS:
+                            # A clean stop, too, leaves nothing behind.
+                            server.terminate()
+                            assert server.wait(30) == 0
                             break
                         moment = schedule[number]
                         if moment not in chaos.cids:
@@ -367,3 +373,4 @@ async def test_kill_9_at_random_moments(tmp_path: Path) -> None:
         print_table(rows)
         print((tmp_path / "serve.log").read_text(errors="replace")[-3000:])
     assert len(rows) == KILLS
+    assert census.take(data_dir).empty, "a clean stop left something behind"

@@ -1,0 +1,134 @@
+"""A backend reaps what a killed server of its data directory left, and nothing else.
+
+The dead server is a real process that booted a sandbox with production limits (cgroups,
+a loop-mounted workspace image) and was killed with SIGKILL; the counts come from the
+host's own tables (tests/proof/census.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from burrow.sandbox import cgroups
+from burrow.sandbox.cgroups import Limits
+from burrow.sandbox.local import LocalBackend
+from tests.proof import census
+from tests.sandbox.harness import run
+
+REPO = Path(__file__).resolve().parents[2]
+OWNER = """
+import asyncio, sys
+from pathlib import Path
+from burrow.sandbox.cgroups import Limits
+from burrow.sandbox.local import LocalBackend
+
+async def main():
+    sandbox = await LocalBackend(Path(sys.argv[1]), limits=Limits()).create(sys.argv[2])
+    await sandbox.write_file("kept.txt", b"kept")
+    print("ready", flush=True)
+    await asyncio.sleep(3600)
+
+asyncio.run(main())
+"""
+
+
+def killed_owner(data_dir: Path, sandbox_id: str) -> None:
+    """A server-like process boots the sandbox, then dies by SIGKILL: nothing cleans up."""
+    with subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(data_dir), sandbox_id], cwd=REPO, stdout=subprocess.PIPE
+    ) as owner:
+        assert owner.stdout is not None
+        assert owner.stdout.readline() == b"ready\n"
+        owner.kill()
+
+
+def sleeper(cwd: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(["sleep", "300"], cwd=cwd)
+
+
+@contextmanager
+def escaped_process(data_dir: Path, sandbox_id: str) -> Iterator[subprocess.Popen[bytes]]:
+    """A process in the dead sandbox's cgroups that outlived its pid namespace."""
+    process = sleeper(Path("/"))
+    workspace = data_dir / "workspaces" / sandbox_id
+    cgroup = cgroups.SandboxCgroup(cgroups.name_for(workspace), Limits())
+    try:
+        for procs in cgroup.procs_files():
+            Path(procs).write_text(str(process.pid))
+        yield process
+    finally:
+        process.kill()
+        process.wait()
+
+
+async def until(condition: object, timeout: float = 20.0) -> None:
+    assert callable(condition)
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.05)
+
+
+async def test_a_restarted_backend_reaps_only_its_own_data_directory(tmp_path: Path) -> None:
+    other = LocalBackend(tmp_path / "other", limits=Limits())
+    backend = LocalBackend(tmp_path / "data", limits=Limits())
+    try:
+        bystander = await other.create("bystander")
+        killed_owner(tmp_path / "data", "victim")
+        with escaped_process(tmp_path / "data", "victim") as escaped:
+            left = census.take(tmp_path / "data")
+            assert (left.processes, left.mounts, left.loops, left.cgroups) == (1, 1, 1, 1)
+            before_other = census.take(tmp_path / "other")
+            await backend.recover()
+            await until(lambda: census.take(tmp_path / "data").empty)
+            await until(lambda: escaped.poll() is not None)
+        # The other data directory's live sandbox is untouched and still works.
+        assert census.take(tmp_path / "other") == before_other
+        assert (await run(bystander, "echo", "alive")).text == "alive\n"
+        # The reaped sandbox boots again on its kept files, mounted once.
+        victim = await backend.create("victim")
+        assert (await run(victim, "cat", "kept.txt")).text == "kept"
+        now = census.take(tmp_path / "data")
+        assert (now.mounts, now.loops, now.cgroups) == (1, 1, 1)
+    finally:
+        await backend.close()
+        await other.close()
+
+
+async def test_creating_a_sandbox_reaps_its_leftovers_first(tmp_path: Path) -> None:
+    """Without waiting for the start-up sweep: the sandbox's own share goes before it boots."""
+    backend = LocalBackend(tmp_path / "data", limits=Limits())
+    try:
+        killed_owner(tmp_path / "data", "victim")
+        with escaped_process(tmp_path / "data", "victim") as escaped:
+            victim = await backend.create("victim")
+            assert escaped.wait(5) == -9  # killed, not left running
+            now = census.take(tmp_path / "data")
+            assert (now.mounts, now.loops, now.cgroups) == (1, 1, 1)
+            assert (await run(victim, "cat", "kept.txt")).text == "kept"
+    finally:
+        await backend.close()
+
+
+async def test_a_busy_mount_is_adopted_never_mounted_twice(tmp_path: Path) -> None:
+    """A process outside the sandbox holds the workspace: it cannot be unmounted, and
+    mounting the image beside it could corrupt it; the boot uses the mount as it is."""
+    backend = LocalBackend(tmp_path / "data", limits=Limits())
+    killed_owner(tmp_path / "data", "victim")
+    holder = sleeper(tmp_path / "data" / "workspaces" / "victim")
+    try:
+        victim = await backend.create("victim")
+        now = census.take(tmp_path / "data")
+        assert (now.mounts, now.loops) == (1, 1)
+        assert (await run(victim, "cat", "kept.txt")).text == "kept"
+    finally:
+        holder.kill()
+        holder.wait()
+        await backend.close()
+    assert census.take(tmp_path / "data").empty
