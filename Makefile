@@ -6,7 +6,7 @@ VENV := .venv
 UV := .uv/bin/uv
 BURROW := $(VENV)/bin/burrow
 
-.PHONY: run test setup lint typecheck pytest bench clean web webtest chromium sandbox-tools
+.PHONY: run test setup lint typecheck pytest proof bench clean web webtest chromium sandbox-tools
 
 # A project-local uv (pinned) installs the locked dependencies into .venv.
 $(UV):
@@ -70,6 +70,11 @@ pytest: setup
 	$(VENV)/bin/pytest -q
 
 test: lint typecheck webtest chromium pytest
+
+# Crash chaos at full length: 50 kill -9s of a real server at random moments, with the
+# per-kill table (CI runs the same test with 8; BURROW_CHAOS_SEED replays a run).
+proof: setup
+	BURROW_CHAOS_KILLS=$${BURROW_CHAOS_KILLS:-50} $(VENV)/bin/pytest -q -s tests/proof
 
 bench: setup
 	@for b in bench/*.py; do case $$b in *common.py) continue;; esac; \
