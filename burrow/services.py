@@ -20,6 +20,7 @@ from burrow.runs.loop import LoopConfig
 from burrow.runs.models import ModelSettings
 from burrow.runs.runtime import Runtime, RuntimeOptions
 from burrow.runs.sandboxes import SandboxPool
+from burrow.runs.secrets import ConversationSecrets, MaskingEventStore
 from burrow.sandbox.backend import Backend
 from burrow.sandbox.cgroups import Limits
 from burrow.sandbox.local import LocalBackend
@@ -27,10 +28,10 @@ from burrow.store.accounts import AccountStore
 from burrow.store.approvals import ApprovalStore
 from burrow.store.conversations import ConversationStore
 from burrow.store.database import Database, open_database
-from burrow.store.events import EventStore
 from burrow.store.records import User
 from burrow.store.secrets import Redactor, SecretBox, install_redaction
 from burrow.store.settings import SettingsStore
+from burrow.store.user_secrets import UserSecretStore
 from burrow.tools.base import Tool
 from burrow.tools.registry import default_tools
 
@@ -47,6 +48,7 @@ class Services:
     runtime: Runtime
     models: ModelSettings
     owner: User  # the admin: owner of what `burrow run` creates
+    secrets: ConversationSecrets
     on_close: Callable[[], None] = lambda: None
 
     async def close(self) -> None:
@@ -95,8 +97,9 @@ async def open_services(
     conversations = ConversationStore(db)
     redactor = Redactor()
     uninstall_redaction = install_redaction(redactor)
-    journal = Journal(EventStore(db, redactor))
     box = SecretBox.for_data_dir(settings.data_dir, settings.secret_key)
+    secrets = ConversationSecrets(UserSecretStore(db, box), conversations)
+    journal = Journal(MaskingEventStore(db, redactor, secrets))
     models = ModelSettings(model_config(settings), SettingsStore(db), box, redactor)
     await models.load()
     runtime = Runtime(
@@ -106,6 +109,7 @@ async def open_services(
             backend or make_backend(settings),
             journal,
             idle_seconds=settings.sandbox_idle_hibernate_seconds,
+            for_commands=secrets.sandbox,
         ),
         tools if tools is not None else default_tools(),
         provider or models.provider,
@@ -128,6 +132,7 @@ async def open_services(
         runtime,
         models,
         owner,
+        secrets,
         uninstall_redaction,
     )
 

@@ -14,6 +14,7 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from burrow.runs.events import EventType, make
@@ -48,8 +49,11 @@ class SandboxPool:
         journal: Journal,
         *,
         idle_seconds: float | None = DEFAULT_IDLE_SECONDS,
+        for_commands: Callable[[str, Sandbox], Sandbox] = lambda cid, sandbox: sandbox,
     ) -> None:
         self.backend = backend
+        # What commands and terminals run on: the sandbox with the conversation's secrets.
+        self._for_commands = for_commands
         self.idle_seconds = idle_seconds  # None or 0: never hibernate
         self.terminals = TerminalRegistry(on_activity=self.touch)
         self._journal = journal
@@ -102,8 +106,13 @@ class SandboxPool:
         # callers, or the next run, are waiting for.
         return await asyncio.shield(starting)
 
+    async def commands(self, cid: str) -> Sandbox:
+        """The sandbox as the conversation's commands and terminals see it (`get` is the
+        bare one: files and previews)."""
+        return self._for_commands(cid, await self.get(cid))
+
     async def open_terminal(self, cid: str, cols: int, rows: int) -> Terminal:
-        sandbox = await self.get(cid)
+        sandbox = await self.commands(cid)
         return await self.terminals.open(cid, sandbox, cols, rows)
 
     async def _start_locked(self, cid: str) -> Sandbox:
@@ -126,7 +135,7 @@ class SandboxPool:
             await self._status(cid, "failed", exc.message)
             raise
         self._sandboxes[cid] = sandbox
-        detail = await self._start_services(sandbox)
+        detail = await self._start_services(self._for_commands(cid, sandbox))
         await self._status(cid, "ready", detail)
         self.touch(cid)
         return sandbox

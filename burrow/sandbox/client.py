@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from burrow.sandbox.agent import protocol
@@ -141,10 +141,18 @@ class AgentClient:
             conn.close()
         return int(frame.header.get("busy") or 0)
 
-    async def open_pty(self, cols: int, rows: int, argv: list[str] | None = None) -> PtyConnection:
+    async def open_pty(
+        self,
+        cols: int,
+        rows: int,
+        argv: list[str] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> PtyConnection:
         """Start a shell on a new pseudo-terminal; the connection is the session's life."""
         conn, _ = await self._open(
-            protocol.encode_frame(protocol.PTY_OPEN, cols=cols, rows=rows, argv=argv)
+            protocol.encode_frame(
+                protocol.PTY_OPEN, cols=cols, rows=rows, argv=argv, env=dict(env or {})
+            )
         )
         try:
             started = await self._expect(conn, protocol.PTY_STARTED)

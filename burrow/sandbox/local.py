@@ -18,7 +18,7 @@ import shutil
 import signal
 import socket
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -296,10 +296,12 @@ class LocalSandbox:
             return ""
         return "\n[burrow] " + "; ".join(notes) + ". The sandbox is still usable.\n"
 
-    async def open_pty(self, cols: int, rows: int) -> PtyConnection:
+    async def open_pty(
+        self, cols: int, rows: int, env: Mapping[str, str] | None = None
+    ) -> PtyConnection:
         self._check_ready()
         try:
-            return await self.client.open_pty(cols, rows)
+            return await self.client.open_pty(cols, rows, env=env)
         except SandboxError as exc:
             raise await self._explain(exc) from None
 
