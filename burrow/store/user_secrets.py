@@ -65,7 +65,7 @@ class UserSecretStore:
             chosen = conn.execute(
                 sa.select(conversations.c.id, conversations.c.secrets).where(
                     conversations.c.owner_id == owner_id,
-                    conversations.c.secrets.contains(json.dumps(name)),
+                    conversations.c.secrets.contains(json.dumps(name), autoescape=True),
                 )
             )
             for row in list(chosen):

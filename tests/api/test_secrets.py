@@ -136,9 +136,9 @@ async def test_a_value_printed_byte_by_byte_is_masked_in_journal_and_model_reque
 ) -> None:
     with FakeOpenAIServer() as fake:
         fake.enqueue(
-            tool_call_reply([("bash", {"command": DRIP})]),
+            tool_call_reply([("bash", {"command": f'printf %s "$TOKEN" > kept.txt; {DRIP}'})]),
             text_reply("Printed it."),
-            tool_call_reply([("bash", {"command": 'echo "token=${TOKEN:-unset}"'})]),
+            tool_call_reply([("bash", {"command": 'echo "token=${TOKEN:-unset}"; cat kept.txt'})]),
             text_reply("Gone now."),
         )
         provider = OpenAICompatProvider("fake-model", "sk-test-key-0000", fake.base_url)
@@ -164,14 +164,15 @@ async def test_a_value_printed_byte_by_byte_is_masked_in_journal_and_model_reque
             assert VALUE not in second_request and "****" in second_request
             assert f"len={len(VALUE)}" in second_request  # the command really had the value
 
-            # Unchosen, the next command runs without it (and the old value stays masked).
-            assert (await choose(srv, cid, [])).status_code == 200
+            # Deleted, it is unchosen: the next command runs without it, and the value it
+            # left in a file stays masked.
+            assert (await srv.client.delete("/api/secrets/TOKEN")).status_code == 204
             run = await srv.send(cid, "again")
             done = await srv.run_finished(cid, run["run_id"], timeout=60)
             assert done["data"]["status"] == "completed", done
             events = await srv.events(cid)
             outputs = [e["data"]["output"] for e in events if e["type"] == "tool.finished"]
-            assert outputs[-1] == "token=unset", outputs
+            assert outputs[-1] == "token=unset\n****", outputs
             assert VALUE not in json.dumps(fake.requests)
 
 
