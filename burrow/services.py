@@ -98,7 +98,7 @@ async def open_services(
     redactor = Redactor()
     uninstall_redaction = install_redaction(redactor)
     box = SecretBox.for_data_dir(settings.data_dir, settings.secret_key)
-    secrets = ConversationSecrets(UserSecretStore(db, box), conversations)
+    secrets = ConversationSecrets(UserSecretStore(db, box))
     journal = Journal(MaskingEventStore(db, redactor, secrets))
     models = ModelSettings(model_config(settings), SettingsStore(db), box, redactor)
     await models.load()

@@ -15,7 +15,6 @@ from collections.abc import Iterable, Sequence
 from burrow.sandbox.backend import Sandbox
 from burrow.sandbox.masking import SecretMask
 from burrow.sandbox.secret_env import Exposure, SecretSandbox
-from burrow.store.conversations import ConversationStore
 from burrow.store.database import Database
 from burrow.store.events import EventStore
 from burrow.store.records import Event, NewEvent, ProjectionChange
@@ -68,9 +67,8 @@ def check_value(value: str) -> None:
 
 
 class ConversationSecrets:
-    def __init__(self, store: UserSecretStore, conversations: ConversationStore) -> None:
+    def __init__(self, store: UserSecretStore) -> None:
         self._store = store
-        self._conversations = conversations
         self._owners: dict[str, str] = {}  # cid -> owner, for every cid with a mask
         self._masks: dict[str, SecretMask] = {}
         self._given: defaultdict[str, set[str]] = defaultdict(set)  # cid -> values given
@@ -100,14 +98,13 @@ class ConversationSecrets:
 
     async def exposure(self, cid: str) -> Exposure:
         """The environment the conversation's next command gets, and its mask, read now."""
-        conversation = await self._conversations.get(cid)
-        if conversation is None:
-            return Exposure(mask=self._masks.get(cid, SecretMask()))
-        values = await self._store.values(conversation.owner_id)
-        env = {n: values[n] for n in conversation.secrets if n in values}
+        found = await self._store.of_conversation(cid)
+        if found is None:
+            return Exposure(mask=self.mask(cid))
+        env = {n: found.values[n] for n in found.chosen if n in found.values}
         self._given[cid].update(env.values())
-        self._owners[cid] = conversation.owner_id
-        mask = self._masks[cid] = SecretMask([*values.values(), *self._given[cid]])
+        self._owners[cid] = found.owner_id
+        mask = self._masks[cid] = SecretMask([*found.values.values(), *self._given[cid]])
         return Exposure(env, mask)
 
     def mask(self, cid: str) -> SecretMask:
@@ -117,11 +114,10 @@ class ConversationSecrets:
     async def mask_for(self, cid: str) -> SecretMask:
         mask = self._masks.get(cid)
         if mask is None:
-            conversation = await self._conversations.get(cid)
-            values = await self._store.values(conversation.owner_id) if conversation else {}
-            if conversation is not None:
-                self._owners[cid] = conversation.owner_id
-            mask = self._masks[cid] = SecretMask(values.values())
+            found = await self._store.of_conversation(cid)
+            if found is not None:
+                self._owners[cid] = found.owner_id
+            mask = self._masks[cid] = SecretMask(found.values.values() if found else ())
         return mask
 
     def sandbox(self, cid: str, inner: Sandbox) -> Sandbox:

@@ -24,6 +24,13 @@ class SecretName:
     updated_at: datetime
 
 
+@dataclass(frozen=True)
+class ChosenSecrets:
+    owner_id: str
+    chosen: tuple[str, ...]
+    values: dict[str, str]  # every secret of the owner: name -> value
+
+
 class UserSecretStore:
     def __init__(self, db: Database, box: SecretBox) -> None:
         self._db = db
@@ -87,6 +94,22 @@ class UserSecretStore:
         rows = await self._db.run(lambda conn: list(conn.execute(query)))
         return {r.name: self._box.open(r.value) for r in rows}
 
-    async def count(self, owner_id: str) -> int:
-        query = sa.select(sa.func.count()).where(user_secrets.c.owner_id == owner_id)
-        return await self._db.run(lambda conn: int(conn.execute(query).scalar_one()))
+    async def of_conversation(self, cid: str) -> ChosenSecrets | None:
+        """The conversation's owner, its chosen names and every value of that owner, in one
+        query (it runs before each command); None when the conversation is gone."""
+        query = (
+            sa.select(
+                conversations.c.owner_id,
+                conversations.c.secrets,
+                user_secrets.c.name,
+                user_secrets.c.value,
+            )
+            .select_from(conversations)
+            .outerjoin(user_secrets, user_secrets.c.owner_id == conversations.c.owner_id)
+            .where(conversations.c.id == cid)
+        )
+        rows = await self._db.run(lambda conn: list(conn.execute(query)))
+        if not rows:
+            return None
+        values = {r.name: self._box.open(r.value) for r in rows if r.name is not None}
+        return ChosenSecrets(rows[0].owner_id, tuple(json.loads(rows[0].secrets)), values)

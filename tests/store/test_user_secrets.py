@@ -52,7 +52,7 @@ async def test_the_journal_masks_every_string_of_the_owners_conversations(
     conversations = ConversationStore(engine)
     alice = await AccountStore(engine).get_or_create("alice")
     bob = await AccountStore(engine).get_or_create("bob")
-    secrets = ConversationSecrets(UserSecretStore(engine, box), conversations)
+    secrets = ConversationSecrets(UserSecretStore(engine, box))
     events = MaskingEventStore(engine, Redactor(), secrets)
     mine = await conversations.create(alice.id, "a")
     theirs = await conversations.create(bob.id, "b")
