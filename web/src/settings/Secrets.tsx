@@ -97,7 +97,7 @@ export function SecretsSection() {
           />
         </label>
         <button type="submit" disabled={busy || !name.trim() || !value}>
-          Save secret
+          Set secret
         </button>
       </form>
       {error && (
