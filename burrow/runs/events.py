@@ -24,6 +24,7 @@ class EventType(enum.StrEnum):
     USAGE = "usage"
     CONTEXT_COMPACTED = "context.compacted"
     RUN_FINISHED = "run.finished"
+    RETRY = "retry"
 
 
 def make(kind: EventType, run_id: str | None = None, /, **data: Any) -> NewEvent:
@@ -60,5 +61,8 @@ def tool_finished(
     )
 
 
-def run_finished(run_id: str, status: str, error: str | None, usage: dict[str, Any]) -> NewEvent:
-    return make(EventType.RUN_FINISHED, run_id, status=status, error=error, usage=usage)
+def run_finished(
+    run_id: str, status: str, error: str | None, usage: dict[str, Any], **extra: Any
+) -> NewEvent:
+    """`extra`: fields some endings add, e.g. `budget` for budget_exceeded."""
+    return make(EventType.RUN_FINISHED, run_id, status=status, error=error, usage=usage, **extra)

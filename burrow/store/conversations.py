@@ -80,6 +80,12 @@ class ConversationStore:
         row = await self._db.run(lambda conn: conn.execute(query).first())
         return _conversation(row) if row else None
 
+    async def owner_of(self, cid: str) -> str | None:
+        """Who owns the conversation (for per-user quotas); None when it does not exist."""
+        query = sa.select(conversations.c.owner_id).where(conversations.c.id == cid)
+        owner: str | None = await self._db.run(lambda conn: conn.execute(query).scalar())
+        return owner
+
     async def owned_by(self, owner_id: str, limit: int = 200) -> list[Conversation]:
         query = (
             sa.select(conversations)

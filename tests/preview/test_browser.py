@@ -38,9 +38,8 @@ async def test_the_signed_link_opens_the_preview_inside_the_apps_iframe(preview:
         browser = await p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         try:
             page = await browser.new_page()
-            await page.goto(
-                preview.server.base_url.replace("127.0.0.1", "localhost") + "/api/health"
-            )
+            # The app's own page: its policy frames previews (an /api/ answer frames nothing).
+            await page.goto(preview.server.base_url.replace("127.0.0.1", "localhost") + "/")
             url = await preview.signed_url(8030)
             await page.evaluate(
                 "u => { const f = document.createElement('iframe'); f.src = u;"
@@ -107,9 +106,8 @@ async def test_a_preview_cannot_drive_another_previews_service(preview: Preview)
         browser = await p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         try:
             page = await browser.new_page()
-            await page.goto(
-                preview.server.base_url.replace("127.0.0.1", "localhost") + "/api/health"
-            )
+            # The app's own page: its policy frames previews (an /api/ answer frames nothing).
+            await page.goto(preview.server.base_url.replace("127.0.0.1", "localhost") + "/")
             for url in (await preview.signed_url(8031), await victim.signed_url(8031)):
                 await page.evaluate(
                     "u => { const f = document.createElement('iframe'); f.src = u;"

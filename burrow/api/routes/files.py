@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from burrow.api.deps import ConversationDep, ServicesDep
+from burrow.api.errors import nul_in_path
 from burrow.api.schemas import FileEntryOut
 
 router = APIRouter(prefix="/api/conversations", tags=["files"])
@@ -16,10 +17,22 @@ MAX_FILE_BYTES = 20 * 1024 * 1024
 PathQuery = Annotated[str, Query(max_length=4096, description="Workspace-relative path")]
 
 
+def checked(path: str) -> str:
+    """`path`, refused at the edge when no file could ever have that name.
+
+    Passed on, a NUL byte makes the sandbox's agent reject the whole request frame, which
+    the caller would see as the sandbox being unavailable (503).
+    """
+    if "\0" in path:
+        raise nul_in_path()
+    return path
+
+
 @router.get("/{cid}/files")
 async def list_files(
     conversation: ConversationDep, svc: ServicesDep, path: PathQuery = "."
 ) -> list[FileEntryOut]:
+    path = checked(path)  # before the sandbox is woken for nothing
     sandbox = await svc.runtime.sandboxes.get(conversation.id)
     entries = await sandbox.list_dir(path)
     return [
@@ -36,6 +49,7 @@ async def file_content(
     conversation: ConversationDep, svc: ServicesDep, path: PathQuery
 ) -> Response:
     """The file's bytes; never rendered by the browser (nosniff, sandboxing CSP)."""
+    path = checked(path)
     sandbox = await svc.runtime.sandboxes.get(conversation.id)
     data = await sandbox.read_file(path, 0, MAX_FILE_BYTES)
     try:

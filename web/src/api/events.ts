@@ -7,7 +7,25 @@ export type Envelope = components["schemas"]["EventOut"];
 export interface UsageData {
   prompt_tokens: number;
   completion_tokens: number;
+  cache_read_tokens?: number;
+  cache_write_tokens?: number;
   cost: number;
+}
+
+/** What a tool declares it may do (`tool.started` `kind`); a `shell` tool also does
+ * whatever its command does. Absent in events journaled before tools declared it. */
+export interface ToolKind {
+  reads: boolean;
+  writes: boolean;
+  destructive: boolean;
+  network: boolean;
+  shell: boolean;
+}
+
+export interface BudgetHit {
+  kind: "tokens" | "cost" | "steps" | "tool_seconds" | "total_cost";
+  limit: number;
+  used: number;
 }
 
 export interface EventData {
@@ -20,7 +38,7 @@ export interface EventData {
     thinking: string;
     tool_calls: { id: string; name: string; arguments: unknown }[];
   };
-  "tool.started": { call_id: string; name: string; arguments: unknown };
+  "tool.started": { call_id: string; name: string; arguments: unknown; kind?: ToolKind };
   "tool.output": { call_id: string; stream: "stdout" | "stderr"; text: string };
   "tool.finished": {
     call_id: string;
@@ -43,10 +61,12 @@ export interface EventData {
   "preview.opened": { port: number; url: string };
   usage: UsageData;
   "context.compacted": { tokens_before: number; tokens_after: number };
+  retry: { attempt: number; delay_s: number; reason: string };
   "run.finished": {
-    status: "completed" | "failed" | "canceled";
+    status: "completed" | "failed" | "canceled" | "budget_exceeded";
     error: string | null;
     usage: UsageData;
+    budget?: BudgetHit;
   };
 }
 
@@ -67,6 +87,7 @@ export const EVENT_TYPES: readonly EventType[] = [
   "preview.opened",
   "usage",
   "context.compacted",
+  "retry",
   "run.finished",
 ];
 

@@ -4,7 +4,7 @@
 // their identity (so memoized rows do not re-render). Events at or below the last seen seq
 // are duplicates or stale (a reconnect, a replay overlapping the live stream) and are ignored,
 // so feeding the same journal in one batch, one by one, or with repeats gives the same view.
-import type { BurrowEvent, Envelope, UsageData } from "../api/events";
+import type { BudgetHit, BurrowEvent, Envelope, ToolKind, UsageData } from "../api/events";
 
 export type Stream = "stdout" | "stderr";
 
@@ -43,6 +43,8 @@ export interface ToolItem {
   callId: string;
   name: string;
   arguments: unknown;
+  /** what the tool declares it may do; null for calls journaled before tools declared it */
+  toolKind: ToolKind | null;
   output: readonly OutputChunk[];
   outputChars: number;
   result: ToolResult | null;
@@ -67,9 +69,10 @@ export interface RunEndItem {
   kind: "run.finished";
   key: string;
   runId: string | null;
-  status: "completed" | "failed" | "canceled";
+  status: "completed" | "failed" | "canceled" | "budget_exceeded";
   error: string | null;
   usage: UsageData;
+  budget: BudgetHit | null;
 }
 
 export interface NoticeItem {
@@ -102,7 +105,10 @@ export interface ViewState {
   filesVersion: number;
 }
 
-export const FILE_TOOLS = new Set(["write_file", "edit_file", "bash"]);
+/** Whether a finished call may have changed the workspace's files (unknown: assume so). */
+export function mayChangeFiles(kind: ToolKind | null): boolean {
+  return !kind || kind.writes || kind.destructive || kind.shell;
+}
 
 export const initialState: ViewState = {
   lastSeq: 0,
@@ -232,6 +238,7 @@ function apply(d: Draft, e: BurrowEvent): void {
         callId: e.data.call_id,
         name: e.data.name,
         arguments: e.data.arguments,
+        toolKind: e.data.kind ?? null,
         output: [],
         outputChars: 0,
         result: null,
@@ -265,7 +272,7 @@ function apply(d: Draft, e: BurrowEvent): void {
         truncated: !!e.data.truncated,
         durationMs: e.data.duration_ms ?? 0,
       };
-      if (FILE_TOOLS.has(tool.name)) d.s.filesVersion += 1;
+      if (mayChangeFiles(tool.toolKind)) d.s.filesVersion += 1;
       return;
     }
     case "approval.requested":
@@ -325,6 +332,14 @@ function apply(d: Draft, e: BurrowEvent): void {
       };
       return;
     }
+    case "retry":
+      d.push({
+        kind: "notice",
+        key,
+        tone: "info",
+        text: `${e.data.reason} Trying again in ${e.data.delay_s.toFixed(1)} s (attempt ${e.data.attempt + 1}).`,
+      });
+      return;
     case "context.compacted":
       d.push({
         kind: "notice",
@@ -352,6 +367,7 @@ function apply(d: Draft, e: BurrowEvent): void {
         status: e.data.status,
         error: e.data.error ?? null,
         usage: e.data.usage ?? { prompt_tokens: 0, completion_tokens: 0, cost: 0 },
+        budget: e.data.budget ?? null,
       });
       return;
     default:
