@@ -81,6 +81,12 @@ async def test_secrets_are_write_only_validated_and_per_user(tmp_path: Path) -> 
         assert short.status_code == 400 and "at least 4" in short.json()["error"]["message"]
         huge = await put_secret(srv.client, "HUGE", "x" * 9000)
         assert huge.status_code == 422
+        broken = await srv.client.put(
+            "/api/secrets/BROKEN",
+            content=b'{"value": "abc\\ud800def"}',
+            headers={"content-type": "application/json"},
+        )
+        assert broken.status_code == 422, broken.text  # a lone surrogate: refused at the edge
         wide = await put_secret(srv.client, "WIDE", "é" * 5000)  # 5000 chars, 10000 bytes
         assert wide.status_code == 400 and "8192 bytes" in wide.json()["error"]["message"]
 
