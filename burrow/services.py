@@ -22,6 +22,7 @@ from burrow.runs.loop import LoopConfig
 from burrow.runs.models import ModelSettings
 from burrow.runs.runtime import Runtime, RuntimeOptions
 from burrow.runs.sandboxes import SandboxPool
+from burrow.runs.secrets import ConversationSecrets, MaskingEventStore
 from burrow.sandbox.backend import Backend
 from burrow.sandbox.cgroups import Limits
 from burrow.sandbox.local import LocalBackend
@@ -30,10 +31,10 @@ from burrow.store.accounts import AccountStore
 from burrow.store.approvals import ApprovalStore
 from burrow.store.conversations import ConversationStore
 from burrow.store.database import Database, open_database
-from burrow.store.events import EventStore
 from burrow.store.records import User
 from burrow.store.secrets import Redactor, SecretBox, install_redaction
 from burrow.store.settings import SettingsStore
+from burrow.store.user_secrets import UserSecretStore
 from burrow.tools.base import Tool, ToolLimits
 from burrow.tools.registry import default_tools
 
@@ -50,6 +51,7 @@ class Services:
     runtime: Runtime
     models: ModelSettings
     owner: User  # the admin: owner of what `burrow run` creates
+    secrets: ConversationSecrets
     on_close: Callable[[], None] = lambda: None
 
     async def close(self) -> None:
@@ -109,8 +111,9 @@ async def open_services(
     conversations = ConversationStore(db)
     redactor = Redactor()
     uninstall_redaction = install_redaction(redactor)
-    journal = Journal(EventStore(db, redactor))
     box = SecretBox.for_data_dir(settings.data_dir, settings.secret_key)
+    chosen_secrets = ConversationSecrets(UserSecretStore(db, box))
+    journal = Journal(MaskingEventStore(db, redactor, chosen_secrets))
     models = ModelSettings(model_config(settings), SettingsStore(db), box, redactor)
     await models.load()
     runtime = Runtime(
@@ -122,6 +125,7 @@ async def open_services(
             idle_seconds=settings.sandbox_idle_hibernate_seconds,
             owner_of=conversations.owner_of,
             max_per_owner=settings.max_sandboxes_per_user,
+            for_commands=chosen_secrets.sandbox,
         ),
         tools if tools is not None else default_tools(),
         provider or models.provider,
@@ -156,6 +160,7 @@ async def open_services(
         runtime,
         models,
         owner,
+        chosen_secrets,
         uninstall_redaction,
     )
 

@@ -190,7 +190,7 @@ class Runtime:
             journal=self.journal,
             provider=_LazyProvider(self._provider),
             tools=self.tools,
-            sandbox=lambda: self.sandboxes.get(cid),
+            sandbox=lambda: self.sandboxes.commands(cid),
             shell=self._shells.setdefault(cid, ShellState()),
             limits=self.options.limits,
             pricing=self.options.pricing,

@@ -54,8 +54,11 @@ class SandboxPool:
         idle_seconds: float | None = DEFAULT_IDLE_SECONDS,
         owner_of: Callable[[str], Awaitable[str | None]] | None = None,
         max_per_owner: int = 0,
+        for_commands: Callable[[str, Sandbox], Sandbox] = lambda cid, sandbox: sandbox,
     ) -> None:
         self.backend = backend
+        # What commands and terminals run on: the sandbox with the conversation's secrets.
+        self._for_commands = for_commands
         self.idle_seconds = idle_seconds  # None or 0: never hibernate
         self.max_per_owner = max_per_owner  # live sandboxes per owner (needs owner_of); 0: any
         self._owner_of = owner_of
@@ -112,8 +115,13 @@ class SandboxPool:
         # callers, or the next run, are waiting for.
         return await asyncio.shield(starting)
 
+    async def commands(self, cid: str) -> Sandbox:
+        """The sandbox as the conversation's commands and terminals see it (`get` is the
+        bare one: files and previews)."""
+        return self._for_commands(cid, await self.get(cid))
+
     async def open_terminal(self, cid: str, cols: int, rows: int) -> Terminal:
-        sandbox = await self.get(cid)
+        sandbox = await self.commands(cid)
         return await self.terminals.open(cid, sandbox, cols, rows)
 
     async def _start_locked(self, cid: str) -> Sandbox:
@@ -138,7 +146,7 @@ class SandboxPool:
             await self._status(cid, "failed", exc.message)
             raise
         self._sandboxes[cid] = sandbox
-        detail = await self._start_services(sandbox)
+        detail = await self._start_services(self._for_commands(cid, sandbox))
         await self._status(cid, "ready", detail)
         self.touch(cid)
         return sandbox

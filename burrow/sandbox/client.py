@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import Any, Literal, TypeVar
 
 from burrow.sandbox.agent import protocol
@@ -158,9 +158,17 @@ class AgentClient:
         frame = await self._request(protocol.PING, protocol.PONG)
         return _number(frame.header, "busy") or 0
 
-    async def open_pty(self, cols: int, rows: int, argv: list[str] | None = None) -> PtyConnection:
+    async def open_pty(
+        self,
+        cols: int,
+        rows: int,
+        argv: list[str] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> PtyConnection:
         """Start a shell on a new pseudo-terminal; the connection is the session's life."""
-        request = protocol.encode_frame(protocol.PTY_OPEN, cols=cols, rows=rows, argv=argv)
+        request = protocol.encode_frame(
+            protocol.PTY_OPEN, cols=cols, rows=rows, argv=argv, env=dict(env or {})
+        )
         conn, started = await self._within(
             "a terminal request", self._exchange(request, protocol.PTY_STARTED)
         )

@@ -25,7 +25,7 @@ import signal
 import socket
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -327,8 +327,10 @@ class LocalSandbox:
             return ""
         return "\n[burrow] " + "; ".join(notes) + ". The sandbox is still usable.\n"
 
-    async def open_pty(self, cols: int, rows: int) -> PtyConnection:
-        return await self._call(lambda: self.client.open_pty(cols, rows))
+    async def open_pty(
+        self, cols: int, rows: int, env: Mapping[str, str] | None = None
+    ) -> PtyConnection:
+        return await self._call(lambda: self.client.open_pty(cols, rows, env=env))
 
     async def running_commands(self) -> int:
         return await self._call(self.client.running_commands)

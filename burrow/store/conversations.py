@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 from datetime import UTC, datetime
 from typing import Any
@@ -36,6 +37,7 @@ def _conversation(row: Any) -> Conversation:
         prompt_tokens=row.prompt_tokens,
         completion_tokens=row.completion_tokens,
         cost=row.cost,
+        secrets=tuple(json.loads(row.secrets)),
     )
 
 
@@ -62,6 +64,7 @@ class ConversationStore:
                     prompt_tokens=0,
                     completion_tokens=0,
                     cost=0.0,
+                    secrets="[]",
                 )
             )
         )
@@ -97,13 +100,20 @@ class ConversationStore:
         return await self._db.run(lambda conn: [_conversation(r) for r in conn.execute(query)])
 
     async def update(
-        self, cid: str, *, title: str | None = None, approval_mode: str | None = None
+        self,
+        cid: str,
+        *,
+        title: str | None = None,
+        approval_mode: str | None = None,
+        secrets: list[str] | None = None,
     ) -> None:
         values: dict[str, object] = {"updated_at": now()}
         if title is not None:
             values["title"] = title
         if approval_mode is not None:
             values["approval_mode"] = approval_mode
+        if secrets is not None:
+            values["secrets"] = json.dumps(sorted(set(secrets)))
         query = conversations.update().where(conversations.c.id == cid).values(**values)
         await self._db.run(lambda conn: conn.execute(query))
 

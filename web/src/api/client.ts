@@ -5,6 +5,8 @@ type Schemas = components["schemas"];
 export type Conversation = Schemas["ConversationOut"];
 export type FileEntry = Schemas["FileEntryOut"];
 export type Health = Schemas["Health"];
+export type SecretName = Schemas["SecretOut"];
+export type SandboxInfo = Schemas["SandboxStatusOut"];
 
 // The settings route may be newer than the server this was built against.
 type Fallback<K extends string, T> = K extends keyof Schemas ? Schemas[K] : T;
@@ -105,6 +107,9 @@ export const api = {
     request<Conversation>("PATCH", conv(cid), { title }),
   setApprovalMode: (cid: string, approval_mode: ApprovalMode) =>
     request<Conversation>("PATCH", conv(cid), { approval_mode }),
+  /** Names of the caller's secrets the conversation's commands and terminals get. */
+  setConversationSecrets: (cid: string, secrets: string[]) =>
+    request<Conversation>("PATCH", conv(cid), { secrets }),
   deleteConversation: (cid: string) => request<void>("DELETE", conv(cid)),
   send: (cid: string, content: string) =>
     request<Schemas["MessageAccepted"]>("POST", `${conv(cid)}/messages`, { content }),
@@ -130,6 +135,7 @@ export const api = {
   fileUrl: (cid: string, path: string) => `${conv(cid)}/files/content${q(path)}`,
   eventsUrl: (cid: string, after = 0) =>
     `${conv(cid)}/events${after > 0 ? `?after=${after}` : ""}`,
+  sandbox: (cid: string) => request<SandboxInfo>("GET", `${conv(cid)}/sandbox`),
   restartSandbox: (cid: string) => request<unknown>("POST", `${conv(cid)}/sandbox/restart`, {}),
   previews: (cid: string) => request<PreviewLink[]>("GET", `${conv(cid)}/previews`),
   /** Redirects to the preview with a fresh signed link (a link opens a preview once). */
@@ -143,6 +149,11 @@ export const api = {
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
     return `${scheme}//${location.host}${conv(cid)}/terminals/${encodeURIComponent(tid)}/ws`;
   },
+  secrets: () => request<SecretName[]>("GET", "/api/secrets"),
+  /** Create or replace; the value is never sent back. */
+  putSecret: (name: string, value: string) =>
+    request<SecretName>("PUT", `/api/secrets/${encodeURIComponent(name)}`, { value }),
+  deleteSecret: (name: string) => request<void>("DELETE", `/api/secrets/${encodeURIComponent(name)}`),
   modelSettings: () => request<ModelSettings>("GET", "/api/settings/model"),
   saveModelSettings: (update: ModelSettingsUpdate) =>
     request<ModelSettings>("PUT", "/api/settings/model", update),

@@ -1,6 +1,7 @@
 // Model settings: stored on the server; the key is write-only (only a hint comes back).
 import { useEffect, useRef, useState } from "react";
 import { ApiError, api, type ModelSettings, type ProviderSettings } from "../api/client";
+import { SecretsSection } from "./Secrets";
 
 export type SettingsState = ModelSettings | "unavailable" | null;
 
@@ -226,6 +227,7 @@ export function SettingsDialog({
           )}
         </div>
       </form>
+      <SecretsSection />
     </dialog>
   );
 }
