@@ -8,7 +8,9 @@ die-with-parent). A restarted server reaps them before it boots that sandbox aga
 Everything is keyed by the data directory: mounts and loop images under
 `<data-dir>/workspaces`, cgroups named after those workspaces' paths (see
 `cgroups.name_for`). Another data directory's sandboxes, of a second server or test run on
-the same host, are never touched. A mount still busy after its processes were killed is
+the same host, are never touched; nor are those of a live process of the same data
+directory (`burrow run` beside `burrow serve`): only the holder of the data directory's
+sandbox lock reaps (`claim`). A mount still busy after its processes were killed is
 left as it is: the next boot adopts it (`WorkspaceDisk.mount` keeps a mounted workspace);
 mounting the image a second time beside it could corrupt it.
 """
@@ -27,6 +29,7 @@ from pathlib import Path
 
 from burrow.sandbox import cgroups
 
+LOCK_NAME = "sandboxes.lock"
 LOOP_CLR_FD = 0x4C01
 SYS_BLOCK = Path("/sys/block")
 MOUNTINFO = Path("/proc/self/mountinfo")
@@ -142,6 +145,20 @@ def _detach_loops(image: Path) -> None:
                 fcntl.ioctl(fd, LOOP_CLR_FD)
             finally:
                 os.close(fd)
+
+
+def claim(data_dir: Path) -> int | None:
+    """The lock on the data directory's sandboxes, held (an open fd) for as long as the
+    process lives: the kernel drops it however the process dies, so whoever gets it knows
+    their previous owner is gone. None while another live process holds it."""
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(data_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
 
 
 def mount_targets() -> list[str]:

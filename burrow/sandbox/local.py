@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from burrow.sandbox import bwrap, cgroups, network, seccomp
+from burrow.sandbox import bwrap, cgroups, leftovers, network, seccomp
 from burrow.sandbox.backend import (
     ErrorCode,
     ExecChunk,
@@ -467,7 +467,8 @@ class LocalBackend:
         self._seccomp_filter: bytes | None = None
         self._leftovers = Leftovers(self.data_dir / "workspaces")
         self._reaped: set[str] = set()  # sandbox ids whose leftovers this process has seen to
-        self._sweep: asyncio.Task[Reaped] | None = None
+        self.sweep: asyncio.Task[Reaped] | None = None  # the start-up reaping (recover)
+        self._claim: int | None = None  # the data directory's sandbox lock, once held
 
     def workspace_dir(self, sandbox_id: str) -> Path:
         """Where the sandbox's /workspace lives on the host."""
@@ -542,12 +543,17 @@ class LocalBackend:
     async def recover(self) -> None:
         """Reap what a dead server of this data directory left, in the background: start-up
         does not wait for it, and `create` waits only for its own sandbox's share."""
-        if self._sweep is None:
-            self._sweep = asyncio.create_task(self._reap_all())
+        if self.sweep is None:
+            self.sweep = asyncio.create_task(self._reap_all())
 
     async def _reap_all(self) -> Reaped:
         begin = time.monotonic()
         total = Reaped()
+        if not self._owns_leftovers():
+            log.warning(
+                "another live process uses the sandboxes of %s: not reaping them", self.data_dir
+            )
+            return total
         found = await asyncio.to_thread(self._leftovers.sandbox_ids)
         for sandbox_id in sorted(found):
             if SANDBOX_ID.fullmatch(sandbox_id) and sandbox_id not in self._reaped:
@@ -565,6 +571,8 @@ class LocalBackend:
         """Once per sandbox and process, before it boots here (its lock held)."""
         if sandbox_id in self._reaped or sandbox_id in self._sandboxes:
             return Reaped()
+        if not self._owns_leftovers():
+            return Reaped()  # a live process's sandbox is not a leftover
         self._reaped.add(sandbox_id)
         reaped = await asyncio.to_thread(self._leftovers.reap, _checked_id(sandbox_id))
         if reaped:
@@ -573,9 +581,14 @@ class LocalBackend:
             )
         return reaped
 
+    def _owns_leftovers(self) -> bool:
+        if self._claim is None:
+            self._claim = leftovers.claim(self.data_dir)
+        return self._claim is not None
+
     async def close(self) -> None:
-        if self._sweep is not None:
-            self._sweep.cancel()
+        if self.sweep is not None:
+            self.sweep.cancel()
         sandboxes = list(self._sandboxes.values())
         await asyncio.gather(*(sandbox.stop() for sandbox in sandboxes))
         for sandbox in sandboxes:
@@ -587,6 +600,9 @@ class LocalBackend:
             shutil.rmtree(self._runtime_dir, ignore_errors=True)
             self._runtime_dir = None
             self._agent_dir = None
+        if self._claim is not None:  # last: the sandboxes are stopped
+            os.close(self._claim)
+            self._claim = None
 
     async def _prepared_agent(self) -> Path:
         """A private copy of the agent package, byte-compiled by the sandbox's Python.

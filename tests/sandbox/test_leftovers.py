@@ -86,8 +86,11 @@ async def test_a_restarted_backend_reaps_only_its_own_data_directory(tmp_path: P
             assert (left.processes, left.mounts, left.loops, left.cgroups) == (1, 1, 1, 1)
             before_other = census.take(tmp_path / "other")
             await backend.recover()
+            assert backend.sweep is not None
+            reaped = await backend.sweep
+            assert (reaped.processes, reaped.mounts, reaped.loops, reaped.cgroups) == (1, 1, 1, 1)
             await until(lambda: census.take(tmp_path / "data").empty)
-            await until(lambda: escaped.poll() is not None)
+            assert escaped.wait(5) == -9
         # The other data directory's live sandbox is untouched and still works.
         assert census.take(tmp_path / "other") == before_other
         assert (await run(bystander, "echo", "alive")).text == "alive\n"
@@ -132,3 +135,26 @@ async def test_a_busy_mount_is_adopted_never_mounted_twice(tmp_path: Path) -> No
         holder.wait()
         await backend.close()
     assert census.take(tmp_path / "data").empty
+
+
+async def test_a_live_process_of_the_same_data_directory_is_left_alone(tmp_path: Path) -> None:
+    """`burrow run` beside a running `burrow serve`: the server's sandboxes are alive, not
+    leftovers; the second process boots its own but reaps nothing."""
+    live = LocalBackend(tmp_path / "data", limits=Limits())
+    second = LocalBackend(tmp_path / "data", limits=Limits())
+    try:
+        sandbox = await live.create("live")
+        await second.recover()
+        assert second.sweep is not None
+        assert not await second.sweep
+        other = await second.create("other")
+        assert (await run(sandbox, "echo", "alive")).text == "alive\n"
+        assert (await run(other, "echo", "alive")).text == "alive\n"
+        now = census.take(tmp_path / "data")
+        assert (now.mounts, now.loops, now.cgroups) == (2, 2, 2)
+        await live.close()  # the live one stops: the lock goes with it
+        await second.close()
+        assert census.take(tmp_path / "data").empty
+    finally:
+        await live.close()
+        await second.close()
