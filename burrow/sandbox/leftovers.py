@@ -1,18 +1,20 @@
 """What a dead server of the same data directory left behind, found and reaped.
 
-A server killed outright (`kill -9`, the OOM killer, a power cut of the process) runs no
-shutdown code: its sandboxes' workspace disks stay loop-mounted, their loop devices stay
-attached and their cgroup directories stay (with any process that outlived bwrap's
-die-with-parent). A restarted server reaps them before it boots that sandbox again.
+A server killed outright (`kill -9`, the OOM killer) runs no shutdown code: its
+sandboxes' workspace disks stay loop-mounted, their loop devices stay attached and their
+cgroup directories stay (with any process that outlived bwrap's die-with-parent). A
+restarted server reaps them before it boots that sandbox again.
 
 Everything is keyed by the data directory: mounts and loop images under
 `<data-dir>/workspaces`, cgroups named after those workspaces' paths (see
 `cgroups.name_for`). Another data directory's sandboxes, of a second server or test run on
 the same host, are never touched; nor are those of a live process of the same data
 directory (`burrow run` beside `burrow serve`): only the holder of the data directory's
-sandbox lock reaps (`claim`). A mount still busy after its processes were killed is
-left as it is: the next boot adopts it (`WorkspaceDisk.mount` keeps a mounted workspace);
-mounting the image a second time beside it could corrupt it.
+sandbox lock reaps (`claim`), and the lock file names the holder's runtime directory
+(sockets, the agent's copy under /tmp), which the next holder removes. A mount still
+busy after its processes were killed is left as it is: the next boot adopts it
+(`WorkspaceDisk.mount` keeps a mounted workspace); mounting the image a second time beside
+it could corrupt it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import errno
 import fcntl
 import os
 import re
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,6 +162,27 @@ def claim(data_dir: Path) -> int | None:
         os.close(fd)
         return None
     return fd
+
+
+def reap_runtime_dir(lock: int) -> bool:
+    """Remove the runtime directory the lock's previous holder recorded (it is dead: we
+    hold the lock); only a private `/tmp/burrow-*` directory of this user."""
+    recorded = os.pread(lock, 4096, 0).decode(errors="replace").strip()
+    path = Path(recorded)
+    if not recorded or path.parent != Path("/tmp") or not path.name.startswith("burrow-"):
+        return False
+    try:
+        if path.is_symlink() or not path.is_dir() or path.stat().st_uid != os.getuid():
+            return False
+    except OSError:
+        return False
+    shutil.rmtree(path, ignore_errors=True)
+    return True
+
+
+def record_runtime_dir(lock: int, path: Path) -> None:
+    os.ftruncate(lock, 0)
+    os.pwrite(lock, str(path).encode(), 0)
 
 
 def mount_targets() -> list[str]:

@@ -584,6 +584,10 @@ class LocalBackend:
     def _owns_leftovers(self) -> bool:
         if self._claim is None:
             self._claim = leftovers.claim(self.data_dir)
+            if self._claim is not None:
+                leftovers.reap_runtime_dir(self._claim)  # a few small files: no thread
+                if self._owns_runtime_dir and self._runtime_dir is not None:
+                    leftovers.record_runtime_dir(self._claim, self._runtime_dir)
         return self._claim is not None
 
     async def close(self) -> None:
@@ -630,6 +634,8 @@ class LocalBackend:
         if self._runtime_dir is None:
             # Private (0700) and short: the socket path must stay under 108 bytes.
             self._runtime_dir = Path(tempfile.mkdtemp(prefix="burrow-", dir="/tmp"))
+            if self._owns_runtime_dir and self._claim is not None:
+                leftovers.record_runtime_dir(self._claim, self._runtime_dir)
         return self._runtime_dir
 
 

@@ -60,6 +60,7 @@ class Row:
     after: census.Census | None = None
     repaired: str = ""
     reaped: str = ""
+    runtime: Path | None = None  # the dead server's runtime directory, as it recorded it
     reap_seconds: float = 0.0
 
 
@@ -272,6 +273,12 @@ async def check_after_restart(chaos: Chaos, row: Row | None, seqs: dict[str, int
         assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     if row is not None:
         row.after, row.reap_seconds, row.repaired = now, time.monotonic() - begin, notes[0]
+        runtime = row.runtime
+        while (
+            runtime is not None and runtime.exists()
+        ):  # removed when the restarted server takes the lock
+            assert time.monotonic() - begin < REAP_TIMEOUT, f"runtime dir left: {runtime}"
+            await asyncio.sleep(0.05)
 
 
 async def next_message_works(chaos: Chaos, cid: str, number: int) -> None:
@@ -365,6 +372,8 @@ async def test_kill_9_at_random_moments(tmp_path: Path) -> None:
                         server.kill()  # SIGKILL: no shutdown code runs
                         server.wait()
                         row.before = census.take(data_dir)
+                        recorded = (data_dir / "sandboxes.lock").read_text()
+                        row.runtime = Path(recorded) if recorded else None  # no sandbox yet
                         rows.append(row)
                         await chaos.let_go()
                         model.clear()

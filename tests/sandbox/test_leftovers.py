@@ -85,12 +85,16 @@ async def test_a_restarted_backend_reaps_only_its_own_data_directory(tmp_path: P
             left = census.take(tmp_path / "data")
             assert (left.processes, left.mounts, left.loops, left.cgroups) == (1, 1, 1, 1)
             before_other = census.take(tmp_path / "other")
+            # The dead owner's runtime directory (sockets, the agent's copy), as it recorded.
+            runtime = Path((tmp_path / "data" / "sandboxes.lock").read_text())
+            assert (runtime / "agent").is_dir()
             await backend.recover()
             assert backend.sweep is not None
             reaped = await backend.sweep
             assert (reaped.processes, reaped.mounts, reaped.loops, reaped.cgroups) == (1, 1, 1, 1)
             await until(lambda: census.take(tmp_path / "data").empty)
             assert escaped.wait(5) == -9
+            await until(lambda: not runtime.exists())
         # The other data directory's live sandbox is untouched and still works.
         assert census.take(tmp_path / "other") == before_other
         assert (await run(bystander, "echo", "alive")).text == "alive\n"
