@@ -71,6 +71,9 @@ class Egress:
 
     def __init__(self) -> None:
         self._process: asyncio.subprocess.Process | None = None
+        # slirp4netns exits once this pipe's write end closes: on stop(), and when the
+        # server dies however it dies (kill -9 runs no stop(), and it would outlive us).
+        self._exit_write = -1
 
     async def start(self, sandbox_pid: int) -> None:
         slirp = shutil.which("slirp4netns")
@@ -81,10 +84,12 @@ class Egress:
                 "(`apt-get install slirp4netns`; `make run` installs it).",
             )
         ready_read, ready_write = os.pipe()
+        exit_read, self._exit_write = os.pipe()
         try:
             self._process = await asyncio.create_subprocess_exec(
                 slirp, "--configure", "--mtu=65520", "--disable-host-loopback",
                 "--enable-sandbox", "--enable-seccomp", "--ready-fd", str(ready_write),
+                "--exit-fd", str(exit_read),
                 # By path, not pid: with a pid slirp4netns also joins the sandbox's user
                 # namespace, which races bwrap writing its uid map (setns: EPERM under
                 # load). As root it needs only the network namespace.
@@ -92,7 +97,7 @@ class Egress:
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
-                pass_fds=(ready_write,),
+                pass_fds=(ready_write, exit_read),
                 start_new_session=True,
             )  # fmt: skip
             os.close(ready_write)
@@ -105,6 +110,7 @@ class Egress:
             raise SandboxError(ErrorCode.BOOT_FAILED, await self._failure("timed out")) from None
         finally:
             os.close(ready_read)
+            os.close(exit_read)
             if ready_write >= 0:
                 os.close(ready_write)
         await self._block_private_ranges(sandbox_pid)
@@ -140,6 +146,9 @@ class Egress:
         return f"slirp4netns {what}{': ' + detail if detail else ''}"
 
     async def stop(self) -> None:
+        if self._exit_write >= 0:
+            os.close(self._exit_write)
+            self._exit_write = -1
         process, self._process = self._process, None
         if process is not None and process.returncode is None:
             with contextlib.suppress(ProcessLookupError):

@@ -29,7 +29,8 @@ from burrow.sandbox.cgroups import Limits
 from burrow.sandbox.local import LocalBackend
 
 async def main():
-    sandbox = await LocalBackend(Path(sys.argv[1]), limits=Limits()).create(sys.argv[2])
+    backend = LocalBackend(Path(sys.argv[1]), limits=Limits(), network=sys.argv[3])
+    sandbox = await backend.create(sys.argv[2])
     await sandbox.write_file("kept.txt", b"kept")
     print("ready", flush=True)
     await asyncio.sleep(3600)
@@ -38,14 +39,32 @@ asyncio.run(main())
 """
 
 
-def killed_owner(data_dir: Path, sandbox_id: str) -> None:
-    """A server-like process boots the sandbox, then dies by SIGKILL: nothing cleans up."""
-    with subprocess.Popen(
-        [sys.executable, "-c", OWNER, str(data_dir), sandbox_id], cwd=REPO, stdout=subprocess.PIPE
-    ) as owner:
+def killed_owner(data_dir: Path, sandbox_id: str, network: str = "none") -> list[tuple[int, str]]:
+    """A server-like process boots the sandbox, then dies by SIGKILL: nothing cleans up.
+    Returns (pid, name) of the processes it had started (bwrap; slirp4netns for egress)."""
+    argv = [sys.executable, "-c", OWNER, str(data_dir), sandbox_id, network]
+    with subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE) as owner:
         assert owner.stdout is not None
         assert owner.stdout.readline() == b"ready\n"
+        helpers = [(pid, name) for pid, ppid, name in processes() if ppid == owner.pid]
         owner.kill()
+    return helpers
+
+
+def processes() -> list[tuple[int, int, str]]:
+    """(pid, parent pid, name) of every live (not zombie) process on the host."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            name = stat[stat.index("(") + 1 : stat.rindex(")")]
+            state, ppid = stat[stat.rindex(")") + 2 :].split()[:2]
+            if state != "Z":
+                found.append((int(entry.name), int(ppid), name))
+    return found
 
 
 def sleeper(cwd: Path) -> subprocess.Popen[bytes]:
@@ -162,3 +181,18 @@ async def test_a_live_process_of_the_same_data_directory_is_left_alone(tmp_path:
     finally:
         await live.close()
         await second.close()
+
+
+async def test_the_egress_helper_dies_with_a_killed_server(tmp_path: Path) -> None:
+    """slirp4netns runs outside the sandbox's cgroups: it must end when its server does."""
+    helpers = killed_owner(tmp_path / "data", "victim", network="egress")
+    [slirp] = [pid for pid, name in helpers if name == "slirp4netns"]
+    await until(lambda: slirp not in {pid for pid, _, _ in processes()})
+    backend = LocalBackend(tmp_path / "data", limits=Limits())
+    try:
+        await backend.recover()
+        assert backend.sweep is not None
+        await backend.sweep
+        assert census.take(tmp_path / "data").empty
+    finally:
+        await backend.close()
