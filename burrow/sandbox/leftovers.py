@@ -19,10 +19,12 @@ it could corrupt it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import errno
 import fcntl
+import logging
 import os
 import re
 import shutil
@@ -31,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from burrow.sandbox import cgroups
+
+log = logging.getLogger(__name__)
 
 LOCK_NAME = "sandboxes.lock"
 LOOP_CLR_FD = 0x4C01
@@ -150,6 +154,81 @@ def _detach_loops(image: Path) -> None:
                 os.close(fd)
 
 
+class Reaper:
+    """Reaps a data directory's leftovers: all of them in the background on start, and
+    each sandbox's share before it boots (the caller holds that sandbox's lock in `locks`);
+    once per sandbox, and only while this process holds the data directory's lock."""
+
+    def __init__(
+        self, data_dir: Path, locks: dict[str, asyncio.Lock], sandbox_id: re.Pattern[str]
+    ) -> None:
+        self.data_dir = data_dir
+        self.leftovers = Leftovers(data_dir / "workspaces")
+        self.sweep: asyncio.Task[Reaped] | None = None  # the start-up reaping
+        self._locks = locks
+        self._valid_id = sandbox_id
+        self._done: set[str] = set()
+        self._lock: int | None = None  # the lock file's fd, once held
+        self._runtime_dir: Path | None = None
+
+    def start(self) -> None:
+        if self.sweep is None:
+            self.sweep = asyncio.create_task(self._reap_all())
+
+    async def _reap_all(self) -> Reaped:
+        begin = time.monotonic()
+        total = Reaped()
+        if not self._holds_lock():
+            log.warning(
+                "another live process uses the sandboxes of %s: not reaping them", self.data_dir
+            )
+            return total
+        found = await asyncio.to_thread(self.leftovers.sandbox_ids)
+        for sandbox_id in sorted(found):
+            if self._valid_id.fullmatch(sandbox_id) and sandbox_id not in self._done:
+                async with self._locks.setdefault(sandbox_id, asyncio.Lock()):
+                    total.add(await self.before_boot(sandbox_id))
+        if total:
+            took = (time.monotonic() - begin) * 1000
+            log.warning("reaped the leftovers of %d sandbox(es) in %.0f ms", len(found), took)
+        return total
+
+    async def before_boot(self, sandbox_id: str) -> Reaped:
+        if sandbox_id in self._done or not self._holds_lock():
+            return Reaped()  # seen to already, or a live process's sandbox: no leftover
+        self._done.add(sandbox_id)
+        reaped = await asyncio.to_thread(self.leftovers.reap, sandbox_id)
+        if reaped:
+            log.warning(
+                "reaped what a stopped server left of sandbox %s: %s", sandbox_id, reaped.describe()
+            )
+        return reaped
+
+    def record_runtime_dir(self, path: Path) -> None:
+        """Our runtime directory, named in the lock file for whoever holds it after us."""
+        self._runtime_dir = path
+        if self._lock is not None:
+            os.ftruncate(self._lock, 0)
+            os.pwrite(self._lock, str(path).encode(), 0)
+
+    def _holds_lock(self) -> bool:
+        if self._lock is None:
+            self._lock = claim(self.data_dir)
+            if self._lock is not None:
+                reap_runtime_dir(self._lock)  # a few small files: no thread
+                if self._runtime_dir is not None:
+                    self.record_runtime_dir(self._runtime_dir)
+        return self._lock is not None
+
+    def close(self) -> None:
+        """Stop the sweep and let go of the lock (after the sandboxes are stopped)."""
+        if self.sweep is not None:
+            self.sweep.cancel()
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+
 def claim(data_dir: Path) -> int | None:
     """The lock on the data directory's sandboxes, held (an open fd) for as long as the
     process lives: the kernel drops it however the process dies, so whoever gets it knows
@@ -178,11 +257,6 @@ def reap_runtime_dir(lock: int) -> bool:
         return False
     shutil.rmtree(path, ignore_errors=True)
     return True
-
-
-def record_runtime_dir(lock: int, path: Path) -> None:
-    os.ftruncate(lock, 0)
-    os.pwrite(lock, str(path).encode(), 0)
 
 
 def mount_targets() -> list[str]:

@@ -17,20 +17,18 @@ import asyncio
 import collections
 import contextlib
 import hashlib
-import logging
 import os
 import re
 import shutil
 import signal
 import socket
 import tempfile
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from burrow.sandbox import bwrap, cgroups, leftovers, network, seccomp
+from burrow.sandbox import bwrap, cgroups, network, seccomp
 from burrow.sandbox.backend import (
     ErrorCode,
     ExecChunk,
@@ -50,10 +48,8 @@ from burrow.sandbox.client import (
     PtyConnection,
 )
 from burrow.sandbox.disk import WorkspaceDisk
-from burrow.sandbox.leftovers import Leftovers, Reaped
+from burrow.sandbox.leftovers import Reaper
 from burrow.sandbox.network import NetworkPolicy
-
-log = logging.getLogger(__name__)
 
 SANDBOX_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 STDERR_TAIL_LINES = 20
@@ -465,10 +461,7 @@ class LocalBackend:
         self._agent_dir: Path | None = None
         self._agent_lock = asyncio.Lock()
         self._seccomp_filter: bytes | None = None
-        self._leftovers = Leftovers(self.data_dir / "workspaces")
-        self._reaped: set[str] = set()  # sandbox ids whose leftovers this process has seen to
-        self.sweep: asyncio.Task[Reaped] | None = None  # the start-up reaping (recover)
-        self._claim: int | None = None  # the data directory's sandbox lock, once held
+        self.reaper = Reaper(self.data_dir, self._locks, SANDBOX_ID)
 
     def workspace_dir(self, sandbox_id: str) -> Path:
         """Where the sandbox's /workspace lives on the host."""
@@ -481,7 +474,7 @@ class LocalBackend:
     async def create(self, sandbox_id: str) -> LocalSandbox:
         workspace_dir = self.workspace_dir(sandbox_id)
         async with self._locks.setdefault(sandbox_id, asyncio.Lock()):
-            await self._reap(sandbox_id)
+            await self.reaper.before_boot(_checked_id(sandbox_id))
             sandbox = self._sandboxes.get(sandbox_id)
             if sandbox is not None and sandbox.status == "ready":
                 return sandbox
@@ -530,7 +523,7 @@ class LocalBackend:
     async def destroy(self, sandbox_id: str) -> None:
         workspace_dir = self.workspace_dir(sandbox_id)
         async with self._locks.setdefault(sandbox_id, asyncio.Lock()):
-            await self._reap(sandbox_id)
+            await self.reaper.before_boot(_checked_id(sandbox_id))
             sandbox = self._sandboxes.pop(sandbox_id, None)
             if sandbox is not None:
                 await sandbox.stop()
@@ -543,56 +536,9 @@ class LocalBackend:
     async def recover(self) -> None:
         """Reap what a dead server of this data directory left, in the background: start-up
         does not wait for it, and `create` waits only for its own sandbox's share."""
-        if self.sweep is None:
-            self.sweep = asyncio.create_task(self._reap_all())
-
-    async def _reap_all(self) -> Reaped:
-        begin = time.monotonic()
-        total = Reaped()
-        if not self._owns_leftovers():
-            log.warning(
-                "another live process uses the sandboxes of %s: not reaping them", self.data_dir
-            )
-            return total
-        found = await asyncio.to_thread(self._leftovers.sandbox_ids)
-        for sandbox_id in sorted(found):
-            if SANDBOX_ID.fullmatch(sandbox_id) and sandbox_id not in self._reaped:
-                async with self._locks.setdefault(sandbox_id, asyncio.Lock()):
-                    total.add(await self._reap(sandbox_id))
-        if total:
-            log.warning(
-                "reaped the leftovers of %d sandbox(es) in %.0f ms",
-                len(found),
-                (time.monotonic() - begin) * 1000,
-            )
-        return total
-
-    async def _reap(self, sandbox_id: str) -> Reaped:
-        """Once per sandbox and process, before it boots here (its lock held)."""
-        if sandbox_id in self._reaped or sandbox_id in self._sandboxes:
-            return Reaped()
-        if not self._owns_leftovers():
-            return Reaped()  # a live process's sandbox is not a leftover
-        self._reaped.add(sandbox_id)
-        reaped = await asyncio.to_thread(self._leftovers.reap, _checked_id(sandbox_id))
-        if reaped:
-            log.warning(
-                "reaped what a stopped server left of sandbox %s: %s", sandbox_id, reaped.describe()
-            )
-        return reaped
-
-    def _owns_leftovers(self) -> bool:
-        if self._claim is None:
-            self._claim = leftovers.claim(self.data_dir)
-            if self._claim is not None:
-                leftovers.reap_runtime_dir(self._claim)  # a few small files: no thread
-                if self._owns_runtime_dir and self._runtime_dir is not None:
-                    leftovers.record_runtime_dir(self._claim, self._runtime_dir)
-        return self._claim is not None
+        self.reaper.start()
 
     async def close(self) -> None:
-        if self.sweep is not None:
-            self.sweep.cancel()
         sandboxes = list(self._sandboxes.values())
         await asyncio.gather(*(sandbox.stop() for sandbox in sandboxes))
         for sandbox in sandboxes:
@@ -604,9 +550,7 @@ class LocalBackend:
             shutil.rmtree(self._runtime_dir, ignore_errors=True)
             self._runtime_dir = None
             self._agent_dir = None
-        if self._claim is not None:  # last: the sandboxes are stopped
-            os.close(self._claim)
-            self._claim = None
+        self.reaper.close()  # last: the sandboxes are stopped
 
     async def _prepared_agent(self) -> Path:
         """A private copy of the agent package, byte-compiled by the sandbox's Python.
@@ -634,8 +578,8 @@ class LocalBackend:
         if self._runtime_dir is None:
             # Private (0700) and short: the socket path must stay under 108 bytes.
             self._runtime_dir = Path(tempfile.mkdtemp(prefix="burrow-", dir="/tmp"))
-            if self._owns_runtime_dir and self._claim is not None:
-                leftovers.record_runtime_dir(self._claim, self._runtime_dir)
+            if self._owns_runtime_dir:
+                self.reaper.record_runtime_dir(self._runtime_dir)
         return self._runtime_dir
 
 

@@ -108,8 +108,8 @@ async def test_a_restarted_backend_reaps_only_its_own_data_directory(tmp_path: P
             runtime = Path((tmp_path / "data" / "sandboxes.lock").read_text())
             assert (runtime / "agent").is_dir()
             await backend.recover()
-            assert backend.sweep is not None
-            reaped = await backend.sweep
+            assert backend.reaper.sweep is not None
+            reaped = await backend.reaper.sweep
             assert (reaped.processes, reaped.mounts, reaped.loops, reaped.cgroups) == (1, 1, 1, 1)
             await until(lambda: census.take(tmp_path / "data").empty)
             assert escaped.wait(5) == -9
@@ -168,8 +168,8 @@ async def test_a_live_process_of_the_same_data_directory_is_left_alone(tmp_path:
     try:
         sandbox = await live.create("live")
         await second.recover()
-        assert second.sweep is not None
-        assert not await second.sweep
+        assert second.reaper.sweep is not None
+        assert not await second.reaper.sweep
         other = await second.create("other")
         assert (await run(sandbox, "echo", "alive")).text == "alive\n"
         assert (await run(other, "echo", "alive")).text == "alive\n"
@@ -191,8 +191,8 @@ async def test_the_egress_helper_dies_with_a_killed_server(tmp_path: Path) -> No
     backend = LocalBackend(tmp_path / "data", limits=Limits())
     try:
         await backend.recover()
-        assert backend.sweep is not None
-        await backend.sweep
+        assert backend.reaper.sweep is not None
+        await backend.reaper.sweep
         assert census.take(tmp_path / "data").empty
     finally:
         await backend.close()
