@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 from datetime import UTC, datetime
 from typing import Any
@@ -36,14 +37,31 @@ def _conversation(row: Any) -> Conversation:
         prompt_tokens=row.prompt_tokens,
         completion_tokens=row.completion_tokens,
         cost=row.cost,
+        model=row.model,
+        budget=json.loads(row.budget or "{}"),
     )
+
+
+class _Keep:
+    """The default of an update field: leave the stored value as it is."""
+
+
+KEEP = _Keep()
 
 
 class ConversationStore:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def create(self, owner_id: str, title: str, profile: str = "default") -> Conversation:
+    async def create(
+        self,
+        owner_id: str,
+        title: str,
+        profile: str = "default",
+        *,
+        model: str | None = None,
+        approval_mode: str = "ask",
+    ) -> Conversation:
         ts = now()
         cid = new_id("c")
         await self._db.run(
@@ -53,7 +71,8 @@ class ConversationStore:
                     owner_id=owner_id,
                     title=title,
                     profile=profile,
-                    approval_mode="ask",
+                    approval_mode=approval_mode,
+                    model=model,
                     created_at=ts,
                     updated_at=ts,
                     status="idle",
@@ -97,9 +116,21 @@ class ConversationStore:
         return await self._db.run(lambda conn: [_conversation(r) for r in conn.execute(query)])
 
     async def update(
-        self, cid: str, *, title: str | None = None, approval_mode: str | None = None
+        self,
+        cid: str,
+        *,
+        title: str | None = None,
+        approval_mode: str | None = None,
+        model: str | _Keep | None = KEEP,
+        budget: dict[str, float] | None = None,
     ) -> None:
+        """Change what is given; `model=None` goes back to the server's model, `budget`
+        replaces the stored overrides as a whole."""
         values: dict[str, object] = {"updated_at": now()}
+        if not isinstance(model, _Keep):
+            values["model"] = model
+        if budget is not None:
+            values["budget"] = json.dumps(budget, sort_keys=True)
         if title is not None:
             values["title"] = title
         if approval_mode is not None:

@@ -39,6 +39,10 @@ conversations = sa.Table(
     sa.Column("prompt_tokens", sa.BigInteger, nullable=False, default=0),
     sa.Column("completion_tokens", sa.BigInteger, nullable=False, default=0),
     sa.Column("cost", sa.Float, nullable=False, default=0.0),
+    # `[provider:]model` chosen for this conversation; NULL: the server's model.
+    sa.Column("model", sa.String(200), nullable=True),
+    # Budget overrides as a JSON object ({tokens?, cost?, steps?, tool_seconds?, total_cost?}).
+    sa.Column("budget", sa.Text, nullable=False, default="{}", server_default="{}"),
     sa.Index("ix_conversations_owner_updated", "owner_id", "updated_at"),
 )
 
