@@ -22,6 +22,7 @@ from burrow.api.routes import (
     sandbox,
     settings,
     terminals,
+    uploads,
     users,
 )
 from burrow.api.streams import StreamCap
@@ -63,6 +64,7 @@ def create_app(
         settings,
         terminals,
         previews,
+        uploads,
     ):
         app.include_router(module.router)
     web.mount(app)  # last: the UI's catch-all never shadows /api/*
