@@ -38,7 +38,8 @@ class CSRFGuard:
             return 403, "cross_origin", f"Cross-origin request refused (Origin: {origin})."
         content_type = headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type == "multipart/form-data" and UPLOADS.fullmatch(scope["path"]):
-            if origin is None and not _bearer(headers):
+            # No cookie and no token: the login check answers (401).
+            if origin is None and "cookie" in headers and not _bearer(headers):
                 return (
                     403,
                     "origin_required",
