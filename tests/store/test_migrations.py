@@ -219,7 +219,9 @@ async def test_burrow_db_revision_writes_a_batch_migration_that_upgrades(
     changed = with_column(sa.Column("pinned_note", sa.String(200), nullable=True))
     extra = tmp_path / "versions"
     extra.mkdir()
-    written = await write_revision("conversations: add pinned_note", metadata=changed, directory=extra)
+    written = await write_revision(
+        "conversations: add pinned_note", metadata=changed, directory=extra
+    )
     revision = f"{int(head_revision()) + 1:04d}"
     assert written.name == f"{revision}_conversations_add_pinned_note.py"
     source = written.read_text()

@@ -99,9 +99,9 @@ export function ConversationView({
     setTab("preview");
   }, []);
 
-  const send = async (content: string) => {
+  const send = async (content: string, attachments: string[] = []) => {
     await attached(); // subscribed before sending: nothing of the run can be missed
-    await api.send(cid, content);
+    await api.send(cid, content, attachments);
     onSent(cid, content);
   };
 
@@ -176,6 +176,8 @@ export function ConversationView({
         <Composer
           running={status !== "idle"}
           onSend={send}
+          onUpload={(file) => api.upload(cid, file)}
+          thumbnail={(path) => api.attachmentUrl(cid, path)}
           onStop={async () => {
             await api.interrupt(cid);
           }}
