@@ -2,6 +2,7 @@
 import { useCallback, useEffect, useRef, useState } from "react";
 import { api, type ApprovalMode, type Conversation } from "./api/client";
 import { Composer } from "./composer/Composer";
+import { ModelSelect } from "./conversations/ModelSelect";
 import { formatCost, formatTokens } from "./format";
 import { SidePanel, type Tab } from "./panel/SidePanel";
 import { runStatus, type RunStatus } from "./timeline/reducer";
@@ -143,6 +144,7 @@ export function ConversationView({
             </span>
           )}
           <span className="spacer" />
+          <ModelSelect cid={cid} model={conversation ? conversation.model : undefined} onChanged={onChanged} />
           <ApprovalModeSelect
             cid={cid}
             mode={conversation?.approval_mode}

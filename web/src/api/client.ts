@@ -105,6 +105,9 @@ export const api = {
     request<Conversation>("PATCH", conv(cid), { title }),
   setApprovalMode: (cid: string, approval_mode: ApprovalMode) =>
     request<Conversation>("PATCH", conv(cid), { approval_mode }),
+  /** `""`: back to the server's model. */
+  setModel: (cid: string, model: string) => request<Conversation>("PATCH", conv(cid), { model }),
+  models: () => request<Schemas["ModelOut"][]>("GET", "/api/settings/models"),
   deleteConversation: (cid: string) => request<void>("DELETE", conv(cid)),
   send: (cid: string, content: string, attachments: string[] = []) =>
     request<Schemas["MessageAccepted"]>("POST", `${conv(cid)}/messages`, {
