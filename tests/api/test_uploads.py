@@ -290,3 +290,19 @@ async def test_a_file_claiming_to_be_an_image_is_not_served_as_one(tmp_path: Pat
         content = fake.requests[-1]["messages"][-1]["content"]
         text_only = content if isinstance(content, str) else json.dumps(content)
         assert "image_url" not in text_only and f"{path}: attached" in text_only
+
+
+async def test_an_image_over_the_model_cap_is_a_note_not_a_block(tmp_path: Path) -> None:
+    async with serve(tmp_path) as (srv, fake):
+        made = await srv.client.post("/api/conversations", json={"model": "gpt-4o"})
+        cid = made.json()["id"]
+        big = PNG + b"\0" * (5 * 2**20)  # a PNG signature, over the 5 MB a request may carry
+        [path] = (await upload(srv, cid, big, "huge.png")).json()["files"]
+        fake.enqueue(text_reply("ok"))
+        run = await srv.client.post(
+            f"/api/conversations/{cid}/messages", json={"content": "see", "attachments": [path]}
+        )
+        await srv.run_finished(cid, run.json()["run_id"])
+        content = fake.requests[-1]["messages"][-1]["content"]
+        text_only = content if isinstance(content, str) else json.dumps(content)
+        assert "image_url" not in text_only and "larger than 5 MB" in text_only
