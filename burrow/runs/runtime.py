@@ -232,7 +232,8 @@ class Runtime:
             shell=self._shells.setdefault(cid, ShellState()),
             limits=self.options.limits,
             pricing=pricing,
-            hooks=[*self._hooks(), Attachments(context, sandbox, vision=vision), budget],
+            # The budget before attachments: a stopped run need not wake the sandbox.
+            hooks=[*self._hooks(), budget, Attachments(context, sandbox, vision=vision)],
             preview_url=self.options.preview_url,
         )
         return AgentRun(env, cid, run_id, context, feed)
