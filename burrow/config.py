@@ -78,6 +78,8 @@ class Settings(BaseSettings):
     """Dollars per run, priced with BURROW_PRICE_*; unset: no limit."""
     run_max_tool_seconds: float | None = None
     """Seconds tools may run per run (approval waits excluded); unset: no limit."""
+    upload_max_mb: float = 25.0
+    """Largest file `POST .../uploads` takes, in MB; counted while it streams in."""
     admin_password: str | None = None
     """The first admin's password (user `admin`); generated and printed once when unset."""
     secret_key: str | None = None

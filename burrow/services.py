@@ -145,6 +145,7 @@ async def open_services(
             ),
             preview_url=PreviewHosts.from_settings(settings).url,
             max_runs_per_user=settings.max_runs_per_user,
+            models=None if provider else models,  # a conversation's own model, if it chose one
         ),
     )
     await runtime.recover()

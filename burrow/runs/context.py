@@ -64,7 +64,11 @@ class ModelContext:
         data = event.data
         if event.type == EventType.USER_MESSAGE:
             self.user_messages += 1
-            message = Message(role="user", content=str(data.get("content", "")))
+            message = Message(
+                role="user",
+                content=str(data.get("content", "")),
+                attachments=tuple(str(p) for p in data.get("attachments") or ()),
+            )
             if self._pending_calls:
                 # Steering that arrived while tools ran goes after their results: the
                 # chat format wants tool results right after the assistant's calls.

@@ -3,6 +3,7 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import { api, type ApprovalMode, type Conversation } from "./api/client";
 import { Composer } from "./composer/Composer";
 import { SecretsPicker, SecretsWarning } from "./conversations/ConversationSecrets";
+import { ModelSelect } from "./conversations/ModelSelect";
 import { formatCost, formatTokens } from "./format";
 import { SidePanel, type Tab } from "./panel/SidePanel";
 import { runStatus, type RunStatus } from "./timeline/reducer";
@@ -100,9 +101,9 @@ export function ConversationView({
     setTab("preview");
   }, []);
 
-  const send = async (content: string) => {
+  const send = async (content: string, attachments: string[] = []) => {
     await attached(); // subscribed before sending: nothing of the run can be missed
-    await api.send(cid, content);
+    await api.send(cid, content, attachments);
     onSent(cid, content);
   };
 
@@ -144,6 +145,7 @@ export function ConversationView({
             </span>
           )}
           <span className="spacer" />
+          <ModelSelect cid={cid} model={conversation ? conversation.model : undefined} onChanged={onChanged} />
           <ApprovalModeSelect
             cid={cid}
             mode={conversation?.approval_mode}
@@ -181,6 +183,8 @@ export function ConversationView({
         <Composer
           running={status !== "idle"}
           onSend={send}
+          onUpload={(file) => api.upload(cid, file)}
+          thumbnail={(path) => api.attachmentUrl(cid, path)}
           onStop={async () => {
             await api.interrupt(cid);
           }}

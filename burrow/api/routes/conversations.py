@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
+from burrow.api.conversation_settings import (
+    ConversationSettings,
+    attachment_paths,
+    checked_model,
+)
 from burrow.api.deps import ConversationDep, ServicesDep, UserDep
 from burrow.api.errors import ApiError, not_found
 from burrow.api.schemas import (
@@ -30,8 +35,13 @@ async def list_conversations(svc: ServicesDep, user: UserDep) -> list[Conversati
 async def create_conversation(
     body: CreateConversation, svc: ServicesDep, user: UserDep
 ) -> ConversationOut:
+    model = checked_model(svc, body.model) if body.model is not None else None
     created = await svc.conversations.create(
-        user.id, body.title or "New conversation", body.profile or "default"
+        user.id,
+        body.title or "New conversation",
+        body.profile or "default",
+        model=model,
+        approval_mode=body.approval_mode or "ask",
     )
     return ConversationOut.of(created)
 
@@ -53,11 +63,20 @@ async def update_conversation(
                 "unknown_secrets",
                 f"No secret named {', '.join(unknown)}: set it first (PUT /api/secrets/{{name}}).",
             )
+    settings = ConversationSettings(svc, conversation)
+    model = settings.model(body.model)
+    budget = settings.budget(body.budget)
     await svc.conversations.update(
-        conversation.id, title=body.title, approval_mode=body.approval_mode, secrets=body.secrets
+        conversation.id,
+        title=body.title,
+        approval_mode=body.approval_mode,
+        secrets=body.secrets,
+        **model,
+        **budget,
     )
     if body.approval_mode is not None:
         svc.runtime.approvals.mode_changed(conversation.id, body.approval_mode)
+    await settings.announce()
     renamed = await svc.conversations.get(conversation.id)
     if renamed is None:
         raise not_found(f"Conversation {conversation.id}")
@@ -76,7 +95,8 @@ async def send_message(
     body: SendMessage, conversation: ConversationDep, svc: ServicesDep
 ) -> MessageAccepted:
     try:
-        run_id, seq = await svc.runtime.send(conversation.id, body.content)
+        paths = attachment_paths(body.attachments)
+        run_id, seq = await svc.runtime.send(conversation.id, body.content, paths)
     except ConversationGone as exc:
         raise not_found(f"Conversation {conversation.id}") from exc
     return MessageAccepted(run_id=run_id, seq=seq)

@@ -29,7 +29,7 @@ export interface BudgetHit {
 }
 
 export interface EventData {
-  "user.message": { content: string; steering: boolean };
+  "user.message": { content: string; steering: boolean; attachments?: string[] };
   "run.started": { run_id: string };
   "assistant.thinking.delta": { text: string };
   "assistant.text.delta": { text: string };
@@ -62,6 +62,7 @@ export interface EventData {
   usage: UsageData;
   "context.compacted": { tokens_before: number; tokens_after: number };
   retry: { attempt: number; delay_s: number; reason: string };
+  "model.changed": { model: string };
   "run.finished": {
     status: "completed" | "failed" | "canceled" | "budget_exceeded";
     error: string | null;
@@ -88,6 +89,7 @@ export const EVENT_TYPES: readonly EventType[] = [
   "usage",
   "context.compacted",
   "retry",
+  "model.changed",
   "run.finished",
 ];
 

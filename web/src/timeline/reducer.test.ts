@@ -290,3 +290,18 @@ describe("retry", () => {
     });
   });
 });
+
+describe("attachments and model changes", () => {
+  it("keeps a message's attachment paths and shows a model change as a notice", () => {
+    seq = 0;
+    const state = reduce(initialState, [
+      ev("user.message", { content: "see", steering: false, attachments: [".burrow/attachments/ab-x.png"] }, null),
+      ev("user.message", { content: "no files", steering: false }, null),
+      ev("model.changed", { model: "anthropic:claude-haiku-4-5" }, null),
+    ]);
+    const [first, second, notice] = state.items;
+    expect(first).toMatchObject({ kind: "user", attachments: [".burrow/attachments/ab-x.png"] });
+    expect(second).toMatchObject({ kind: "user", attachments: [] });
+    expect(notice).toMatchObject({ kind: "notice", text: "Model: anthropic:claude-haiku-4-5 (from the next run)" });
+  });
+});

@@ -18,6 +18,7 @@ export interface UserItem {
   key: string;
   content: string;
   steering: boolean;
+  attachments: string[]; // workspace paths of uploaded files
 }
 
 export interface AssistantItem {
@@ -199,7 +200,13 @@ function apply(d: Draft, e: BurrowEvent): void {
   switch (e.type) {
     case "user.message":
       d.closeAssistant();
-      d.push({ kind: "user", key, content: e.data.content, steering: !!e.data.steering });
+      d.push({
+        kind: "user",
+        key,
+        content: e.data.content,
+        steering: !!e.data.steering,
+        attachments: Array.isArray(e.data.attachments) ? e.data.attachments.map(String) : [],
+      });
       return;
     case "run.started":
       d.s.activeRun = e.data.run_id ?? e.run_id;
@@ -339,6 +346,9 @@ function apply(d: Draft, e: BurrowEvent): void {
         tone: "info",
         text: `${e.data.reason} Trying again in ${e.data.delay_s.toFixed(1)} s (attempt ${e.data.attempt + 1}).`,
       });
+      return;
+    case "model.changed":
+      d.push({ kind: "notice", key, tone: "info", text: `Model: ${e.data.model} (from the next run)` });
       return;
     case "context.compacted":
       d.push({
