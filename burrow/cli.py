@@ -128,6 +128,8 @@ def _render(event: Event, as_json: bool) -> str | None:
         case "tool.finished":
             mark = "error" if data["is_error"] else "ok"
             return f"[{mark}, exit {data['exit_code']}, {data['duration_ms']} ms]\n"
+        case "retry":
+            return f"\n[{data['reason']} Trying again in {data['delay_s']:.1f} s.]\n"
         case "sandbox.status" if data["status"] == "failed":
             return f"sandbox failed: {data['detail']}\n"
         case "run.finished":

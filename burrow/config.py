@@ -36,16 +36,38 @@ class Settings(BaseSettings):
     preview_token_ttl: float = 120.0
     """Seconds a signed preview link stays valid; it is exchanged for a cookie on first use."""
     model: str | None = None
-    """A model name for the OpenAI-compatible server, `demo`, or `scripted:<file.json>`."""
+    """`[provider:]model`: `openai:<model>` (the default without a prefix: any
+    OpenAI-compatible server), `anthropic:<model>`, `demo`, or `scripted:<file.json>`."""
     openai_api_key: str | None = Field(
         default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "BURROW_OPENAI_API_KEY")
     )
     openai_base_url: str | None = Field(
         default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "BURROW_OPENAI_BASE_URL")
     )
+    anthropic_api_key: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("ANTHROPIC_API_KEY", "BURROW_ANTHROPIC_API_KEY"),
+    )
+    anthropic_base_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("ANTHROPIC_BASE_URL", "BURROW_ANTHROPIC_BASE_URL"),
+    )
+    model_first_token_timeout: float = 180.0
+    """Seconds a model may take to start answering before the call is retried."""
+    model_idle_timeout: float = 120.0
+    """Seconds a model's stream may stay silent mid-answer: then it is retried if nothing
+    was shown yet, else the run fails keeping the text shown."""
+    thinking_budget: int = 4096
+    """Tokens of extended thinking per Anthropic answer (at least 1024); 0 turns it off."""
     price_prompt: float = 0.0
-    """Dollars per million prompt tokens, for the cost shown with usage."""
+    """Dollars per million prompt tokens, for the cost shown with usage; 0: the price table
+    of known models."""
     price_completion: float = 0.0
+    price_cache_read: float | None = None
+    """Dollars per million prompt tokens read from the cache; default: the provider's
+    share of the prompt price (Anthropic 0.1, OpenAI 0.5)."""
+    price_cache_write: float | None = None
+    """Dollars per million prompt tokens written to the cache (Anthropic 1.25x)."""
     run_max_steps: int | None = Field(
         default=50, validation_alias=AliasChoices("BURROW_RUN_MAX_STEPS", "BURROW_MAX_STEPS")
     )

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from burrow.config import Settings
 from burrow.llm.base import Pricing, Provider
-from burrow.llm.factory import ModelConfig
+from burrow.llm.factory import Endpoint, ModelConfig
+from burrow.llm.stalls import StallLimits
 from burrow.preview.hosts import PreviewHosts
 from burrow.runs.approvals import ApprovalGate
 from burrow.runs.budget import Budget
@@ -84,6 +85,15 @@ def model_config(settings: Settings) -> ModelConfig:
         model=settings.model,
         api_key=settings.openai_api_key,
         base_url=settings.openai_base_url,
+        anthropic=Endpoint(settings.anthropic_api_key, settings.anthropic_base_url),
+        prices=Pricing(
+            settings.price_prompt,
+            settings.price_completion,
+            cache_read=settings.price_cache_read,
+            cache_write=settings.price_cache_write,
+        ),
+        limits=StallLimits(settings.model_first_token_timeout, settings.model_idle_timeout),
+        thinking_budget=settings.thinking_budget,
     )
 
 
@@ -121,7 +131,7 @@ async def open_services(
                 live_output_rate=settings.tool_output_live_rate,
                 live_output_max=settings.tool_output_live_max,
             ),
-            pricing=Pricing(settings.price_prompt, settings.price_completion),
+            pricing=models,  # the price table entry of the chosen model, or BURROW_PRICE_*
             loop=LoopConfig(),
             budget=Budget(
                 tokens=settings.run_max_tokens,

@@ -13,10 +13,6 @@ import openai
 from burrow.llm.base import ModelError
 
 
-def redact(text: str, api_key: str) -> str:
-    return text.replace(api_key, "***") if len(api_key) >= 4 else text
-
-
 def server_message(exc: openai.APIStatusError) -> str:
     """The server's own explanation, from whichever body shape it uses."""
     body: Any = exc.body

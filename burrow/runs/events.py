@@ -24,6 +24,7 @@ class EventType(enum.StrEnum):
     USAGE = "usage"
     CONTEXT_COMPACTED = "context.compacted"
     RUN_FINISHED = "run.finished"
+    RETRY = "retry"
 
 
 def make(kind: EventType, run_id: str | None = None, /, **data: Any) -> NewEvent:

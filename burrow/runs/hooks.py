@@ -38,6 +38,8 @@ class Tally:
     steps: int = 0  # model calls made
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cache_read_tokens: int = 0  # parts of prompt_tokens read from / written to the cache
+    cache_write_tokens: int = 0
     cost: float = 0.0
     tool_seconds: float = 0.0  # time tools ran
 
@@ -50,6 +52,8 @@ class Tally:
         return {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
             "cost": self.cost,
         }
 

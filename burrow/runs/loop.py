@@ -22,9 +22,12 @@ from burrow.llm.base import (
     Done,
     Message,
     ModelError,
+    Pricer,
     Pricing,
     Provider,
+    Retry,
     TextDelta,
+    ThinkingBlock,
     ThinkingDelta,
     ToolCallDelta,
     ToolSpec,
@@ -33,7 +36,7 @@ from burrow.llm.base import (
 from burrow.runs import events as ev
 from burrow.runs.closing import OpenWork
 from burrow.runs.coalesce import Coalescer
-from burrow.runs.context import ModelContext
+from burrow.runs.context import ModelContext, thinking_blocks_data
 from burrow.runs.events import EventType
 from burrow.runs.hooks import Call, Hook, Outcome, RunStop, Tally
 from burrow.runs.journal import Journal, Subscription
@@ -73,7 +76,7 @@ class RunEnv:
     sandbox: Callable[[], Awaitable[Sandbox]]
     shell: ShellState = field(default_factory=ShellState)
     limits: ToolLimits = field(default_factory=ToolLimits)
-    pricing: Pricing = field(default_factory=Pricing)
+    pricing: Pricer = field(default_factory=Pricing)
     hooks: Sequence[Hook] = ()  # approvals, budgets, ...: in order, at every seam
     preview_url: Callable[[str, int], str] | None = None  # (cid, port) -> preview address
 
@@ -82,6 +85,7 @@ class RunEnv:
 class _Answer:
     text: list[str] = field(default_factory=list)
     thinking: list[str] = field(default_factory=list)
+    thinking_blocks: list[ThinkingBlock] = field(default_factory=list)
     calls: dict[int, dict[str, str]] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
 
@@ -208,6 +212,17 @@ class AgentRun:
                 elif isinstance(item, ThinkingDelta):
                     answer.thinking.append(item.text)
                     self._out.add(EventType.THINKING_DELTA, item.text)
+                elif isinstance(item, ThinkingBlock):
+                    answer.thinking_blocks.append(item)
+                elif isinstance(item, Retry):  # shown now: the wait that follows may be long
+                    retry = ev.make(
+                        EventType.RETRY,
+                        self.run_id,
+                        attempt=item.attempt,
+                        delay_s=item.delay_s,
+                        reason=item.reason,
+                    )
+                    await self.emit(*await self._out.take(), retry)
                 elif isinstance(item, ToolCallDelta):
                     call = answer.calls.setdefault(
                         item.index, {"id": "", "name": "", "arguments": ""}
@@ -238,18 +253,25 @@ class AgentRun:
             content="".join(answer.text),
             thinking="".join(answer.thinking),
             tool_calls=shown,
+            # As the provider sent them (signatures, redacted data): later requests and a
+            # restarted server send them back byte for byte.
+            **thinking_blocks_data(answer.thinking_blocks),
         )
 
     def _usage_event(self, answer: _Answer) -> NewEvent:
         cost = self.env.pricing.cost(answer.usage)
         self.tally.prompt_tokens += answer.usage.prompt_tokens
         self.tally.completion_tokens += answer.usage.completion_tokens
+        self.tally.cache_read_tokens += answer.usage.cache_read_tokens
+        self.tally.cache_write_tokens += answer.usage.cache_write_tokens
         self.tally.cost += cost
         return ev.make(
             EventType.USAGE,
             self.run_id,
             prompt_tokens=answer.usage.prompt_tokens,
             completion_tokens=answer.usage.completion_tokens,
+            cache_read_tokens=answer.usage.cache_read_tokens,
+            cache_write_tokens=answer.usage.cache_write_tokens,
             cost=cost,
         )
 

@@ -13,7 +13,15 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from burrow.llm.base import Message, ModelError, Pricing, Provider, StreamEvent, ToolSpec
+from burrow.llm.base import (
+    Message,
+    ModelError,
+    Pricer,
+    Pricing,
+    Provider,
+    StreamEvent,
+    ToolSpec,
+)
 from burrow.runs import events as ev
 from burrow.runs.approvals import ApprovalGate, Approvals
 from burrow.runs.budget import Budget, BudgetHook
@@ -49,7 +57,7 @@ class _Active:
 @dataclass
 class RuntimeOptions:
     limits: ToolLimits = field(default_factory=ToolLimits)
-    pricing: Pricing = field(default_factory=Pricing)
+    pricing: Pricer = field(default_factory=Pricing)
     loop: LoopConfig = field(default_factory=LoopConfig)
     budget: Budget = field(default_factory=Budget)  # each run's limits
     preview_url: Callable[[str, int], str] | None = None  # (cid, port) -> preview address

@@ -24,6 +24,20 @@ export interface ModelSettingsUpdate {
   api_key?: string | null;
 }
 
+export type ProviderSettings = Fallback<
+  "ProviderOut",
+  {
+    provider: "openai" | "anthropic";
+    base_url: string | null;
+    api_key_set: boolean;
+    api_key_hint: string | null;
+  }
+>;
+export type ProviderTest = Fallback<
+  "ProviderTestOut",
+  { ok: boolean; detail: string; models?: string[] | null }
+>;
+
 export type PreviewLink = Fallback<
   "PreviewOut",
   { port: number; url: string; status: string; command: string }
@@ -132,4 +146,9 @@ export const api = {
   modelSettings: () => request<ModelSettings>("GET", "/api/settings/model"),
   saveModelSettings: (update: ModelSettingsUpdate) =>
     request<ModelSettings>("PUT", "/api/settings/model", update),
+  providers: () => request<ProviderSettings[]>("GET", "/api/settings/providers"),
+  saveProvider: (provider: string, update: { api_key?: string; base_url?: string }) =>
+    request<ProviderSettings>("PUT", `/api/settings/providers/${provider}`, update),
+  testProvider: (provider: string) =>
+    request<ProviderTest>("POST", `/api/settings/providers/${provider}/test`, {}),
 };

@@ -7,6 +7,8 @@ export type Envelope = components["schemas"]["EventOut"];
 export interface UsageData {
   prompt_tokens: number;
   completion_tokens: number;
+  cache_read_tokens?: number;
+  cache_write_tokens?: number;
   cost: number;
 }
 
@@ -59,6 +61,7 @@ export interface EventData {
   "preview.opened": { port: number; url: string };
   usage: UsageData;
   "context.compacted": { tokens_before: number; tokens_after: number };
+  retry: { attempt: number; delay_s: number; reason: string };
   "run.finished": {
     status: "completed" | "failed" | "canceled" | "budget_exceeded";
     error: string | null;
@@ -84,6 +87,7 @@ export const EVENT_TYPES: readonly EventType[] = [
   "preview.opened",
   "usage",
   "context.compacted",
+  "retry",
   "run.finished",
 ];
 

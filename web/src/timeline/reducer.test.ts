@@ -275,3 +275,18 @@ describe("reduce", () => {
     expect(s.items[0]).toMatchObject({ kind: "run.finished", status: "budget_exceeded", budget });
   });
 });
+
+describe("retry", () => {
+  it("shows each retry of a model call as a notice with its reason and wait", () => {
+    seq = 0;
+    const state = reduce(initialState, [
+      ev("run.started", { run_id: "r1" }),
+      ev("retry", { attempt: 1, delay_s: 2.5, reason: "The Anthropic API is overloaded." }),
+    ]);
+    expect(state.items.at(-1)).toMatchObject({
+      kind: "notice",
+      tone: "info",
+      text: "The Anthropic API is overloaded. Trying again in 2.5 s (attempt 2).",
+    });
+  });
+});

@@ -332,6 +332,14 @@ function apply(d: Draft, e: BurrowEvent): void {
       };
       return;
     }
+    case "retry":
+      d.push({
+        kind: "notice",
+        key,
+        tone: "info",
+        text: `${e.data.reason} Trying again in ${e.data.delay_s.toFixed(1)} s (attempt ${e.data.attempt + 1}).`,
+      });
+      return;
     case "context.compacted":
       d.push({
         kind: "notice",
