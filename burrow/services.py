@@ -22,6 +22,7 @@ from burrow.runs.loop import LoopConfig
 from burrow.runs.models import ModelSettings
 from burrow.runs.runtime import Runtime, RuntimeOptions
 from burrow.runs.sandboxes import SandboxPool
+from burrow.runs.window import context_window
 from burrow.sandbox.backend import Backend
 from burrow.sandbox.cgroups import Limits
 from burrow.sandbox.local import LocalBackend
@@ -141,6 +142,8 @@ async def open_services(
             ),
             preview_url=PreviewHosts.from_settings(settings).url,
             max_runs_per_user=settings.max_runs_per_user,
+            context_window=lambda: context_window(models.config.model, settings.context_window),
+            compact_at=settings.compact_at,
         ),
     )
     await runtime.recover()

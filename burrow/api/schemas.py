@@ -18,6 +18,11 @@ class Usage(BaseModel):
     cost: float
 
 
+class ContextUse(BaseModel):
+    used: int  # tokens: the provider's count for the last answer, or after a compaction
+    window: int  # tokens the model accepts (catalog or BURROW_CONTEXT_WINDOW)
+
+
 class ConversationOut(BaseModel):
     id: str
     title: str
@@ -28,9 +33,10 @@ class ConversationOut(BaseModel):
     sandbox_status: str
     last_seq: int
     usage: Usage
+    context: ContextUse
 
     @classmethod
-    def of(cls, c: Conversation) -> ConversationOut:
+    def of(cls, c: Conversation, context: ContextUse) -> ConversationOut:
         return cls(
             id=c.id,
             title=c.title,
@@ -45,6 +51,7 @@ class ConversationOut(BaseModel):
                 completion_tokens=c.completion_tokens,
                 cost=c.cost,
             ),
+            context=context,
         )
 
 
@@ -58,6 +65,13 @@ class RenameConversation(BaseModel):
 
     title: str | None = Field(default=None, min_length=1, max_length=200)
     approval_mode: ApprovalMode | None = None
+
+
+class Compacted(BaseModel):
+    seq: int  # of the context.compacted event
+    tokens_before: int
+    tokens_after: int
+    upto_seq: int
 
 
 class ApprovalAnswer(BaseModel):

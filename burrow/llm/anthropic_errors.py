@@ -11,9 +11,7 @@ from typing import Any
 
 import anthropic
 
-from burrow.llm.base import ModelError
-
-CONTEXT_TOO_LONG = "context_too_long"
+from burrow.llm.base import CONTEXT_TOO_LONG, ModelError
 STATUS_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",

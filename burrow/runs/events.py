@@ -25,6 +25,7 @@ class EventType(enum.StrEnum):
     CONTEXT_COMPACTED = "context.compacted"
     RUN_FINISHED = "run.finished"
     RETRY = "retry"
+    INSTRUCTIONS_LOADED = "instructions.loaded"
 
 
 def make(kind: EventType, run_id: str | None = None, /, **data: Any) -> NewEvent:

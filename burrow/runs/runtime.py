@@ -22,19 +22,24 @@ from burrow.llm.base import (
     StreamEvent,
     ToolSpec,
 )
+from burrow.llm.catalog import DEFAULT_CONTEXT_WINDOW
 from burrow.runs import events as ev
 from burrow.runs.approvals import ApprovalGate, Approvals
 from burrow.runs.budget import Budget, BudgetHook
 from burrow.runs.closing import OpenWork
+from burrow.runs.compaction import CompactionPolicy, Compactor, compact
 from burrow.runs.context import ModelContext
 from burrow.runs.events import EventType
 from burrow.runs.guard import LoopGuard
 from burrow.runs.hooks import Hook, PreviewOpened, SystemPrompt
+from burrow.runs.instructions import ProjectInstructions
 from burrow.runs.journal import Journal, Subscription
 from burrow.runs.loop import AgentRun, LoopConfig, RunEnv
 from burrow.runs.quotas import RunQuotaExceeded
 from burrow.runs.sandboxes import SandboxPool
+from burrow.runs.window import estimate
 from burrow.store.conversations import ConversationStore
+from burrow.store.records import Event
 from burrow.tools.base import ShellState, Tool, ToolLimits
 
 log = logging.getLogger(__name__)
@@ -62,6 +67,15 @@ class RuntimeOptions:
     budget: Budget = field(default_factory=Budget)  # each run's limits
     preview_url: Callable[[str, int], str] | None = None  # (cid, port) -> preview address
     max_runs_per_user: int = 0  # runs going at once per conversation owner; 0: no cap
+    context_window: Callable[[], int] = lambda: DEFAULT_CONTEXT_WINDOW  # tokens, per model
+    compact_at: float = 0.8  # share of the window past which a request compacts first
+
+    def compaction(self) -> CompactionPolicy:
+        return CompactionPolicy(self.context_window(), self.compact_at)
+
+
+class RunActive(Exception):
+    """The conversation has a run going; what was asked must wait for it to end."""
 
 
 class Runtime:
@@ -182,33 +196,70 @@ class Runtime:
             await self.journal.append(cid, ev.run_finished(run_id, status, error, {}))
 
     async def _prepare(self, cid: str, run_id: str, feed: Subscription) -> AgentRun:
-        # The projection of earlier runs is kept, so a run only reads what is new.
-        context = self._contexts.pop(cid, None) or ModelContext()
-        for event in await self.journal.read(cid, context.last_seq):
-            context.apply(event)
+        context = await self._context(cid)
+        provider = _LazyProvider(self._provider)
         env = RunEnv(
             journal=self.journal,
-            provider=_LazyProvider(self._provider),
+            provider=provider,
             tools=self.tools,
             sandbox=lambda: self.sandboxes.get(cid),
             shell=self._shells.setdefault(cid, ShellState()),
             limits=self.options.limits,
             pricing=self.options.pricing,
-            hooks=self._hooks(cid),
+            hooks=self._hooks(cid, provider),
             preview_url=self.options.preview_url,
         )
         return AgentRun(env, cid, run_id, context, feed)
 
-    def _hooks(self, cid: str) -> list[Hook]:
+    async def _context(self, cid: str) -> ModelContext:
+        # The projection of earlier runs is kept, so a run only reads what is new.
+        context = self._contexts.pop(cid, None) or ModelContext()
+        for event in await self.journal.read(cid, context.last_seq):
+            context.apply(event)
+        return context
+
+    def _hooks(self, cid: str, provider: Provider) -> list[Hook]:
         """A run's hooks, fresh for each run (budgets and the guard count per run). A
         conversation's own budget, once stored, is the one place to change here."""
         return [
             SystemPrompt(self.options.loop.system_prompt),
+            ProjectInstructions(lambda: self.sandboxes.get(cid)),
             Approvals(self.approvals),
             PreviewOpened(),
             LoopGuard(),
             BudgetHook(self.options.budget),
+            # Last: it measures the request as the hooks before it shaped it.
+            Compactor(provider, self.options.compaction(), self.options.pricing),
         ]
+
+    async def compact(self, cid: str) -> Event:
+        """Compact the conversation now (`POST …/compact`); its context.compacted event.
+
+        Raises RunActive while a run goes (its own compaction happens when it needs one),
+        NothingToCompact, or the summary call's ModelError. A message sent meanwhile
+        waits for the compaction, then starts its run on the compacted context.
+        """
+        async with self._locks[cid]:
+            if cid in self._active:
+                raise RunActive(cid)
+            context = await self._context(cid)
+            try:
+                specs = [tool.spec for tool in self.tools.values()]
+                system = Message(role="system", content=self.options.loop.system_prompt)
+                events, _, _ = await compact(
+                    context,
+                    _LazyProvider(self._provider),
+                    self.options.compaction(),
+                    self.options.pricing,
+                    overhead=estimate([system], specs),
+                    run_id=None,
+                )
+                written = await self.journal.append(cid, *events)
+                for event in written:
+                    context.apply(event)
+                return written[-1]
+            finally:
+                self._keep_context(cid, context)
 
     def _keep_context(self, cid: str, context: ModelContext) -> None:
         self._contexts[cid] = context
