@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from burrow.llm.base import Message, Pricer, Provider, TextDelta, Usage
 from burrow.runs import events as ev
@@ -50,21 +50,20 @@ class CompactionPolicy:
         return int(self.window * self.compact_at)
 
 
-def choose_cut(context: ModelContext, policy: CompactionPolicy) -> int:
+def choose_cut(context: ModelContext, keep_tokens: float) -> int:
     """Index of the first kept message: the oldest point where what follows fits in
-    `keep` of the window, else the latest turn alone."""
+    `keep_tokens`, else the start of the latest turn (a user message), else the latest
+    point where a split is allowed at all."""
     cuts = context.cuts()
-    if not cuts:
-        raise NothingToCompact
     tail = [0] * (len(context.messages) + 1)
     for i in range(len(context.messages) - 1, -1, -1):
         tail[i] = tail[i + 1] + estimate_message(context.messages[i])
-    budget = policy.window * policy.keep
-    cut = next((i for i in cuts if tail[i] <= budget), cuts[-1])
-    head = context.messages[:cut]
-    if all(m.role == "user" for m in head):  # the user's messages and summaries stay anyway
+    useful = [i for i in cuts if any(m.role != "user" for m in context.messages[:i])]
+    if not useful:  # the user's messages and earlier summaries are kept anyway
         raise NothingToCompact
-    return cut
+    fitting = [i for i in useful if tail[i] <= keep_tokens]
+    turns = [i for i in useful if context.messages[i].role == "user"]
+    return (fitting or turns or useful)[0 if fitting else -1]
 
 
 def transcript(messages: Sequence[Message], budget_chars: int) -> str:
@@ -126,11 +125,15 @@ async def compact(
     *,
     overhead: int,
     run_id: str | None,
+    keep_tokens: float | None = None,
 ) -> tuple[list[NewEvent], Usage, float]:
     """The events that compact `context`: the summary call's usage, then context.compacted.
-    Raises NothingToCompact, or the summary call's ModelError."""
+    `keep_tokens`: how much of the recent context may stay whole (default: `keep` of the
+    window). Raises NothingToCompact, or the summary call's ModelError."""
     tokens_before = context.size(overhead)
-    cut = choose_cut(context, policy)
+    if keep_tokens is None:
+        keep_tokens = policy.window * policy.keep
+    cut = choose_cut(context, keep_tokens)
     upto_seq = max(context.origins[:cut])
     summary, usage = await summarize(provider, context.messages[:cut], policy)
     after = context.compacted(upto_seq, summary, context.last_seq + 1)
@@ -180,17 +183,20 @@ class Compactor(Hook):
                 await self._compact(run)
 
     async def context_too_long(self, run: Run) -> bool:
+        # The rejected request shows the real window is smaller than its size, whatever
+        # the catalog says (a self-hosted model may be served with a shorter one).
+        size = run.context.size(self.overhead(run))
         try:
-            await self._compact(run)
+            await self._compact(run, replace(self._policy, window=min(self._policy.window, size)))
         except NothingToCompact:
             return False
         return True
 
-    async def _compact(self, run: Run) -> None:
+    async def _compact(self, run: Run, policy: CompactionPolicy | None = None) -> None:
         events, usage, cost = await compact(
             run.context,
             self._provider,
-            self._policy,
+            policy or self._policy,
             self._pricing,
             overhead=self.overhead(run),
             run_id=run.run_id,

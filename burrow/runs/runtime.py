@@ -253,6 +253,7 @@ class Runtime:
                     self.options.pricing,
                     overhead=estimate([system], specs),
                     run_id=None,
+                    keep_tokens=0,  # asked for: all but the latest turn
                 )
                 written = await self.journal.append(cid, *events)
                 for event in written:
