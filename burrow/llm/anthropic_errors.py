@@ -12,6 +12,7 @@ from typing import Any
 import anthropic
 
 from burrow.llm.base import CONTEXT_TOO_LONG, ModelError
+
 STATUS_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from burrow.llm.base import Message, Pricer, Provider, TextDelta, Usage
 from burrow.runs import events as ev
-from burrow.runs.context import ModelContext, NOT_RUN
+from burrow.runs.context import NOT_RUN, ModelContext
 from burrow.runs.events import EventType
 from burrow.runs.hooks import Hook, Run
 from burrow.runs.window import CHARS_PER_TOKEN, estimate, estimate_message
@@ -77,17 +77,19 @@ def transcript(messages: Sequence[Message], budget_chars: int) -> str:
             text = f"{text}\n[tool calls: {calls}]".strip()
         if m.role == "tool" and text == NOT_RUN:
             text = "(not run)"
-        if len(text) > MESSAGE_CHARS:
-            half = MESSAGE_CHARS // 2
-            text = f"{text[:half]}\n[… {len(text) - MESSAGE_CHARS} characters left out …]\n{text[-half:]}"
+        text = elide(text, MESSAGE_CHARS // 2, MESSAGE_CHARS // 2)
         label = f"tool {m.name}" if m.role == "tool" else m.role
         parts.append(f"## {label}\n{text}")
-    whole = "\n\n".join(parts)
-    if len(whole) > budget_chars:
-        first = budget_chars // 4
-        cut = len(whole) - (budget_chars - first)
-        whole = f"{whole[:first]}\n\n[… {cut - first} characters left out …]\n\n{whole[cut:]}"
-    return whole
+    first = budget_chars // 4  # the start holds the task and any earlier summary
+    return elide("\n\n".join(parts), first, budget_chars - first)
+
+
+def elide(text: str, head: int, tail: int) -> str:
+    """`text` with all but its first `head` and last `tail` characters left out, said so."""
+    if len(text) <= head + tail:
+        return text
+    left_out = len(text) - head - tail
+    return f"{text[:head]}\n[… {left_out} characters left out …]\n{text[len(text) - tail :]}"
 
 
 async def summarize(
@@ -139,26 +141,30 @@ async def compact(
     after = context.compacted(upto_seq, summary, context.last_seq + 1)
     tokens_after = overhead + estimate([m for m, _ in after])
     cost = pricing.cost(usage)
-    return [
-        ev.make(
-            EventType.USAGE,
-            run_id,
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-            cache_read_tokens=usage.cache_read_tokens,
-            cache_write_tokens=usage.cache_write_tokens,
-            cost=cost,
-            compaction=True,  # the summary call's: not the size of the context
-        ),
-        ev.make(
-            EventType.CONTEXT_COMPACTED,
-            run_id,
-            tokens_before=tokens_before,
-            tokens_after=tokens_after,
-            summary=summary,
-            upto_seq=upto_seq,
-        ),
-    ], usage, cost
+    return (
+        [
+            ev.make(
+                EventType.USAGE,
+                run_id,
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+                cache_read_tokens=usage.cache_read_tokens,
+                cache_write_tokens=usage.cache_write_tokens,
+                cost=cost,
+                compaction=True,  # the summary call's: not the size of the context
+            ),
+            ev.make(
+                EventType.CONTEXT_COMPACTED,
+                run_id,
+                tokens_before=tokens_before,
+                tokens_after=tokens_after,
+                summary=summary,
+                upto_seq=upto_seq,
+            ),
+        ],
+        usage,
+        cost,
+    )
 
 
 class Compactor(Hook):

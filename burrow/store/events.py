@@ -181,6 +181,10 @@ class EventStore:
 
 def _event(cid: str, row: Any) -> Event:
     return Event(
-        conversation_id=cid, seq=row.seq, type=row.type, ts=row.ts, run_id=row.run_id,
+        conversation_id=cid,
+        seq=row.seq,
+        type=row.type,
+        ts=row.ts,
+        run_id=row.run_id,
         data_json=row.data,
     )

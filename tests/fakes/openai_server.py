@@ -267,7 +267,12 @@ class FakeOpenAIServer(ThreadedServer):
         if self.context_window is not None and isinstance(reply, StreamReply):
             reply = with_prompt_tokens(reply, tokens)
         if isinstance(reply, ErrorReply):
-            error = {"message": reply.message, "type": reply.type, "param": None, "code": reply.code}
+            error = {
+                "message": reply.message,
+                "type": reply.type,
+                "param": None,
+                "code": reply.code,
+            }
             if reply.code == "context_length_exceeded":
                 error["param"] = "messages"
             return JSONResponse({"error": error}, reply.status, headers=reply.headers)

@@ -109,6 +109,7 @@ export const api = {
   send: (cid: string, content: string) =>
     request<Schemas["MessageAccepted"]>("POST", `${conv(cid)}/messages`, { content }),
   interrupt: (cid: string) => request<Schemas["Accepted"]>("POST", `${conv(cid)}/interrupt`, {}),
+  compact: (cid: string) => request<Schemas["Compacted"]>("POST", `${conv(cid)}/compact`, {}),
   decide: (cid: string, requestId: string, decision: Decision) =>
     request<unknown>("POST", `${conv(cid)}/approvals/${encodeURIComponent(requestId)}`, {
       decision,
