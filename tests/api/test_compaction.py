@@ -202,3 +202,29 @@ async def test_compact_on_demand_is_refused_during_a_run_and_rebuilds_the_next_r
         assert users[2:] == ["now sleep", "what now?"]
         assert "printed" not in [m.get("content") for m in sent if m["role"] == "assistant"]
         assert_calls_paired(sent)
+
+
+async def test_anthropics_prompt_is_too_long_compacts_once_and_retries(tmp_path: Path) -> None:
+    from burrow.llm.anthropic_messages import AnthropicProvider
+    from tests.fakes import anthropic_server as claude
+
+    with claude.FakeAnthropicServer() as fake:
+        fake.enqueue(
+            *[claude.message([claude.tool_use(f"toolu_{i}", "bash", PRINT)]) for i in range(3)],
+            claude.prompt_too_long(),  # 400 invalid_request_error, as the API words it
+            claude.message([claude.text(SUMMARY)]),
+            claude.message([claude.text("All blocks printed.")]),
+        )
+        model = "claude-haiku-4-5"
+        provider = lambda: RetryingProvider(AnthropicProvider(model, "sk-ant", fake.base_url))  # noqa: E731
+        async with running_server(tmp_path, provider) as srv:
+            cid = await srv.create_conversation()
+            finished = await finish(srv, cid, "print three blocks")
+            events = await srv.events(cid)
+    assert finished["data"]["status"] == "completed", finished
+    rejected, summary, retried = fake.requests[3:6]
+    assert "compact" in str(summary["system"]) and not summary.get("tools")
+    assert len(retried["messages"]) < len(rejected["messages"])
+    assert retried["messages"][0]["content"][0]["text"] == "print three blocks"
+    assert len(fake.requests) == 6 and fake.pending == 0
+    assert len([e for e in events if e["type"] == "context.compacted"]) == 1
