@@ -42,12 +42,13 @@ export function ContextMeter({
       </span>
       <button
         type="button"
-        className="link"
+        className="icon compact"
+        aria-label="Compact"
         disabled={running}
-        title={problem ?? "Summarize the older turns now"}
+        title={problem ?? "Compact: summarize the older turns now"}
         onClick={() => void compact()}
       >
-        Compact
+        ⇊
       </button>
     </span>
   );
