@@ -44,26 +44,34 @@ class CompactionPolicy:
     window: int  # tokens the model accepts
     compact_at: float = 0.8  # share of the window past which a request compacts first
     keep: float = 0.25  # share of the window the recent turns may keep whole
+    turn: float = 0.5  # share of the window the latest turn may keep whole, if more than keep
 
     @property
     def threshold(self) -> int:
         return int(self.window * self.compact_at)
 
 
-def choose_cut(context: ModelContext, keep_tokens: float) -> int:
-    """Index of the first kept message: the oldest point where what follows fits in
-    `keep_tokens`, else the start of the latest turn (a user message), else the latest
-    point where a split is allowed at all."""
-    cuts = context.cuts()
-    tail = [0] * (len(context.messages) + 1)
-    for i in range(len(context.messages) - 1, -1, -1):
-        tail[i] = tail[i + 1] + estimate_message(context.messages[i])
-    useful = [i for i in cuts if any(m.role != "user" for m in context.messages[:i])]
-    if not useful:  # the user's messages and earlier summaries are kept anyway
+def choose_cut(context: ModelContext, keep_tokens: float, turn_tokens: float) -> int:
+    """Index of the first kept message: the oldest turn start (a user message) where what
+    follows fits in `keep_tokens`, or the oldest point at all where it does; else the start
+    of the latest turn if what follows fits in `turn_tokens`; else the latest point where
+    a split is allowed."""
+    messages = context.messages
+    tail = [0] * (len(messages) + 1)
+    for i in range(len(messages) - 1, -1, -1):
+        tail[i] = tail[i + 1] + estimate_message(messages[i])
+    # Only the user's messages and earlier summaries before a cut: nothing to summarize.
+    first_other = next((i for i, m in enumerate(messages) if m.role != "user"), len(messages))
+    useful = [i for i in context.cuts() if i > first_other]
+    if not useful:
         raise NothingToCompact
-    fitting = [i for i in useful if tail[i] <= keep_tokens]
-    turns = [i for i in useful if context.messages[i].role == "user"]
-    return (fitting or turns or useful)[0 if fitting else -1]
+    starts = [i for i in useful if messages[i].role == "user"]
+    fitting = [i for i in starts if tail[i] <= keep_tokens] or [
+        i for i in useful if tail[i] <= keep_tokens
+    ]
+    if fitting:
+        return fitting[0]
+    return ([i for i in starts if tail[i] <= turn_tokens] or useful)[-1]
 
 
 def transcript(messages: Sequence[Message], budget_chars: int) -> str:
@@ -135,7 +143,7 @@ async def compact(
     tokens_before = context.size(overhead)
     if keep_tokens is None:
         keep_tokens = policy.window * policy.keep
-    cut = choose_cut(context, keep_tokens)
+    cut = choose_cut(context, keep_tokens, policy.window * policy.turn)
     upto_seq = max(context.origins[:cut])
     summary, usage = await summarize(provider, context.messages[:cut], policy)
     after = context.compacted(upto_seq, summary, context.last_seq + 1)

@@ -3,6 +3,7 @@ context rebuilt from the journal (a real SQLite file) equals the one kept live."
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from burrow.llm.base import Message, Pricing, ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
 from burrow.runs import events as ev
-from burrow.runs.compaction import CompactionPolicy, NothingToCompact, compact
+from burrow.runs.compaction import CompactionPolicy, NothingToCompact, choose_cut, compact
 from burrow.runs.context import ModelContext
 from burrow.runs.events import EventType
 from burrow.runs.journal import Journal
@@ -19,7 +20,7 @@ from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
 from burrow.store.database import open_database
 from burrow.store.events import EventStore
-from burrow.store.records import NewEvent
+from burrow.store.records import Event, NewEvent
 
 
 @pytest.fixture
@@ -138,3 +139,27 @@ async def test_a_context_of_the_users_messages_only_has_nothing_to_compact(
             overhead=0,
             run_id=None,
         )
+
+
+def context_of(*batch: NewEvent) -> ModelContext:
+    context = ModelContext()
+    for seq, new in enumerate(batch, 1):
+        data = json.dumps(new.data)
+        context.apply(Event("c", seq, new.type, "", new.run_id, data))
+    return context
+
+
+def test_the_cut_keeps_recent_turns_whole_and_splits_a_long_turn_only_between_calls() -> None:
+    turn = [calls("a"), result("a", "x" * 400), answer("one done")]
+    context = context_of(user("first"), *turn, user("second"), calls("b"), result("b"))
+    # What follows the second user message fits in the keep share: the turn stays whole.
+    assert context.messages[choose_cut(context, 200, 500)].content == "second"
+
+    long_turn = [e for i in range(6) for e in (calls(f"c{i}"), result(f"c{i}", "y" * 400))]
+    context = context_of(user("only one"), *long_turn, answer("all done"))
+    cut = choose_cut(context, 250, 500)  # a call with its result is ~115 tokens: two fit
+    kept = context.messages[cut:]
+    assert kept[0].tool_calls[0].id == "c4" and len(kept) == 5 and paired(kept)
+    # Asked to keep nothing, the latest turn still stays whole when it is not too big.
+    context = context_of(user("first"), *turn, user("second"), calls("b"), result("b"))
+    assert context.messages[choose_cut(context, 0, 500)].content == "second"
