@@ -8,10 +8,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from burrow.llm.anthropic_messages import AnthropicProvider
 from burrow.llm.openai_compat import OpenAICompatProvider
 from burrow.llm.retry import RetryingProvider
 from burrow.runs.compaction import SUMMARY_PROMPT
 from tests.api.harness import RunningServer, running_server
+from tests.fakes import anthropic_server as claude
 from tests.fakes.openai_server import (
     MODEL,
     FakeOpenAIServer,
@@ -205,9 +207,6 @@ async def test_compact_on_demand_is_refused_during_a_run_and_rebuilds_the_next_r
 
 
 async def test_anthropics_prompt_is_too_long_compacts_once_and_retries(tmp_path: Path) -> None:
-    from burrow.llm.anthropic_messages import AnthropicProvider
-    from tests.fakes import anthropic_server as claude
-
     with claude.FakeAnthropicServer() as fake:
         fake.enqueue(
             *[claude.message([claude.tool_use(f"toolu_{i}", "bash", PRINT)]) for i in range(3)],
