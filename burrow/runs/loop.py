@@ -185,9 +185,8 @@ class AgentRun:
             for hook in self.env.hooks:
                 await hook.before_model_call(self)
             await self._catch_up()  # what a hook wrote (a compaction) is context too
-            seen_user_messages = self.context.user_messages
             self.tally.steps += 1
-            answer = await self._ask_fitting()
+            answer, seen_user_messages = await self._ask_fitting()
             calls = answer.tool_calls()
             # Written with the first tool.started (one commit less per step), or now.
             self._answer_events = [
@@ -205,11 +204,13 @@ class AgentRun:
             for call in calls:
                 await self._call_tool(call)
 
-    async def _ask_fitting(self) -> _Answer:
-        """The model's answer; a context the model finds too long is shortened by the hooks
-        (compaction) and tried exactly once more."""
+    async def _ask_fitting(self) -> tuple[_Answer, int]:
+        """The model's answer, and how many user messages the context it answered held; a
+        context the model finds too long is shortened by the hooks (compaction) and tried
+        exactly once more."""
         try:
-            return await self._ask(*self.request())
+            seen = self.context.user_messages
+            return await self._ask(*self.request()), seen
         except ModelError as exc:
             shown = self._partial
             if exc.code != CONTEXT_TOO_LONG or (
@@ -222,7 +223,8 @@ class AgentRun:
             if not shortened:
                 raise
         await self._catch_up()
-        return await self._ask(*self.request())
+        seen = self.context.user_messages
+        return await self._ask(*self.request()), seen
 
     async def _ask(self, messages: list[Message], specs: list[ToolSpec]) -> _Answer:
         answer = _Answer()
