@@ -29,6 +29,11 @@ class Budget(BaseModel):
     total_cost: float | None = Field(default=None, gt=0)
 
 
+class ContextUse(BaseModel):
+    used: int  # tokens: the provider's count for the last answer, or after a compaction
+    window: int  # tokens the model accepts (catalog or BURROW_CONTEXT_WINDOW)
+
+
 class ConversationOut(BaseModel):
     id: str
     title: str
@@ -44,9 +49,10 @@ class ConversationOut(BaseModel):
     model: str | None
     """`[provider:]model` this conversation uses; null: the server's model."""
     budget: Budget
+    context: ContextUse
 
     @classmethod
-    def of(cls, c: Conversation) -> ConversationOut:
+    def of(cls, c: Conversation, context: ContextUse) -> ConversationOut:
         return cls(
             id=c.id,
             title=c.title,
@@ -64,6 +70,7 @@ class ConversationOut(BaseModel):
             secrets=list(c.secrets),
             model=c.model,
             budget=Budget.model_validate(c.budget),
+            context=context,
         )
 
 
@@ -94,6 +101,13 @@ class RenameConversation(BaseModel):
         description="Fields given replace the stored ones; a field given as null goes "
         "back to the server's limit",
     )
+
+
+class Compacted(BaseModel):
+    seq: int  # of the context.compacted event
+    tokens_before: int
+    tokens_after: int
+    upto_seq: int
 
 
 class ApprovalAnswer(BaseModel):

@@ -117,6 +117,9 @@ class Retry:
 StreamEvent = TextDelta | ThinkingDelta | ThinkingBlock | ToolCallDelta | Usage | Retry | Done
 
 
+CONTEXT_TOO_LONG = "context_too_long"  # ModelError.code: the request exceeded the window
+
+
 class ModelError(Exception):
     """A model call failed. `retryable` says whether trying again may help; `code` names
     failures a caller may act on (`context_too_long`: compact, then try again)."""

@@ -27,6 +27,7 @@ class EventType(enum.StrEnum):
     RUN_FINISHED = "run.finished"
     RETRY = "retry"
     MODEL_CHANGED = "model.changed"
+    INSTRUCTIONS_LOADED = "instructions.loaded"
 
 
 def make(kind: EventType, run_id: str | None = None, /, **data: Any) -> NewEvent:

@@ -1,6 +1,7 @@
 // One open conversation: header, timeline, composer, and the sandbox panel beside them.
 import { useCallback, useEffect, useRef, useState } from "react";
 import { api, type ApprovalMode, type Conversation } from "./api/client";
+import { ContextMeter } from "./ContextMeter";
 import { Composer } from "./composer/Composer";
 import { SecretsPicker, SecretsWarning } from "./conversations/ConversationSecrets";
 import { ModelSelect } from "./conversations/ModelSelect";
@@ -164,6 +165,12 @@ export function ConversationView({
               Restart sandbox
             </button>
           )}
+          <ContextMeter
+            cid={cid}
+            used={state.contextUsed ?? conversation?.context.used ?? 0}
+            window={conversation?.context.window}
+            running={status !== "idle"}
+          />
           <span className="header-meta muted" title={`${state.usage.prompt_tokens} prompt + ${state.usage.completion_tokens} completion tokens`}>
             {formatTokens(tokens)} tok · {formatCost(state.usage.cost)}
           </span>

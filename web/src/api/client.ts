@@ -144,6 +144,7 @@ export const api = {
   attachmentUrl: (cid: string, path: string) =>
     `${conv(cid)}/attachments/${encodeURIComponent(path.split("/").pop() ?? "")}`,
   interrupt: (cid: string) => request<Schemas["Accepted"]>("POST", `${conv(cid)}/interrupt`, {}),
+  compact: (cid: string) => request<Schemas["Compacted"]>("POST", `${conv(cid)}/compact`, {}),
   decide: (cid: string, requestId: string, decision: Decision) =>
     request<unknown>("POST", `${conv(cid)}/approvals/${encodeURIComponent(requestId)}`, {
       decision,

@@ -84,6 +84,16 @@ const Row = memo(function Row({
       return <ApprovalCard cid={cid} item={item} />;
     case "run.finished":
       return <RunEnd item={item} />;
+    case "compaction":
+      return (
+        <details className="compaction-marker" data-testid="compaction-marker">
+          <summary role="separator" aria-label="Context compacted">
+            Context compacted · {formatTokens(item.tokensBefore)} → {formatTokens(item.tokensAfter)}{" "}
+            tokens
+          </summary>
+          <div className="compaction-summary">{item.summary}</div>
+        </details>
+      );
     case "notice":
       return (
         <div className={`notice ${item.tone}`} role={item.tone === "error" ? "alert" : undefined}>

@@ -84,7 +84,23 @@ export interface NoticeItem {
   url?: string;
 }
 
-export type Item = UserItem | AssistantItem | ToolItem | ApprovalItem | RunEndItem | NoticeItem;
+/** The point where the older turns were summarized to fit the model's context. */
+export interface CompactionItem {
+  kind: "compaction";
+  key: string;
+  tokensBefore: number;
+  tokensAfter: number;
+  summary: string;
+}
+
+export type Item =
+  | UserItem
+  | AssistantItem
+  | ToolItem
+  | ApprovalItem
+  | RunEndItem
+  | NoticeItem
+  | CompactionItem;
 
 export type RunStatus = "idle" | "running" | "waiting_approval";
 
@@ -100,6 +116,8 @@ export interface ViewState {
   activeRun: string | null;
   pendingApprovals: readonly string[];
   usage: UsageData;
+  /** tokens the model context holds, from the events (null: none said yet) */
+  contextUsed: number | null;
   sandbox: { status: string; detail: string | null };
   preview: { port: number; url: string } | null;
   /** bumps when a tool that may change the workspace finishes */
@@ -120,6 +138,7 @@ export const initialState: ViewState = {
   activeRun: null,
   pendingApprovals: [],
   usage: { prompt_tokens: 0, completion_tokens: 0, cost: 0 },
+  contextUsed: null,
   sandbox: { status: "none", detail: null },
   preview: null,
   filesVersion: 0,
@@ -337,6 +356,9 @@ function apply(d: Draft, e: BurrowEvent): void {
         completion_tokens: u.completion_tokens + (e.data.completion_tokens ?? 0),
         cost: u.cost + (e.data.cost ?? 0),
       };
+      if (!e.data.compaction) {
+        d.s.contextUsed = (e.data.prompt_tokens ?? 0) + (e.data.completion_tokens ?? 0);
+      }
       return;
     }
     case "retry":
@@ -351,11 +373,23 @@ function apply(d: Draft, e: BurrowEvent): void {
       d.push({ kind: "notice", key, tone: "info", text: `Model: ${e.data.model} (from the next run)` });
       return;
     case "context.compacted":
+      d.s.contextUsed = e.data.tokens_after;
+      d.push({
+        kind: "compaction",
+        key,
+        tokensBefore: e.data.tokens_before,
+        tokensAfter: e.data.tokens_after,
+        summary: e.data.summary ?? "",
+      });
+      return;
+    case "instructions.loaded":
       d.push({
         kind: "notice",
         key,
         tone: "info",
-        text: `Context compacted: ${e.data.tokens_before} → ${e.data.tokens_after} tokens`,
+        text:
+          `Project instructions from ${e.data.path} are in use` +
+          (e.data.truncated ? " (cut to their first 32 KiB)" : ""),
       });
       return;
     case "run.finished":
