@@ -273,10 +273,9 @@ async def check_after_restart(chaos: Chaos, row: Row | None, seqs: dict[str, int
         assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     if row is not None:
         row.after, row.reap_seconds, row.repaired = now, time.monotonic() - begin, notes[0]
+        # The dead server's runtime directory goes when the restarted one takes the lock.
         runtime = row.runtime
-        while (
-            runtime is not None and runtime.exists()
-        ):  # removed when the restarted server takes the lock
+        while runtime is not None and runtime.exists():
             assert time.monotonic() - begin < REAP_TIMEOUT, f"runtime dir left: {runtime}"
             await asyncio.sleep(0.05)
 
