@@ -66,8 +66,12 @@ lint: setup
 typecheck: setup
 	$(VENV)/bin/mypy
 
+# A fresh temporary root per run: servers the tests kill leave mounted workspaces behind
+# until the session's end reaps them, and pytest's clean-up of shared old roots trips on
+# any another run left busy.
 pytest: setup
-	$(VENV)/bin/pytest -q
+	@tmp=$$(mktemp -d /tmp/burrow-pytest.XXXXXX); $(VENV)/bin/pytest -q --basetemp=$$tmp; rc=$$?; \
+		rm -rf $$tmp 2>/dev/null; exit $$rc
 
 test: lint typecheck webtest chromium pytest
 

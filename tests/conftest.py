@@ -71,3 +71,33 @@ async def engine(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
         eng = await open_database(url)
         yield eng
         await eng.close()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Reap what killed servers of this run left: tests end `burrow serve` with SIGKILL, so
+    their sandboxes' processes, workspace mounts, loop devices and cgroups outlive them
+    (a restarted server would reap its own; these data directories see no restart)."""
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is None or os.geteuid() != 0:
+        return
+    from burrow.sandbox.leftovers import Leftovers
+
+    for workspaces in _workspace_dirs(factory.getbasetemp(), depth=5):
+        leftovers = Leftovers(workspaces)
+        for sandbox_id in leftovers.sandbox_ids():
+            with contextlib.suppress(OSError):
+                leftovers.reap(sandbox_id)
+
+
+def _workspace_dirs(root: Path, depth: int) -> list[Path]:
+    """Data directories' `workspaces` folders under `root`, never descending into one."""
+    found: list[Path] = []
+    with contextlib.suppress(OSError), os.scandir(root) as entries:
+        for entry in entries:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            if entry.name == "workspaces":
+                found.append(Path(entry.path))
+            elif depth > 1:
+                found += _workspace_dirs(Path(entry.path), depth - 1)
+    return found
