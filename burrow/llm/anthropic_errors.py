@@ -11,7 +11,7 @@ from typing import Any
 
 import anthropic
 
-from burrow.llm.base import CONTEXT_TOO_LONG, ModelError
+from burrow.llm.base import CONTEXT_TOO_LONG, ModelError, retry_after
 
 STATUS_TYPES = {
     400: "invalid_request_error",
@@ -38,14 +38,6 @@ def _error_of(exc: anthropic.APIStatusError) -> tuple[str, str]:
     if isinstance(body, str) and body.strip():
         return STATUS_TYPES.get(exc.status_code, ""), body.strip()[:500]
     return STATUS_TYPES.get(exc.status_code, ""), exc.message
-
-
-def _retry_after(exc: anthropic.APIStatusError) -> float | None:
-    value = exc.response.headers.get("retry-after")
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None  # an HTTP date; the backoff will do
 
 
 def status_error(exc: anthropic.APIStatusError, *, base_url: str, model: str) -> ModelError:
@@ -87,13 +79,13 @@ def status_error(exc: anthropic.APIStatusError, *, base_url: str, model: str) ->
         return ModelError(
             f"The Anthropic API at {base_url} is rate limiting requests (429: {said}).",
             retryable=True,
-            retry_after=_retry_after(exc),
+            retry_after=retry_after(exc.response.headers),
         )
     if kind == "overloaded_error":
         return ModelError(
             f"The Anthropic API at {base_url} is overloaded (529: {said}).",
             retryable=True,
-            retry_after=_retry_after(exc),
+            retry_after=retry_after(exc.response.headers),
         )
     if kind == "api_error" or status in (408, 409) or status >= 500:
         return ModelError(

@@ -6,7 +6,7 @@ sees a provider's SDK objects.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -142,6 +142,16 @@ class ModelError(Exception):
 def redact(text: str, api_key: str) -> str:
     """`text` without `api_key`: servers echo keys back in error messages."""
     return text.replace(api_key, "***") if len(api_key) >= 4 else text
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds a `Retry-After` header asks for; None when absent or an HTTP date (the
+    backoff then decides)."""
+    value = headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
 
 
 class Provider(Protocol):

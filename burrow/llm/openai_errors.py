@@ -10,7 +10,7 @@ from typing import Any
 
 import openai
 
-from burrow.llm.base import CONTEXT_TOO_LONG, ModelError
+from burrow.llm.base import CONTEXT_TOO_LONG, ModelError, retry_after
 
 
 def server_message(exc: openai.APIStatusError) -> str:
@@ -34,14 +34,6 @@ def _error_code(exc: openai.APIStatusError) -> str:
     inner = body.get("error", body) if isinstance(body, dict) else None
     code = inner.get("code") if isinstance(inner, dict) else None
     return code if isinstance(code, str) else ""
-
-
-def _retry_after(exc: openai.APIStatusError) -> float | None:
-    value = exc.response.headers.get("retry-after")
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None  # an HTTP date; the backoff will do
 
 
 def status_error(exc: openai.APIStatusError, *, base_url: str, model: str) -> ModelError:
@@ -78,7 +70,7 @@ def status_error(exc: openai.APIStatusError, *, base_url: str, model: str) -> Mo
         return ModelError(
             f"The model server at {base_url} is rate limiting requests (429: {said}).",
             retryable=True,
-            retry_after=_retry_after(exc),
+            retry_after=retry_after(exc.response.headers),
         )
     if status in (408, 409) or status >= 500:
         return ModelError(

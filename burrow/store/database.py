@@ -11,6 +11,7 @@ On PostgreSQL it runs through the async engine (asyncpg) with `run_sync`.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -29,10 +30,24 @@ SCHEMA_LOCK = 0x627572726F77
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
+    _enable_wal(cur)
     cur.execute("PRAGMA synchronous=NORMAL")  # durable across app crashes under WAL
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
+
+
+def _enable_wal(cur: Any, attempts: int = 100) -> None:
+    """Switch to WAL. The switch takes the database exclusively for a moment, and SQLite
+    answers "database is locked" at once instead of waiting (its busy handler is not asked)
+    when processes opening a database made without WAL race for it: retry briefly."""
+    for attempt in range(attempts):
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except Exception as exc:  # the driver's OperationalError, adapted or not
+            if "locked" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(0.02)
 
 
 class Database:

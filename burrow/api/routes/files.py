@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Response
 
 from burrow.api.deps import ConversationDep, ServicesDep
 from burrow.api.errors import nul_in_path
+from burrow.api.inert import inert_response
 from burrow.api.schemas import FileEntryOut
 
 router = APIRouter(prefix="/api/conversations", tags=["files"])
@@ -57,12 +58,4 @@ async def file_content(
         media_type = "text/plain; charset=utf-8"
     except UnicodeDecodeError:
         media_type = "application/octet-stream"
-    return Response(
-        data,
-        media_type=media_type,
-        headers={
-            "X-Content-Type-Options": "nosniff",
-            "Content-Security-Policy": "sandbox; default-src 'none'",
-            "Cache-Control": "no-store",
-        },
-    )
+    return inert_response(data, media_type, cache_control="no-store")

@@ -17,6 +17,7 @@ from starlette.types import Message, Receive
 
 from burrow.api.deps import ConversationDep, ServicesDep
 from burrow.api.errors import ApiError
+from burrow.api.inert import inert_response
 from burrow.api.schemas import Uploaded
 from burrow.runs.attachments import (
     ATTACHMENTS_DIR,
@@ -142,12 +143,4 @@ async def attachment(
         raise ApiError(
             415, "not_an_image", f"{name} is not a PNG, JPEG, GIF or WebP image: open it in Files."
         )
-    return Response(
-        data,
-        media_type=media_type,
-        headers={
-            "X-Content-Type-Options": "nosniff",
-            "Content-Security-Policy": "sandbox; default-src 'none'",
-            "Cache-Control": "private, max-age=3600",
-        },
-    )
+    return inert_response(data, media_type, cache_control="private, max-age=3600")
