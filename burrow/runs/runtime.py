@@ -27,6 +27,7 @@ from burrow.tools.base import ShellState, Tool, ToolLimits
 log = logging.getLogger(__name__)
 
 RESTARTED = "The server restarted during this run. Send a message to continue."
+USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "cost")  # a run.finished's usage
 CONTEXT_CACHE_SIZE = 256  # model contexts of recently active conversations kept in memory
 
 
@@ -207,12 +208,17 @@ class Runtime:
         return repaired
 
     async def _repair(self, cid: str) -> None:
-        open_runs: dict[str, None] = {}
+        # Each open run's usage so far: its run.finished carries a full usage object.
+        open_runs: dict[str, dict[str, int | float]] = {}
         open_calls: dict[str, str] = {}
         open_approvals: dict[str, str] = {}
         for event in await self.journal.read(cid):
             if event.type == EventType.RUN_STARTED and event.run_id:
-                open_runs[event.run_id] = None
+                open_runs[event.run_id] = dict.fromkeys(USAGE_FIELDS, 0)
+            elif event.type == EventType.USAGE and event.run_id in open_runs:
+                usage = open_runs[event.run_id or ""]
+                for name in usage:
+                    usage[name] += event.data.get(name, 0)
             elif event.type == EventType.RUN_FINISHED and event.run_id:
                 open_runs.pop(event.run_id, None)
             elif event.type == EventType.TOOL_STARTED:
@@ -233,7 +239,10 @@ class Runtime:
             ev.tool_finished(run_id, call_id, output=RESTARTED, is_error=True)
             for call_id, run_id in open_calls.items()
         ]
-        closing += [ev.run_finished(run_id, "failed", RESTARTED, {}) for run_id in open_runs]
+        closing += [
+            ev.run_finished(run_id, "failed", RESTARTED, usage)
+            for run_id, usage in open_runs.items()
+        ]
         if closing:
             await self.journal.append(cid, *closing)
         else:  # the row said running but every run was closed: only the status is stale

@@ -3,6 +3,7 @@ import { useCallback, useEffect, useState } from "react";
 import { ApiError, api, type Conversation, type Health, type Me } from "./api/client";
 import { Composer } from "./composer/Composer";
 import { ConversationView } from "./ConversationView";
+import { ErrorBoundary } from "./ErrorBoundary";
 import { Sidebar } from "./conversations/Sidebar";
 import { Login } from "./settings/Login";
 import { FirstRun, loadModelSettings, SettingsDialog, type SettingsState } from "./settings/Settings";
@@ -152,17 +153,18 @@ export function App() {
         </div>
       )}
       {activeId ? (
-        <ConversationView
-          key={activeId}
-          cid={activeId}
-          conversation={active}
-          initialMessage={pending?.cid === activeId ? pending.text : null}
-          onStatus={onStatus}
-          onSent={onSent}
-          onMenu={() => setMenuOpen(true)}
-          onChanged={() => void refresh()}
-          emptyState={firstRun ?? <Welcome />}
-        />
+        <ErrorBoundary key={activeId} what="this conversation" onLeave={() => open(null)}>
+          <ConversationView
+            cid={activeId}
+            conversation={active}
+            initialMessage={pending?.cid === activeId ? pending.text : null}
+            onStatus={onStatus}
+            onSent={onSent}
+            onMenu={() => setMenuOpen(true)}
+            onChanged={() => void refresh()}
+            emptyState={firstRun ?? <Welcome />}
+          />
+        </ErrorBoundary>
       ) : (
         <div className="workspace">
           <main className="conversation home">

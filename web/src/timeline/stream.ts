@@ -50,8 +50,13 @@ export class ConversationStream {
       }
     };
     const onEvent = (message: MessageEvent<string>) => {
-      const envelope = JSON.parse(message.data) as Envelope;
-      if (envelope.seq <= this.lastSeq) return;
+      let envelope: Envelope;
+      try {
+        envelope = JSON.parse(message.data) as Envelope;
+      } catch {
+        return; // a frame cut short: the resume after it asks from the last good seq
+      }
+      if (!(envelope.seq > this.lastSeq)) return;
       this.lastSeq = envelope.seq;
       this.queue.push(envelope);
       this.schedule();
