@@ -12,16 +12,19 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
 from playwright.async_api import Browser, Page, expect
 
-from tests.api.harness import ADMIN_PASSWORD, free_port
+from burrow.llm.base import ScriptedTurn
+from burrow.llm.scripted import ScriptedProvider
+from tests.api.harness import ADMIN_PASSWORD, RunningServer, free_port, running_server
 from tests.e2e.conftest import shot
 
 PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1440, "height": 900}
 SLOW = 30_000  # ms: waits that span a server start on a busy 2-core machine
 
 
@@ -68,6 +71,10 @@ def serve(tmp_path: Path, turns: list[dict[str, object]]) -> Iterator[ServeProce
         server.kill()
 
 
+def base_of(srv: RunningServer) -> str:
+    return srv.base_url.replace("127.0.0.1", "localhost")
+
+
 async def sign_in(page: Page, base: str, path: str = "/") -> None:
     login = {"username": "admin", "password": ADMIN_PASSWORD}
     assert (await page.request.post(f"{base}/api/auth/login", data=login)).ok
@@ -78,7 +85,7 @@ async def sign_in(page: Page, base: str, path: str = "/") -> None:
 async def test_a_server_killed_mid_run_leaves_a_failed_run_not_a_blank_page(
     tmp_path: Path, browser: Browser
 ) -> None:
-    context = await browser.new_context(viewport={"width": 1440, "height": 900})
+    context = await browser.new_context(viewport=DESKTOP)  # type: ignore[arg-type]
     context.set_default_timeout(30_000)
     page = await context.new_page()
     errors: list[str] = []
@@ -107,3 +114,51 @@ async def test_a_server_killed_mid_run_leaves_a_failed_run_not_a_blank_page(
             assert not errors, errors
         finally:
             await context.close()
+
+
+@contextlib.asynccontextmanager
+async def harness(
+    tmp_path: Path, browser: Browser, turns: list[ScriptedTurn], viewport: dict[str, int]
+) -> AsyncIterator[tuple[RunningServer, Page]]:
+    """An in-process server with a scripted model, and a page signed in to it."""
+    provider = ScriptedProvider(turns, chunk_delay=0.02)
+    async with running_server(tmp_path, lambda: provider) as srv:
+        context = await browser.new_context(viewport=viewport)  # type: ignore[arg-type]
+        context.set_default_timeout(15_000)
+        try:
+            yield srv, await context.new_page()
+        finally:
+            await context.close()  # its streams first, so the server can stop
+
+
+async def test_steering_while_text_streams_keeps_the_answer_whole(
+    tmp_path: Path, browser: Browser
+) -> None:
+    story = " ".join(f"w{i}" for i in range(60)) + " THE END."
+    turns = [ScriptedTurn(text=story, delay=0.05), ScriptedTurn(text="Shorter next time.")]
+    async with harness(tmp_path, browser, turns, DESKTOP) as (srv, page):
+        cid = await srv.create_conversation("steer")
+        await sign_in(page, base_of(srv), f"/c/{cid}")
+        await page.get_by_label("Message").fill("Tell me a story")
+        await page.get_by_label("Message").press("Enter")
+        await expect(page.locator(".assistant").first).to_contain_text("w3")
+        steer = page.get_by_label("Steer the running agent")
+        await steer.fill("make it short")
+        await steer.press("Enter")
+        bubble = page.locator(".row-user", has_text="make it short")
+        await expect(bubble).to_be_visible()
+        # Live: the words after the bubble appeared still stream into the one answer above it.
+        await expect(page.locator(".assistant").first).to_contain_text("w40")
+        await expect(page.locator(".run-end")).to_contain_text("Done", timeout=SLOW)
+        rows = await page.locator(".timeline .row").all_inner_texts()
+        shot_rows = [r.strip() for r in rows]
+        answers = [r for r in shot_rows if "w0" in r]
+        assert len(answers) == 1 and "THE END." in answers[0], shot_rows
+        order = [i for i, r in enumerate(shot_rows) if "THE END." in r or "make it short" in r]
+        assert shot_rows[order[0]].startswith("w0") and "make it short" in shot_rows[order[1]]
+        await page.reload()  # the replay shows the same
+        await expect(page.locator(".run-end")).to_contain_text("Done")
+        assert [r.strip() for r in await page.locator(".timeline .row").all_inner_texts()] == (
+            shot_rows
+        )
+        await shot(page, "tour-2-steered")
