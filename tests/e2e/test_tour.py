@@ -5,18 +5,20 @@ The server is real (`burrow serve` or the in-process harness) and only the model
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import httpx
-from playwright.async_api import Browser, Page, expect
+from playwright.async_api import Browser, Locator, Page, expect
 
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
@@ -162,3 +164,57 @@ async def test_steering_while_text_streams_keeps_the_answer_whole(
             shot_rows
         )
         await shot(page, "tour-2-steered")
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], what: str, timeout: float = 30) -> None:
+    """Wait until `check()` holds (polled: a condition, not a fixed sleep)."""
+    deadline = time.monotonic() + timeout
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting until {what}")
+        await asyncio.sleep(0.1)
+
+
+async def unobstructed(page: Page, locator: Locator) -> bool:
+    """Whether `locator` is on screen and on top at its centre (not under the composer)."""
+    box = await locator.bounding_box()
+    if box is None:
+        return False
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    viewport = page.viewport_size or {"width": 0, "height": 0}
+    if not (0 <= x < viewport["width"] and 0 <= y < viewport["height"]):
+        return False
+    hit: bool = await locator.evaluate(
+        "(el, [x, y]) => el.contains(document.elementFromPoint(x, y))", [x, y]
+    )
+    return hit
+
+
+async def test_a_phone_opens_a_conversation_at_its_end_with_the_approval_in_reach(
+    tmp_path: Path, browser: Browser
+) -> None:
+    long_answer = "\n\n".join(f"Paragraph {i} of a long answer." for i in range(60))
+    turns = [
+        ScriptedTurn(text=long_answer),
+        ScriptedTurn(text="Cleaning up.", tool_calls=[("bash", {"command": "rm -rf build"})]),
+        ScriptedTurn(text="Clean."),
+    ]
+    async with harness(tmp_path, browser, turns, PHONE) as (srv, page):
+        cid = await srv.create_conversation("long one")
+        first = await srv.send(cid, "write a lot")
+        await srv.run_finished(cid, first["run_id"])
+        await srv.send(cid, "clean the build")
+        await srv.wait_for(cid, lambda e: e["type"] == "approval.requested")
+        await sign_in(page, base_of(srv))
+        await page.get_by_role("button", name="Conversations").click()
+        await (
+            page.get_by_role("navigation")
+            .get_by_role("button", name=re.compile("long one"))
+            .click()
+        )
+        allow = page.get_by_role("button", name="Allow once")
+        await expect(allow).to_be_visible()
+        await eventually(lambda: unobstructed(page, allow), "Allow once is on screen, on top")
+        await shot(page, "tour-3-phone-approval")
+        await allow.click()
+        await expect(page.locator(".run-end").last).to_contain_text("Done", timeout=SLOW)

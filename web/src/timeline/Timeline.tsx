@@ -146,6 +146,27 @@ export function Timeline({
     if (el && pinned.current) el.scrollTop = el.scrollHeight;
   }, [state]);
 
+  // Rows are laid out late (content-visibility skips off-screen rows, code is highlighted
+  // after it loads): a conversation opened at its end must stay there as they grow.
+  useEffect(() => {
+    const el = scroller.current;
+    const inner = el?.firstElementChild;
+    if (!el || !inner) return;
+    const observer = new ResizeObserver(() => {
+      if (pinned.current) el.scrollTop = el.scrollHeight;
+    });
+    observer.observe(inner);
+    return () => observer.disconnect();
+  }, []);
+
+  // A new request for a decision is shown, wherever the reader was.
+  const waiting = state.pendingApprovals[state.pendingApprovals.length - 1];
+  useEffect(() => {
+    if (!waiting) return;
+    const card = scroller.current?.querySelector(`[data-request-id="${CSS.escape(waiting)}"]`);
+    card?.scrollIntoView({ block: "nearest" });
+  }, [waiting]);
+
   const running = state.activeRun !== null;
   const last = state.items[state.items.length - 1];
   const waitingForModel = running && (!last || last.kind === "user" || (last.kind === "tool" && last.result));
