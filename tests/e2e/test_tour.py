@@ -218,3 +218,31 @@ async def test_a_phone_opens_a_conversation_at_its_end_with_the_approval_in_reac
         await shot(page, "tour-3-phone-approval")
         await allow.click()
         await expect(page.locator(".run-end").last).to_contain_text("Done", timeout=SLOW)
+
+
+async def test_a_file_with_long_lines_stays_inside_the_files_panel(
+    tmp_path: Path, browser: Browser
+) -> None:
+    line = "const x = [" + ", ".join(str(i) for i in range(600)) + "];\n"
+    turns = [
+        ScriptedTurn(tool_calls=[("write_file", {"path": "long.js", "content": line * 3})]),
+        ScriptedTurn(text="Written."),
+    ]
+    async with harness(tmp_path, browser, turns, DESKTOP) as (srv, page):
+        cid = await srv.create_conversation("long lines")
+        sent = await srv.send(cid, "write it")
+        await srv.run_finished(cid, sent["run_id"])
+        await sign_in(page, base_of(srv), f"/c/{cid}")
+        await page.get_by_role("tab", name="Files").click()
+        await page.get_by_role("tree").get_by_role("button", name=re.compile(r"^long\.js")).click()
+        await expect(page.locator(".viewer pre.code")).to_contain_text("599")
+        for control in (
+            page.get_by_role("link", name="Download"),
+            page.get_by_role("button", name="Refresh files"),
+        ):
+            await eventually(lambda c=control: unobstructed(page, c), "the control is on screen")
+        panel = await page.get_by_role("complementary", name="Sandbox").bounding_box()
+        assert panel is not None and panel["x"] + panel["width"] <= DESKTOP["width"]
+        code = page.locator(".viewer pre.code")
+        assert await code.evaluate("el => el.scrollWidth > el.clientWidth")  # scrolls inside
+        await shot(page, "tour-4-long-lines")
