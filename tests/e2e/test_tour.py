@@ -246,3 +246,23 @@ async def test_a_file_with_long_lines_stays_inside_the_files_panel(
         code = page.locator(".viewer pre.code")
         assert await code.evaluate("el => el.scrollWidth > el.clientWidth")  # scrolls inside
         await shot(page, "tour-4-long-lines")
+
+
+async def test_a_missing_or_deleted_conversation_says_it_is_gone(
+    tmp_path: Path, browser: Browser
+) -> None:
+    async with harness(tmp_path, browser, [], DESKTOP) as (srv, page):
+        await sign_in(page, base_of(srv), "/c/c_doesnotexist")
+        gone = page.get_by_role("alert", name="Conversation not found")
+        await expect(gone).to_contain_text("does not exist", timeout=SLOW)
+        await expect(page.locator(".pill[data-connection]")).to_have_count(0)
+        await shot(page, "tour-5-gone")
+        await gone.get_by_role("button", name="Show conversations").click()
+        await expect(page).to_have_url(re.compile(r"/$"))
+
+        cid = await srv.create_conversation("short-lived")
+        await page.goto(f"{base_of(srv)}/c/{cid}")
+        await expect(page.get_by_role("heading", level=1)).to_have_text("short-lived")
+        await expect(page.locator(".pill[data-connection]")).to_have_count(0)  # live
+        assert (await srv.client.delete(f"/api/conversations/{cid}")).status_code == 204
+        await expect(gone).to_be_visible(timeout=SLOW)

@@ -71,6 +71,14 @@ export function App() {
     setMenuOpen(false);
   }, []);
 
+  // Out of a conversation that failed or is gone: the list is what is offered (a drawer on
+  // a phone, so it is opened).
+  const leave = () => {
+    open(null);
+    void refresh();
+    setMenuOpen(true);
+  };
+
   const create = async (firstMessage?: string) => {
     const created = await api.createConversation(firstMessage ? titleFrom(firstMessage) : undefined);
     setConversations((list) => [created, ...(list ?? [])]);
@@ -153,7 +161,7 @@ export function App() {
         </div>
       )}
       {activeId ? (
-        <ErrorBoundary key={activeId} what="this conversation" onLeave={() => open(null)}>
+        <ErrorBoundary key={activeId} what="this conversation" onLeave={leave}>
           <ConversationView
             cid={activeId}
             conversation={active}
@@ -162,6 +170,7 @@ export function App() {
             onSent={onSent}
             onMenu={() => setMenuOpen(true)}
             onChanged={() => void refresh()}
+            onLeave={leave}
             emptyState={firstRun ?? <Welcome />}
           />
         </ErrorBoundary>

@@ -59,6 +59,7 @@ export function ConversationView({
   onSent,
   onMenu,
   onChanged,
+  onLeave,
   emptyState,
 }: {
   cid: string;
@@ -68,6 +69,8 @@ export function ConversationView({
   onSent: (cid: string, content: string) => void;
   onMenu: () => void;
   onChanged: () => void;
+  /** Back to the list of conversations (this one is gone). */
+  onLeave: () => void;
   emptyState: React.ReactNode;
 }) {
   const { state, connection, attached } = useConversationEvents(cid);
@@ -126,6 +129,27 @@ export function ConversationView({
   }, [status, title]);
 
   const tokens = state.usage.prompt_tokens + state.usage.completion_tokens;
+  if (connection === "gone") {
+    return (
+      <div className="workspace">
+        <main className="conversation">
+          <header className="conv-header">
+            <button type="button" className="icon menu" aria-label="Conversations" onClick={onMenu}>
+              ☰
+            </button>
+            <h1>Conversation not found</h1>
+          </header>
+          <section className="gone" role="alert" aria-label="Conversation not found">
+            <h2>This conversation does not exist.</h2>
+            <p className="muted">It was deleted, or the link is wrong.</p>
+            <button type="button" className="primary" onClick={onLeave}>
+              Show conversations
+            </button>
+          </section>
+        </main>
+      </div>
+    );
+  }
   return (
     <div className={`workspace ${panelOpen ? "with-panel" : ""}`}>
       <main className="conversation">
