@@ -266,3 +266,25 @@ async def test_a_missing_or_deleted_conversation_says_it_is_gone(
         await expect(page.locator(".pill[data-connection]")).to_have_count(0)  # live
         assert (await srv.client.delete(f"/api/conversations/{cid}")).status_code == 204
         await expect(gone).to_be_visible(timeout=SLOW)
+
+
+async def test_rename_and_delete_are_reachable_on_a_phone(
+    tmp_path: Path, browser: Browser
+) -> None:
+    async with harness(tmp_path, browser, [], PHONE) as (srv, page):
+        cid = await srv.create_conversation("Pocket project")
+        await sign_in(page, base_of(srv))
+        await page.get_by_role("button", name="Conversations").click()
+        nav = page.get_by_role("navigation", name="Conversations")
+        entry = nav.locator(f'[data-cid="{cid}"]')
+        rename = entry.get_by_role("button", name="Rename Pocket project")
+        await expect(rename).to_be_visible()  # no hover needed: a finger cannot hover
+        await shot(page, "tour-6-phone-actions")
+        await rename.click()
+        await nav.get_by_label("Conversation title").fill("Pocket garden")
+        await nav.get_by_label("Conversation title").press("Enter")
+        await expect(entry).to_contain_text("Pocket garden")
+        await entry.get_by_role("button", name="Delete Pocket garden").click()
+        await entry.get_by_role("button", name="Confirm deleting Pocket garden").click()
+        await expect(entry).to_have_count(0)
+        assert (await srv.client.get(f"/api/conversations/{cid}")).status_code == 404
