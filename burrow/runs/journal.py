@@ -87,10 +87,16 @@ class _Pending:
     )
 
 
+# Events that do not move a conversation up the list: the sandbox waking or sleeping.
+_NOT_ACTIVITY = frozenset({EventType.SANDBOX_STATUS})
+
+
 def projection_change(batch: Sequence[NewEvent]) -> ProjectionChange:
     """What these events do to the conversation row (status, sandbox status, usage)."""
     change = ProjectionChange()
     for e in batch:
+        if e.type not in _NOT_ACTIVITY:
+            change.activity = True
         if e.type == EventType.RUN_STARTED or e.type == EventType.APPROVAL_RESOLVED:
             change.status = "running"
         elif e.type == EventType.APPROVAL_REQUESTED:

@@ -27,7 +27,6 @@ from burrow.tools.base import ShellState, Tool, ToolLimits
 log = logging.getLogger(__name__)
 
 RESTARTED = "The server restarted during this run. Send a message to continue."
-USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "cost")  # a run.finished's usage
 CONTEXT_CACHE_SIZE = 256  # model contexts of recently active conversations kept in memory
 
 
@@ -214,7 +213,7 @@ class Runtime:
         open_approvals: dict[str, str] = {}
         for event in await self.journal.read(cid):
             if event.type == EventType.RUN_STARTED and event.run_id:
-                open_runs[event.run_id] = dict.fromkeys(USAGE_FIELDS, 0)
+                open_runs[event.run_id] = dict.fromkeys(ev.USAGE_FIELDS, 0)
             elif event.type == EventType.USAGE and event.run_id in open_runs:
                 usage = open_runs[event.run_id or ""]
                 for name in usage:

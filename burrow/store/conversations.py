@@ -93,11 +93,14 @@ class ConversationStore:
     async def update(
         self, cid: str, *, title: str | None = None, approval_mode: str | None = None
     ) -> None:
-        values: dict[str, object] = {"updated_at": now()}
+        # Not updated_at: the list is ordered by activity, and a rename is not activity.
+        values: dict[str, object] = {}
         if title is not None:
             values["title"] = title
         if approval_mode is not None:
             values["approval_mode"] = approval_mode
+        if not values:
+            return
         query = conversations.update().where(conversations.c.id == cid).values(**values)
         await self._db.run(lambda conn: conn.execute(query))
 

@@ -268,9 +268,7 @@ async def test_a_missing_or_deleted_conversation_says_it_is_gone(
         await expect(gone).to_be_visible(timeout=SLOW)
 
 
-async def test_rename_and_delete_are_reachable_on_a_phone(
-    tmp_path: Path, browser: Browser
-) -> None:
+async def test_rename_and_delete_are_reachable_on_a_phone(tmp_path: Path, browser: Browser) -> None:
     async with harness(tmp_path, browser, [], PHONE) as (srv, page):
         cid = await srv.create_conversation("Pocket project")
         await sign_in(page, base_of(srv))
@@ -288,3 +286,47 @@ async def test_rename_and_delete_are_reachable_on_a_phone(
         await entry.get_by_role("button", name="Confirm deleting Pocket garden").click()
         await expect(entry).to_have_count(0)
         assert (await srv.client.get(f"/api/conversations/{cid}")).status_code == 404
+
+
+async def test_the_list_follows_activity_and_keeps_no_empties(
+    tmp_path: Path, browser: Browser
+) -> None:
+    turns = [ScriptedTurn(text=f"Answer {i}.") for i in range(3)]
+    async with harness(tmp_path, browser, turns, DESKTOP) as (srv, page):
+        older = await srv.create_conversation("Older")
+        await srv.run_finished(older, (await srv.send(older, "one"))["run_id"])
+        newer = await srv.create_conversation("Newer")
+        await srv.run_finished(newer, (await srv.send(newer, "two"))["run_id"])
+
+        async def order() -> list[str]:
+            listed = (await srv.client.get("/api/conversations")).json()
+            return [c["title"] for c in listed]
+
+        assert await order() == ["Newer", "Older"]
+        await sign_in(page, base_of(srv), f"/c/{older}")
+        nav = page.get_by_role("navigation", name="Conversations")
+        # Viewing it wakes its sandbox; renaming it: neither is activity.
+        await page.get_by_role("button", name="Show files").click()
+        await expect(page.get_by_text("The workspace is empty.")).to_be_visible(timeout=SLOW)
+        entry = nav.locator(f'[data-cid="{older}"]')
+        await entry.hover()
+        await entry.get_by_role("button", name="Rename Older").click()
+        await nav.get_by_label("Conversation title").fill("Older, renamed")
+        await nav.get_by_label("Conversation title").press("Enter")
+        await expect(entry).to_contain_text("Older, renamed")
+        assert await order() == ["Newer", "Older, renamed"]
+        await expect(nav.locator(".conv-title")).to_have_text(["Newer", "Older, renamed"])
+
+        # "+ New conversation" clicked three times stores one empty conversation, not three.
+        for _ in range(3):
+            await nav.get_by_role("button", name="+ New conversation").click()
+            await expect(page).to_have_url(re.compile(r"/c/[^/]+$"))
+            await expect(nav.locator(".conv")).to_have_count(3)
+        assert len(await order()) == 3
+
+        # A message is activity: that conversation goes to the top.
+        await page.goto(f"{base_of(srv)}/c/{older}")
+        await page.get_by_label("Message").fill("three")
+        await page.get_by_label("Message").press("Enter")
+        await expect(page.locator(".run-end")).to_have_count(2, timeout=SLOW)
+        assert (await order())[0] == "Older, renamed"

@@ -136,7 +136,12 @@ export function App() {
         conversations={shown}
         activeId={activeId}
         onOpen={open}
-        onCreate={() => void create().catch((e: unknown) => setError(String(e)))}
+        onCreate={() => {
+          // An untouched conversation is reused: each click must not store another empty one.
+          const empty = conversations?.find((c) => c.last_seq === 0 && c.title === DEFAULT_TITLE);
+          if (empty) open(empty.id);
+          else void create().catch((e: unknown) => setError(String(e)));
+        }}
         onRename={async (cid, title) => {
           await api.renameConversation(cid, title);
           await refresh();
