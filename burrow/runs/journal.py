@@ -102,7 +102,8 @@ def projection_change(batch: Sequence[NewEvent]) -> ProjectionChange:
         elif e.type == EventType.APPROVAL_REQUESTED:
             change.status = "waiting_approval"
         elif e.type == EventType.RUN_FINISHED:
-            change.status = "idle"
+            # At rest either way; "failed" is kept so the list can say the last run failed.
+            change.status = "failed" if e.data.get("status") == "failed" else "idle"
         elif e.type == EventType.SANDBOX_STATUS:
             change.sandbox_status = str(e.data["status"])
         elif e.type == EventType.USAGE:

@@ -104,6 +104,11 @@ async def test_a_server_killed_mid_run_leaves_a_failed_run_not_a_blank_page(
             await expect(page.locator(".pill[data-connection=reconnecting]")).to_be_visible(
                 timeout=SLOW
             )
+            # While the server is down nothing claims the run is still going.
+            await expect(page.locator(".pill[data-status=running]")).to_have_count(0)
+            entry = page.get_by_role("navigation", name="Conversations").locator(".conv-status")
+            await expect(entry).to_have_text("server unreachable", timeout=SLOW)
+            await shot(page, "tour-1-server-down")
             server.start()
             # The repaired run.finished arrives on reconnect: a failed run, a usable app.
             await expect(page.locator(".run-end.failed")).to_be_visible(timeout=SLOW)
@@ -207,11 +212,7 @@ async def test_a_phone_opens_a_conversation_at_its_end_with_the_approval_in_reac
         await srv.wait_for(cid, lambda e: e["type"] == "approval.requested")
         await sign_in(page, base_of(srv))
         await page.get_by_role("button", name="Conversations").click()
-        await (
-            page.get_by_role("navigation")
-            .get_by_role("button", name=re.compile("long one"))
-            .click()
-        )
+        await page.get_by_role("navigation").locator(f'[data-cid="{cid}"] .conv-open').click()
         allow = page.get_by_role("button", name="Allow once")
         await expect(allow).to_be_visible()
         await eventually(lambda: unobstructed(page, allow), "Allow once is on screen, on top")
@@ -330,3 +331,53 @@ async def test_the_list_follows_activity_and_keeps_no_empties(
         await page.get_by_label("Message").press("Enter")
         await expect(page.locator(".run-end")).to_have_count(2, timeout=SLOW)
         assert (await order())[0] == "Older, renamed"
+
+
+async def test_the_preview_status_follows_the_sandbox_and_speaks_to_the_person(
+    tmp_path: Path, browser: Browser
+) -> None:
+    command = "mkdir -p site && echo '<h1>Hi</h1>' > site/index.html"
+    serve_site = "python3 -m http.server 8000 -d site"
+    turns = [
+        ScriptedTurn(tool_calls=[("bash", {"command": command})]),
+        ScriptedTurn(tool_calls=[("preview", {"command": serve_site, "port": 8000})]),
+        ScriptedTurn(text="Up."),
+    ]
+    provider = ScriptedProvider(turns)
+    async with running_server(tmp_path, lambda: provider, preview=True) as srv:
+        context = await browser.new_context(viewport=DESKTOP)  # type: ignore[arg-type]
+        try:
+            page = await context.new_page()
+            cid = await srv.create_conversation("preview")
+            await srv.run_finished(cid, (await srv.send(cid, "serve it"))["run_id"], timeout=60)
+            assert await srv.services.runtime.sandboxes.hibernate(cid)
+            await sign_in(page, base_of(srv), f"/c/{cid}")
+            card = page.locator(".tool-card", has_text="http.server")
+            await card.click()  # open it: its result is what a person reads
+            await expect(card).to_contain_text("shown in the preview panel", timeout=SLOW)
+            await expect(card).not_to_contain_text("the user sees it")
+            await page.get_by_role("tab", name="Preview").click()
+            heading = page.frame_locator(".preview iframe").locator("h1")
+            await expect(heading).to_have_text("Hi", timeout=SLOW)  # opening it woke the sandbox
+            await expect(page.locator(".sandbox-state")).to_have_text("sandbox ready")
+            await expect(page.locator(".preview .badge.warn")).to_have_count(0, timeout=SLOW)
+            await shot(page, "tour-9-preview-woken")
+        finally:
+            await context.close()
+
+
+async def test_a_failed_run_shows_in_the_list(tmp_path: Path, browser: Browser) -> None:
+    turns = [ScriptedTurn(error="The model server answered 500.")]
+    async with harness(tmp_path, browser, turns, DESKTOP) as (srv, page):
+        cid = await srv.create_conversation("Doomed")
+        other = await srv.create_conversation("Other")
+        await srv.run_finished(cid, (await srv.send(cid, "go"))["run_id"])
+        listed = {c["id"]: c for c in (await srv.client.get("/api/conversations")).json()}
+        assert listed[cid]["status"] == "idle" and listed[cid]["last_run_failed"]
+        await sign_in(page, base_of(srv), f"/c/{other}")
+        nav = page.get_by_role("navigation", name="Conversations")
+        status = nav.locator(f'[data-cid="{cid}"] .conv-status')
+        await expect(status).to_have_text("last run failed")
+        await nav.locator(f'[data-cid="{cid}"] .conv-open').click()
+        await expect(page.locator(".run-end.failed")).to_be_visible()
+        await expect(status).to_have_text("last run failed")

@@ -7,7 +7,7 @@ import { ErrorBoundary } from "./ErrorBoundary";
 import { Sidebar } from "./conversations/Sidebar";
 import { Login } from "./settings/Login";
 import { FirstRun, loadModelSettings, SettingsDialog, type SettingsState } from "./settings/Settings";
-import type { RunStatus } from "./timeline/reducer";
+import type { LiveStatus } from "./ConversationView";
 
 const POLL_MS = 3000;
 const DEFAULT_TITLE = "New conversation";
@@ -21,9 +21,9 @@ export function App() {
   const [me, setMe] = useState<Me | null | undefined>(undefined);
   const [conversations, setConversations] = useState<Conversation[] | null>(null);
   const [activeId, setActiveId] = useState<string | null>(routeId);
-  const [live, setLive] = useState<{ cid: string; status: RunStatus; sandbox: string } | null>(
-    null,
-  );
+  const [live, setLive] = useState<LiveStatus | null>(null);
+  // The server cannot be reached: no status shown is current (the list says so, not a toast).
+  const [offline, setOffline] = useState(false);
   const [health, setHealth] = useState<Health | null>(null);
   const [settings, setSettings] = useState<SettingsState>(null);
   const [settingsOpen, setSettingsOpen] = useState(false);
@@ -35,8 +35,10 @@ export function App() {
     try {
       setConversations(await api.conversations());
       setError(null);
+      setOffline(false);
     } catch (e) {
       if (e instanceof ApiError && e.status === 401) setMe(null);
+      else if (e instanceof ApiError && e.status === 0) setOffline(true);
       else setError(e instanceof Error ? e.message : String(e));
     }
   }, []);
@@ -86,10 +88,7 @@ export function App() {
     open(created.id);
   };
 
-  const onStatus = useCallback(
-    (cid: string, status: RunStatus, sandbox: string) => setLive({ cid, status, sandbox }),
-    [],
-  );
+  const onStatus = useCallback((next: LiveStatus) => setLive(next), []);
   const onSent = useCallback(
     (cid: string, content: string) => {
       const c = conversations?.find((x) => x.id === cid);
@@ -105,8 +104,10 @@ export function App() {
   // The open conversation's status comes from its event stream, fresher than the poll.
   const shown =
     conversations?.map((c) =>
-      live && c.id === live.cid && (c.status !== live.status || c.sandbox_status !== live.sandbox)
-        ? { ...c, status: live.status, sandbox_status: live.sandbox }
+      live &&
+      c.id === live.cid &&
+      (c.status !== live.status || c.sandbox_status !== live.sandbox || c.last_run_failed !== live.failed)
+        ? { ...c, status: live.status, sandbox_status: live.sandbox, last_run_failed: live.failed }
         : c,
     ) ?? null;
   const active = shown?.find((c) => c.id === activeId);
@@ -135,6 +136,7 @@ export function App() {
       <Sidebar
         conversations={shown}
         activeId={activeId}
+        offline={offline}
         onOpen={open}
         onCreate={() => {
           // An untouched conversation is reused: each click must not store another empty one.

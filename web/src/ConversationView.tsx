@@ -4,7 +4,7 @@ import { api, type ApprovalMode, type Conversation } from "./api/client";
 import { Composer } from "./composer/Composer";
 import { formatCost, formatTokens } from "./format";
 import { SidePanel, type Tab } from "./panel/SidePanel";
-import { runStatus, type RunStatus } from "./timeline/reducer";
+import { type Item, runStatus, type RunStatus } from "./timeline/reducer";
 import { useConversationEvents } from "./timeline/stream";
 import { Timeline } from "./timeline/Timeline";
 
@@ -45,6 +45,23 @@ function ApprovalModeSelect({
 
 const narrow = window.matchMedia("(max-width: 1100px)");
 
+/** What the open conversation's stream says, fresher than the list's poll. */
+export interface LiveStatus {
+  cid: string;
+  status: RunStatus;
+  sandbox: string;
+  /** at rest after a failed run */
+  failed: boolean;
+}
+
+function lastRunFailed(items: readonly Item[]): boolean {
+  for (let i = items.length - 1; i >= 0; i--) {
+    const item = items[i]!;
+    if (item.kind === "run.finished") return item.status === "failed";
+  }
+  return false;
+}
+
 const STATUS_TEXT: Record<RunStatus, string> = {
   idle: "Idle",
   running: "Running",
@@ -65,7 +82,7 @@ export function ConversationView({
   cid: string;
   conversation: Conversation | undefined;
   initialMessage: string | null;
-  onStatus: (cid: string, status: RunStatus, sandbox: string) => void;
+  onStatus: (live: LiveStatus) => void;
   onSent: (cid: string, content: string) => void;
   onMenu: () => void;
   onChanged: () => void;
@@ -116,7 +133,8 @@ export function ConversationView({
     }
   }, [initialMessage]);
 
-  useEffect(() => onStatus(cid, status, sandbox), [cid, status, sandbox, onStatus]);
+  const failed = status === "idle" && lastRunFailed(state.items);
+  useEffect(() => onStatus({ cid, status, sandbox, failed }), [cid, status, sandbox, failed, onStatus]);
 
   // The tab's title tells a person in another tab when the agent needs them or is done.
   const title = conversation?.title;
@@ -158,9 +176,12 @@ export function ConversationView({
             ☰
           </button>
           <h1 title={conversation?.title}>{conversation?.title ?? "Conversation"}</h1>
-          <span className={`pill ${status}`} role="status" data-status={status}>
-            {STATUS_TEXT[status]}
-          </span>
+          {/* Cut off from the server, the run's last known state would be a guess. */}
+          {connection !== "reconnecting" && (
+            <span className={`pill ${status}`} role="status" data-status={status}>
+              {STATUS_TEXT[status]}
+            </span>
+          )}
           {connection !== "live" && (
             <span className="pill connection" role="status" data-connection={connection}>
               {connection === "connecting" ? "Connecting…" : "Reconnecting…"}
