@@ -21,6 +21,7 @@ import httpx
 from playwright.async_api import Browser, Locator, Page, expect
 
 from burrow.llm.base import ScriptedTurn
+from burrow.llm.demo import DemoProvider
 from burrow.llm.scripted import ScriptedProvider
 from tests.api.harness import ADMIN_PASSWORD, RunningServer, free_port, running_server
 from tests.e2e.conftest import shot
@@ -381,3 +382,26 @@ async def test_a_failed_run_shows_in_the_list(tmp_path: Path, browser: Browser) 
         await nav.locator(f'[data-cid="{cid}"] .conv-open').click()
         await expect(page.locator(".run-end.failed")).to_be_visible()
         await expect(status).to_have_text("last run failed")
+
+
+async def test_the_demo_in_read_only_mode_says_its_calls_were_refused(
+    tmp_path: Path, browser: Browser
+) -> None:
+    async with running_server(tmp_path, lambda: DemoProvider(chunk_delay=0)) as srv:
+        context = await browser.new_context(viewport=DESKTOP)  # type: ignore[arg-type]
+        try:
+            page = await context.new_page()
+            cid = await srv.create_conversation("read only")
+            await sign_in(page, base_of(srv), f"/c/{cid}")
+            await page.get_by_label("Approval mode").select_option("read_only")
+            await expect(page.get_by_label("Approval mode")).to_have_value("read_only")
+            await page.get_by_label("Message").fill("a page about owls")
+            await page.get_by_label("Message").press("Enter")
+            await expect(page.locator(".run-end")).to_contain_text("Done", timeout=SLOW)
+            answer = page.locator(".assistant").last
+            await expect(answer).to_contain_text("nothing was written")
+            await expect(answer).to_contain_text("read-only")
+            await expect(page.locator(".timeline")).not_to_contain_text("I wrote")
+            await shot(page, "tour-10-read-only-demo")
+        finally:
+            await context.close()
