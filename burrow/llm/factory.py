@@ -24,6 +24,8 @@ class ModelConfig:
     price_prompt: float = 0.0
     """Dollars per million prompt tokens."""
     price_completion: float = 0.0
+    on_settings_page: frozenset[str] = frozenset()
+    """Which of model, api_key, base_url were saved on the settings page (errors name them)."""
 
 
 class ModelNotConfigured(ModelError):
@@ -57,5 +59,11 @@ def provider_from_config(cfg: ModelConfig) -> Provider:
         model = DEFAULT_OPENAI_MODEL
     # Imported here: the SDK costs more start-up time than the rest of the server.
     from burrow.llm.openai_compat import OpenAICompatProvider
+    from burrow.llm.openai_errors import ON_SETTINGS_PAGE, SettingNames
 
-    return RetryingProvider(OpenAICompatProvider(model, api_key or PLACEHOLDER_KEY, cfg.base_url))
+    names = SettingNames(
+        **{field: getattr(ON_SETTINGS_PAGE, field) for field in cfg.on_settings_page}
+    )
+    return RetryingProvider(
+        OpenAICompatProvider(model, api_key or PLACEHOLDER_KEY, cfg.base_url, names=names)
+    )

@@ -19,7 +19,13 @@ from burrow.llm.base import (
     ToolSpec,
     Usage,
 )
-from burrow.llm.openai_errors import redact, status_error, transport_error
+from burrow.llm.openai_errors import (
+    IN_ENVIRONMENT,
+    SettingNames,
+    redact,
+    status_error,
+    transport_error,
+)
 from burrow.llm.openai_wire import ToolCallIndexes, thinking_of, wire_messages, wire_tools
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -42,12 +48,14 @@ class OpenAICompatProvider:
         read_timeout: float = 120.0,
         connect_timeout: float = 10.0,
         include_usage: bool = True,
+        names: SettingNames = IN_ENVIRONMENT,
     ) -> None:
         self.model = model
         self.name = f"openai:{model}"
         self.base_url = (base_url or OPENAI_BASE_URL).rstrip("/")
         self.first_token_timeout = first_token_timeout
         self.include_usage = include_usage
+        self.names = names  # how its errors name the settings to check
         self._api_key = api_key
         self._timeout = openai.Timeout(read_timeout, connect=connect_timeout)
 
@@ -93,11 +101,11 @@ class OpenAICompatProvider:
                 retryable=True,
             ) from exc
         except openai.APIStatusError as exc:
-            error = status_error(exc, base_url=self.base_url, model=self.model)
+            error = status_error(exc, base_url=self.base_url, model=self.model, names=self.names)
             raise self._redacted(error) from exc
         except openai.APIConnectionError as exc:
             raise self._redacted(
-                transport_error(exc, base_url=self.base_url, started=started)
+                transport_error(exc, base_url=self.base_url, started=started, names=self.names)
             ) from exc
         except openai.APIError as exc:  # an error event inside the stream
             raise self._redacted(

@@ -41,12 +41,17 @@ class ModelSettings:
     async def load(self) -> None:
         stored = await self._store.all()
         config = self._defaults
+        saved: set[str] = set()  # named as the settings page's fields in model errors
         if stored.get(MODEL):
             config = replace(config, model=stored[MODEL])
+            saved.add("model")
         if BASE_URL in stored:
             config = replace(config, base_url=stored[BASE_URL] or None)
+            saved.add("base_url")
         if stored.get(API_KEY):
             config = replace(config, api_key=self._box.open(str(stored[API_KEY])))
+            saved.add("api_key")
+        config = replace(config, on_settings_page=frozenset(saved))
         self._config = config
         self._redactor.add(config.api_key)
 

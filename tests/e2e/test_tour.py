@@ -405,3 +405,30 @@ async def test_the_demo_in_read_only_mode_says_its_calls_were_refused(
             await shot(page, "tour-10-read-only-demo")
         finally:
             await context.close()
+
+
+async def test_an_unreachable_model_set_in_the_ui_names_the_settings_field(
+    tmp_path: Path, browser: Browser
+) -> None:
+    async with running_server(tmp_path, None) as srv:
+        context = await browser.new_context(viewport=DESKTOP)  # type: ignore[arg-type]
+        try:
+            page = await context.new_page()
+            cid = await srv.create_conversation("unreachable")
+            await sign_in(page, base_of(srv), f"/c/{cid}")
+            await page.get_by_role("button", name=re.compile("^⚙? ?Settings")).click()
+            dialog = page.get_by_role("dialog", name="Model")
+            await dialog.get_by_label("Model name").fill("gpt-test")
+            await dialog.get_by_label("Base URL").fill(f"http://127.0.0.1:{free_port()}/v1")
+            await dialog.get_by_label("API key").fill("sk-test-unreachable")
+            await dialog.get_by_role("button", name="Save").click()
+            await expect(dialog).to_have_count(0)
+            await page.get_by_label("Message").fill("hello")
+            await page.get_by_label("Message").press("Enter")
+            failed = page.locator(".run-end.failed")
+            await expect(failed).to_contain_text("Could not reach the model server", timeout=SLOW)
+            await expect(failed).to_contain_text("check the base URL in Settings")
+            await expect(failed).not_to_contain_text("OPENAI_BASE_URL")
+            await shot(page, "tour-10-unreachable-model")
+        finally:
+            await context.close()
