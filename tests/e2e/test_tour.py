@@ -432,3 +432,24 @@ async def test_an_unreachable_model_set_in_the_ui_names_the_settings_field(
             await shot(page, "tour-10-unreachable-model")
         finally:
             await context.close()
+
+
+async def test_the_files_tree_hides_burrows_own_folders(tmp_path: Path, browser: Browser) -> None:
+    make = "mkdir -p .burrow/outputs .burrow/services && echo log > .burrow/outputs/1.log"
+    turns = [
+        ScriptedTurn(tool_calls=[("bash", {"command": f"{make} && echo hi > app.py"})]),
+        ScriptedTurn(text="Made."),
+    ]
+    async with harness(tmp_path, browser, turns, DESKTOP) as (srv, page):
+        cid = await srv.create_conversation("internals")
+        await srv.run_finished(cid, (await srv.send(cid, "make"))["run_id"])
+        await sign_in(page, base_of(srv), f"/c/{cid}")
+        await page.get_by_role("tab", name="Files").click()
+        tree = page.get_by_role("tree")
+        await expect(tree.get_by_role("button", name=re.compile(r"^app\.py"))).to_be_visible()
+        await expect(tree.get_by_role("button", name=".burrow")).to_have_count(0)
+        # Still there on request.
+        listed = await srv.client.get(
+            f"/api/conversations/{cid}/files", params={"path": ".burrow", "internal": True}
+        )
+        assert {e["name"] for e in listed.json()} == {"outputs", "services"}
