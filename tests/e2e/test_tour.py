@@ -453,3 +453,16 @@ async def test_the_files_tree_hides_burrows_own_folders(tmp_path: Path, browser:
             f"/api/conversations/{cid}/files", params={"path": ".burrow", "internal": True}
         )
         assert {e["name"] for e in listed.json()} == {"outputs", "services"}
+
+
+async def test_the_sign_in_screen_loads_with_one_probe_not_a_burst_of_401s(
+    tmp_path: Path, browser: Browser
+) -> None:
+    async with harness(tmp_path, browser, [], DESKTOP) as (srv, page):
+        refused: list[str] = []
+        page.on("response", lambda r: refused.append(r.url) if r.status == 401 else None)
+        await page.goto(base_of(srv) + "/")
+        await expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+        await expect(page.get_by_label("Password")).to_be_visible()
+        await page.wait_for_load_state("networkidle")
+        assert [url.split("/api/", 1)[1] for url in refused] == ["me"]

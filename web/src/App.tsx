@@ -50,8 +50,9 @@ export function App() {
     });
   }, []);
 
-  // Optimistic: everything loads in parallel with /api/me; a 401 anywhere shows sign-in.
-  const signedIn = me !== null;
+  // /api/me first: signed out, it is the one request that answers 401 (the sign-in screen
+  // would otherwise log a 401 for every route loaded beside it).
+  const signedIn = me !== null && me !== undefined;
   useEffect(() => {
     if (!signedIn) return;
     void refresh();
