@@ -466,3 +466,23 @@ async def test_the_sign_in_screen_loads_with_one_probe_not_a_burst_of_401s(
         await expect(page.get_by_label("Password")).to_be_visible()
         await page.wait_for_load_state("networkidle")
         assert [url.split("/api/", 1)[1] for url in refused] == ["me"]
+
+
+async def test_a_denied_call_is_shown_once(tmp_path: Path, browser: Browser) -> None:
+    turns = [
+        ScriptedTurn(text="Cleaning.", tool_calls=[("bash", {"command": "rm -rf build"})]),
+        ScriptedTurn(text="Left it alone."),
+    ]
+    async with harness(tmp_path, browser, turns, DESKTOP) as (srv, page):
+        cid = await srv.create_conversation("deny")
+        await sign_in(page, base_of(srv), f"/c/{cid}")
+        await page.get_by_label("Message").fill("clean")
+        await page.get_by_label("Message").press("Enter")
+        request = page.get_by_role("article", name="Approval request")
+        await request.get_by_role("button", name="Deny").click()
+        await expect(page.locator(".run-end")).to_contain_text("Done", timeout=SLOW)
+        await expect(page.locator(".tool-card", has_text="rm -rf build")).to_contain_text("denied")
+        await expect(request).to_have_count(0)  # the tool card tells it; not a second card
+        await page.reload()
+        await expect(page.locator(".run-end")).to_contain_text("Done")
+        await expect(request).to_have_count(0)

@@ -80,6 +80,11 @@ const Row = memo(function Row({
   }
 });
 
+/** A denied request is told by its tool card ("denied"): a second card would repeat it. */
+function shownElsewhere(state: ViewState, item: Item): boolean {
+  return item.kind === "approval" && item.decision === "deny" && Object.hasOwn(state.tools, item.callId);
+}
+
 /** Rows rendered at first; earlier ones come in pages as the reader scrolls up. */
 const WINDOW = 150;
 
@@ -181,11 +186,13 @@ export function Timeline({
             </button>
           </div>
         )}
-        {state.items.slice(start).map((item) => (
-          <div className={`row row-${item.kind}`} key={item.key}>
-            <Row cid={cid} item={item} onShowPreview={onShowPreview} />
-          </div>
-        ))}
+        {state.items.slice(start).map((item) =>
+          shownElsewhere(state, item) ? null : (
+            <div className={`row row-${item.kind}`} key={item.key}>
+              <Row cid={cid} item={item} onShowPreview={onShowPreview} />
+            </div>
+          ),
+        )}
         {waitingForModel && <div className="working pulse">Working…</div>}
       </div>
     </div>
