@@ -109,6 +109,10 @@ async def test_a_server_killed_mid_run_leaves_a_failed_run_not_a_blank_page(
             await expect(page.locator(".pill[data-status=running]")).to_have_count(0)
             entry = page.get_by_role("navigation", name="Conversations").locator(".conv-status")
             await expect(entry).to_have_text("server unreachable", timeout=SLOW)
+            # Said there and in the header, not in a toast over Stop and Steer.
+            await expect(page.locator(".toast")).to_have_count(0)
+            stop = page.get_by_role("button", name="Stop", exact=True)
+            await eventually(lambda: unobstructed(page, stop), "Stop can be pressed")
             await shot(page, "tour-1-server-down")
             server.start()
             # The repaired run.finished arrives on reconnect: a failed run, a usable app.
