@@ -7,10 +7,12 @@ import asyncio
 import json
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from burrow.config import Settings
+from burrow.store.datadir import ensure_private_dir
 from burrow.store.migrate import SchemaError, prepare_database
 from burrow.store.records import Event
 
@@ -35,6 +37,7 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from burrow.api.app import create_app
+    from burrow.api.forwarded import ForwardedHeaders, TrustedProxies
     from burrow.preview.proxy import build_proxy
     from burrow.services import open_services
 
@@ -45,8 +48,9 @@ def serve(args: argparse.Namespace) -> int:
         opened.append(await open_services(settings))
         return opened[0]
 
-    app = create_app(start)
-    proxy = build_proxy(settings, lambda: opened[0] if opened else None)
+    trusted = TrustedProxies.parse(settings.trusted_proxies)
+    app = create_app(start, trusted)
+    proxy = ForwardedHeaders(build_proxy(settings, lambda: opened[0] if opened else None), trusted)
     print(
         f"Burrow on http://{settings.host}:{settings.port}  "
         f"(previews on port {settings.preview_listen_port()})  "
@@ -62,17 +66,9 @@ def serve(args: argparse.Namespace) -> int:
             flush=True,
         )
     servers = [
+        uvicorn.Server(server_config(app, settings.host, settings.port)),
         uvicorn.Server(
-            uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning")
-        ),
-        uvicorn.Server(
-            uvicorn.Config(
-                proxy,
-                host=settings.host,
-                port=settings.preview_listen_port(),
-                log_level="warning",
-                lifespan="on",
-            )
+            server_config(proxy, settings.host, settings.preview_listen_port(), lifespan="on")
         ),
     ]
     loop_factory = servers[0].config.get_loop_factory()
@@ -87,8 +83,19 @@ def serve(args: argparse.Namespace) -> int:
 
 def _database_url(settings: Settings) -> str:
     if settings.database_url is None:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(settings.data_dir)
     return settings.database()
+
+
+def server_config(app: Callable[..., Any], host: str, port: int, **options: Any) -> uvicorn.Config:
+    """uvicorn as Burrow runs it. Its own proxy-header handling is off: by default it
+    believes X-Forwarded-For from 127.0.0.1, which let anyone on the host pick the address
+    the login throttle counts; `ForwardedHeaders` decides instead (BURROW_TRUSTED_PROXIES)."""
+    import uvicorn
+
+    return uvicorn.Config(
+        app, host=host, port=port, log_level="warning", proxy_headers=False, **options
+    )
 
 
 async def _serve_together(servers: list[uvicorn.Server]) -> None:
@@ -121,6 +128,8 @@ def _render(event: Event, as_json: bool) -> str | None:
         case "tool.finished":
             mark = "error" if data["is_error"] else "ok"
             return f"[{mark}, exit {data['exit_code']}, {data['duration_ms']} ms]\n"
+        case "retry":
+            return f"\n[{data['reason']} Trying again in {data['delay_s']:.1f} s.]\n"
         case "sandbox.status" if data["status"] == "failed":
             return f"sandbox failed: {data['detail']}\n"
         case "run.finished":

@@ -8,6 +8,8 @@ from typing import Literal
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from burrow.tools.output import LIVE_BYTES_PER_SECOND, LIVE_MAX_BYTES
+
 
 def default_data_dir() -> Path:
     return Path.home() / ".local" / "share" / "burrow"
@@ -34,18 +36,48 @@ class Settings(BaseSettings):
     preview_token_ttl: float = 120.0
     """Seconds a signed preview link stays valid; it is exchanged for a cookie on first use."""
     model: str | None = None
-    """A model name for the OpenAI-compatible server, `demo`, or `scripted:<file.json>`."""
+    """`[provider:]model`: `openai:<model>` (the default without a prefix: any
+    OpenAI-compatible server), `anthropic:<model>`, `demo`, or `scripted:<file.json>`."""
     openai_api_key: str | None = Field(
         default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "BURROW_OPENAI_API_KEY")
     )
     openai_base_url: str | None = Field(
         default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "BURROW_OPENAI_BASE_URL")
     )
+    anthropic_api_key: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("ANTHROPIC_API_KEY", "BURROW_ANTHROPIC_API_KEY"),
+    )
+    anthropic_base_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("ANTHROPIC_BASE_URL", "BURROW_ANTHROPIC_BASE_URL"),
+    )
+    model_first_token_timeout: float = 180.0
+    """Seconds a model may take to start answering before the call is retried."""
+    model_idle_timeout: float = 120.0
+    """Seconds a model's stream may stay silent mid-answer: then it is retried if nothing
+    was shown yet, else the run fails keeping the text shown."""
+    thinking_budget: int = 4096
+    """Tokens of extended thinking per Anthropic answer (at least 1024); 0 turns it off."""
     price_prompt: float = 0.0
-    """Dollars per million prompt tokens, for the cost shown with usage."""
+    """Dollars per million prompt tokens, for the cost shown with usage; 0: the price table
+    of known models."""
     price_completion: float = 0.0
-    max_steps: int = 50
-    """Model calls per run before it stops and asks the user to continue."""
+    price_cache_read: float | None = None
+    """Dollars per million prompt tokens read from the cache; default: the provider's
+    share of the prompt price (Anthropic 0.1, OpenAI 0.5)."""
+    price_cache_write: float | None = None
+    """Dollars per million prompt tokens written to the cache (Anthropic 1.25x)."""
+    run_max_steps: int | None = Field(
+        default=50, validation_alias=AliasChoices("BURROW_RUN_MAX_STEPS", "BURROW_MAX_STEPS")
+    )
+    """Model calls per run before it ends `budget_exceeded` (a new message continues)."""
+    run_max_tokens: int | None = None
+    """Prompt + completion tokens per run; unset: no limit."""
+    run_max_cost: float | None = None
+    """Dollars per run, priced with BURROW_PRICE_*; unset: no limit."""
+    run_max_tool_seconds: float | None = None
+    """Seconds tools may run per run (approval waits excluded); unset: no limit."""
     admin_password: str | None = None
     """The first admin's password (user `admin`); generated and printed once when unset."""
     secret_key: str | None = None
@@ -68,6 +100,27 @@ class Settings(BaseSettings):
     sandbox_tmp_mb: int = 256
     sandbox_seccomp: bool = True
     """The seccomp filter against dangerous system calls (x86_64)."""
+    sandbox_agent_timeout: float = 5.0
+    """Seconds the server waits for a sandbox's agent to answer (connect, handshake, one
+    reply; a command gets its own timeout plus this) before it kills the sandbox."""
+    trusted_proxies: str = ""
+    """Reverse proxies (comma-separated addresses or networks, e.g. `127.0.0.1,10.0.0.0/8`)
+    whose X-Forwarded-For/-Proto/-Host are believed; default none: from anyone else they
+    are ignored."""
+    max_streams_per_user: int = 1100
+    """Open event streams (SSE) and terminal sockets per user at once; 0 = no cap. The
+    default admits DESIGN §7's 1,000 clients on one conversation."""
+    max_runs_per_user: int = 5
+    """Runs a user may have going at once (steering an active run is not a new one);
+    0 = no cap."""
+    max_sandboxes_per_user: int = 10
+    """Live (not hibernated) sandboxes per user; at the cap the user's least recently used
+    idle one is hibernated to make room; 0 = no cap."""
+    tool_output_live_rate: int = Field(default=LIVE_BYTES_PER_SECOND, ge=1024)
+    """Bytes per second of a tool call's output shown live (`tool.output`); the rest is
+    elided with a marker. The model still gets the head and tail, the log file all of it."""
+    tool_output_live_max: int = Field(default=LIVE_MAX_BYTES, ge=1024)
+    """Bytes of live output per tool call at most, whatever its duration."""
 
     def preview_listen_port(self) -> int:
         return self.preview_port if self.preview_port is not None else self.port + 1

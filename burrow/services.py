@@ -12,26 +12,30 @@ from dataclasses import dataclass
 
 from burrow.config import Settings
 from burrow.llm.base import Pricing, Provider
-from burrow.llm.factory import ModelConfig
+from burrow.llm.factory import Endpoint, ModelConfig
+from burrow.llm.stalls import StallLimits
 from burrow.preview.hosts import PreviewHosts
 from burrow.runs.approvals import ApprovalGate
+from burrow.runs.budget import Budget
 from burrow.runs.journal import Journal
 from burrow.runs.loop import LoopConfig
 from burrow.runs.models import ModelSettings
 from burrow.runs.runtime import Runtime, RuntimeOptions
 from burrow.runs.sandboxes import SandboxPool
+from burrow.runs.secrets import ConversationSecrets, MaskingEventStore
 from burrow.sandbox.backend import Backend
 from burrow.sandbox.cgroups import Limits
 from burrow.sandbox.local import LocalBackend
+from burrow.store import datadir
 from burrow.store.accounts import AccountStore
 from burrow.store.approvals import ApprovalStore
 from burrow.store.conversations import ConversationStore
 from burrow.store.database import Database, open_database
-from burrow.store.events import EventStore
 from burrow.store.records import User
 from burrow.store.secrets import Redactor, SecretBox, install_redaction
 from burrow.store.settings import SettingsStore
-from burrow.tools.base import Tool
+from burrow.store.user_secrets import UserSecretStore
+from burrow.tools.base import Tool, ToolLimits
 from burrow.tools.registry import default_tools
 
 ADMIN = "admin"
@@ -47,12 +51,14 @@ class Services:
     runtime: Runtime
     models: ModelSettings
     owner: User  # the admin: owner of what `burrow run` creates
+    secrets: ConversationSecrets
     on_close: Callable[[], None] = lambda: None
 
     async def close(self) -> None:
         self.on_close()
         await self.runtime.shutdown()
         await self.db.close()
+        self.accounts.passwords.close()
 
 
 def make_backend(settings: Settings) -> Backend:
@@ -71,6 +77,7 @@ def make_backend(settings: Settings) -> Backend:
             limits=limits,
             network=settings.sandbox_network,
             seccomp=settings.sandbox_seccomp,
+            agent_timeout=settings.sandbox_agent_timeout,
         )
     raise ValueError(f"Unknown sandbox backend {settings.sandbox!r}: BURROW_SANDBOX=local")
 
@@ -80,6 +87,15 @@ def model_config(settings: Settings) -> ModelConfig:
         model=settings.model,
         api_key=settings.openai_api_key,
         base_url=settings.openai_base_url,
+        anthropic=Endpoint(settings.anthropic_api_key, settings.anthropic_base_url),
+        prices=Pricing(
+            settings.price_prompt,
+            settings.price_completion,
+            cache_read=settings.price_cache_read,
+            cache_write=settings.price_cache_write,
+        ),
+        limits=StallLimits(settings.model_first_token_timeout, settings.model_idle_timeout),
+        thinking_budget=settings.thinking_budget,
     )
 
 
@@ -90,13 +106,14 @@ async def open_services(
     tools: dict[str, Tool] | None = None,
     backend: Backend | None = None,
 ) -> Services:
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    datadir.prepare(settings.data_dir)
     db = await open_database(settings.database(), migrate=settings.auto_migrate)
     conversations = ConversationStore(db)
     redactor = Redactor()
     uninstall_redaction = install_redaction(redactor)
-    journal = Journal(EventStore(db, redactor))
     box = SecretBox.for_data_dir(settings.data_dir, settings.secret_key)
+    chosen_secrets = ConversationSecrets(UserSecretStore(db, box))
+    journal = Journal(MaskingEventStore(db, redactor, chosen_secrets))
     models = ModelSettings(model_config(settings), SettingsStore(db), box, redactor)
     await models.load()
     runtime = Runtime(
@@ -106,14 +123,28 @@ async def open_services(
             backend or make_backend(settings),
             journal,
             idle_seconds=settings.sandbox_idle_hibernate_seconds,
+            owner_of=conversations.owner_of,
+            max_per_owner=settings.max_sandboxes_per_user,
+            for_commands=chosen_secrets.sandbox,
         ),
         tools if tools is not None else default_tools(),
         provider or models.provider,
         ApprovalGate(ApprovalStore(db), conversations),
         RuntimeOptions(
-            pricing=Pricing(settings.price_prompt, settings.price_completion),
-            loop=LoopConfig(max_steps=settings.max_steps),
+            limits=ToolLimits(
+                live_output_rate=settings.tool_output_live_rate,
+                live_output_max=settings.tool_output_live_max,
+            ),
+            pricing=models,  # the price table entry of the chosen model, or BURROW_PRICE_*
+            loop=LoopConfig(),
+            budget=Budget(
+                tokens=settings.run_max_tokens,
+                cost=settings.run_max_cost,
+                steps=settings.run_max_steps,
+                tool_seconds=settings.run_max_tool_seconds,
+            ),
             preview_url=PreviewHosts.from_settings(settings).url,
+            max_runs_per_user=settings.max_runs_per_user,
         ),
     )
     await runtime.recover()
@@ -128,6 +159,7 @@ async def open_services(
         runtime,
         models,
         owner,
+        chosen_secrets,
         uninstall_redaction,
     )
 

@@ -28,7 +28,7 @@ def unavailable(what: str) -> None:
 def hermetic_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests configure Burrow explicitly; the developer's model settings never leak in."""
     for name in list(os.environ):
-        if name.startswith(("BURROW_", "OPENAI_")) and name != "BURROW_TEST_PG":
+        if name.startswith(("BURROW_", "OPENAI_", "ANTHROPIC_")) and name != "BURROW_TEST_PG":
             monkeypatch.delenv(name)
 
 

@@ -8,8 +8,10 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from burrow.api import web
+from burrow.api.csp import ContentSecurityPolicy
 from burrow.api.csrf import CSRFGuard
 from burrow.api.errors import install_error_handlers
+from burrow.api.forwarded import ForwardedHeaders, TrustedProxies
 from burrow.api.routes import (
     auth,
     conversations,
@@ -18,20 +20,27 @@ from burrow.api.routes import (
     health,
     previews,
     sandbox,
+    secrets,
     settings,
     terminals,
     users,
 )
+from burrow.api.streams import StreamCap
 from burrow.api.throttle import LoginThrottle
 from burrow.services import Services
 
 
-def create_app(open_services: Callable[[], Awaitable[Services]]) -> FastAPI:
-    """`open_services` runs at start-up, so the app owns the services' lifetime."""
+def create_app(
+    open_services: Callable[[], Awaitable[Services]],
+    trusted_proxies: TrustedProxies | None = None,
+) -> FastAPI:
+    """`open_services` runs at start-up, so the app owns the services' lifetime.
+    Forwarding headers are believed only from `trusted_proxies` (default: nobody)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.services = await open_services()
+        app.state.stream_cap = StreamCap(app.state.services.settings.max_streams_per_user)
         try:
             yield
         finally:
@@ -40,6 +49,9 @@ def create_app(open_services: Callable[[], Awaitable[Services]]) -> FastAPI:
     app = FastAPI(title="Burrow", version="0.1.0", lifespan=lifespan)
     app.state.login_throttle = LoginThrottle()
     app.add_middleware(CSRFGuard)
+    # Added last, so it runs first: the guard then sees only believable scheme and host.
+    app.add_middleware(ForwardedHeaders, proxies=trusted_proxies or TrustedProxies())
+    app.add_middleware(ContentSecurityPolicy)  # outermost: refusals carry it too
     install_error_handlers(app)
     for module in (
         health,
@@ -49,6 +61,7 @@ def create_app(open_services: Callable[[], Awaitable[Services]]) -> FastAPI:
         events,
         files,
         sandbox,
+        secrets,
         settings,
         terminals,
         previews,

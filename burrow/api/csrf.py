@@ -46,10 +46,10 @@ class CSRFGuard:
 
 
 def own_origin(scope: Scope, headers: dict[str, str]) -> str:
-    """The origin this request was addressed to, as the browser sees it."""
-    scheme = headers.get("x-forwarded-proto", scope.get("scheme", "http"))
-    host = headers.get("x-forwarded-host", headers.get("host", ""))
-    return f"{scheme}://{host}"
+    """The origin this request was addressed to, as the browser sees it. Behind a trusted
+    proxy, `ForwardedHeaders` has already put the proxy's scheme and host in the scope;
+    nobody else's `X-Forwarded-*` reaches this far."""
+    return f"{scope.get('scheme', 'http')}://{headers.get('host', '')}"
 
 
 async def _refuse(send: Send, status: int, code: str, message: str) -> None:

@@ -11,6 +11,7 @@ from fastapi import Depends
 from starlette.requests import HTTPConnection
 
 from burrow.api.errors import ApiError, not_found
+from burrow.api.streams import StreamCap
 from burrow.services import Services
 from burrow.store.records import Conversation, User
 
@@ -23,6 +24,15 @@ def services(connection: HTTPConnection) -> Services:
 
 
 ServicesDep = Annotated[Services, Depends(services)]
+
+
+def stream_cap(connection: HTTPConnection) -> StreamCap:
+    """Open SSE streams and terminal sockets per user (BURROW_MAX_STREAMS_PER_USER)."""
+    found: StreamCap = connection.app.state.stream_cap
+    return found
+
+
+StreamCapDep = Annotated[StreamCap, Depends(stream_cap)]
 
 
 def bearer_token(connection: HTTPConnection) -> str | None:

@@ -10,25 +10,42 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from burrow.runs.quotas import QuotaExceeded
 from burrow.sandbox.backend import ErrorCode, SandboxError
+from burrow.store.passwords import PasswordsBusy
 
 log = logging.getLogger(__name__)
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(
+        self, status: int, code: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.headers = headers  # e.g. Retry-After on a 429 or 503
 
 
 def not_found(what: str) -> ApiError:
     return ApiError(404, "not_found", f"{what} was not found.")
 
 
-def error_response(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+def nul_in_path() -> ApiError:
+    """A path no file can have; passed on, it fails deep down as something else."""
+    return ApiError(
+        400,
+        "invalid_path",
+        "The path contains a NUL byte, which no file name can hold: send it without one.",
+    )
+
+
+def error_response(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    body = {"error": {"code": code, "message": message}}
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 SANDBOX_STATUS = {
@@ -55,7 +72,15 @@ def _describe(errors: list[Any]) -> str:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api(_: Request, exc: ApiError) -> JSONResponse:
-        return error_response(exc.status, exc.code, exc.message)
+        return error_response(exc.status, exc.code, exc.message, exc.headers)
+
+    @app.exception_handler(QuotaExceeded)  # before SandboxError in a sandbox quota's MRO
+    async def _quota(_: Request, exc: QuotaExceeded) -> JSONResponse:
+        return error_response(429, exc.error_code, str(exc), {"Retry-After": "5"})
+
+    @app.exception_handler(PasswordsBusy)  # a login flood: come back in a second
+    async def _busy(_: Request, exc: PasswordsBusy) -> JSONResponse:
+        return error_response(503, "passwords_busy", str(exc), {"Retry-After": "1"})
 
     @app.exception_handler(SandboxError)
     async def _sandbox(_: Request, exc: SandboxError) -> JSONResponse:

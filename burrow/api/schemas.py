@@ -28,6 +28,8 @@ class ConversationOut(BaseModel):
     sandbox_status: str
     last_seq: int
     usage: Usage
+    secrets: list[str]
+    """Names of the owner's secrets its sandbox's commands and terminals get."""
     last_run_failed: bool = False
     """The conversation is at rest ("idle") and its last run ended "failed"."""
 
@@ -49,6 +51,7 @@ class ConversationOut(BaseModel):
                 completion_tokens=c.completion_tokens,
                 cost=c.cost,
             ),
+            secrets=list(c.secrets),
         )
 
 
@@ -58,10 +61,15 @@ class CreateConversation(BaseModel):
 
 
 class RenameConversation(BaseModel):
-    """Change the title, the approval mode, or both."""
+    """Change the title, the approval mode, the chosen secrets, or several."""
 
     title: str | None = Field(default=None, min_length=1, max_length=200)
     approval_mode: ApprovalMode | None = None
+    secrets: list[str] | None = Field(
+        default=None,
+        max_length=100,
+        description="Names of the caller's secrets, given to the next command and terminal",
+    )
 
 
 class ApprovalAnswer(BaseModel):
@@ -113,6 +121,8 @@ class FileEntryOut(BaseModel):
 class SandboxOut(BaseModel):
     status: str
     backend: str
+    network: Literal["none", "egress"] = "none"
+    """`egress`: commands reach any internet host, so a secret given to them can leave."""
 
 
 class Health(BaseModel):

@@ -1,11 +1,26 @@
 """Login rate limiting: failed attempts per client address, and per account from that
 address, in a sliding window. Keying accounts by address too means nobody elsewhere can
-lock the admin out by failing on purpose."""
+lock the admin out by failing on purpose.
+
+An attempt is reserved before the password is checked and counts against the limits while
+it is in flight: checking first and recording after the (slow, awaited) password check
+would let a burst of concurrent attempts all pass the check.
+"""
 
 from __future__ import annotations
 
+import math
 import time
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
+from types import TracebackType
+
+IN_FLIGHT_WAIT = 1.0  # refused only because others are in flight: they finish in about this
+
+
+class TooManyAttempts(Exception):
+    def __init__(self, retry_after: float) -> None:
+        self.retry_after = max(1, math.ceil(retry_after))
+        super().__init__(f"Too many failed logins: try again in {self.retry_after} s.")
 
 
 class LoginThrottle:
@@ -16,6 +31,7 @@ class LoginThrottle:
         self.max_per_client = max_per_client
         self.window = window
         self._failures: defaultdict[str, deque[float]] = defaultdict(deque)
+        self._in_flight: Counter[str] = Counter()
 
     def _recent(self, key: str) -> deque[float]:
         times = self._failures[key]
@@ -24,26 +40,72 @@ class LoginThrottle:
             times.popleft()
         return times
 
-    def retry_after(self, client: str, username: str) -> float:
-        """Seconds until another attempt is allowed; 0 when it is allowed now."""
-        waits = [0.0]
-        limits = (
+    def _limits(self, client: str, username: str) -> tuple[tuple[str, int], ...]:
+        return (
             (f"ip:{client}", self.max_per_client),
             (f"user:{client}:{username}", self.max_failures),
         )
+
+    def attempt(self, client: str, username: str) -> LoginAttempt:
+        """Reserve one password check, or raise `TooManyAttempts` with how long to wait.
+
+        Synchronous on purpose: nothing else runs between the count and the reservation."""
+        wait = 0.0
+        limits = self._limits(client, username)
         for key, limit in limits:
             times = self._recent(key)
             if len(times) >= limit:
-                waits.append(times[-limit] + self.window - time.monotonic())
-        return max(waits)
+                wait = max(wait, times[-limit] + self.window - time.monotonic())
+            elif len(times) + self._in_flight[key] >= limit:
+                wait = max(wait, IN_FLIGHT_WAIT)
+        if wait > 0:
+            raise TooManyAttempts(wait)
+        self._forget_idle()
+        for key, _ in limits:
+            self._in_flight[key] += 1
+        return LoginAttempt(self, [key for key, _ in limits])
 
-    def failed(self, client: str, username: str) -> None:
-        now = time.monotonic()
+    def _forget_idle(self) -> None:
         if len(self._failures) > 10_000:  # bound memory under a spray of usernames
             for key in [k for k in self._failures if not self._recent(k)]:
                 del self._failures[key]
-        self._failures[f"ip:{client}"].append(now)
-        self._failures[f"user:{client}:{username}"].append(now)
 
-    def succeeded(self, client: str, username: str) -> None:
-        self._failures.pop(f"user:{client}:{username}", None)
+    def _end(self, keys: list[str], failed: bool, succeeded: bool) -> None:
+        now = time.monotonic()
+        for key in keys:
+            self._in_flight[key] -= 1
+            if self._in_flight[key] <= 0:
+                del self._in_flight[key]
+            if failed:
+                self._failures[key].append(now)
+        if succeeded:
+            self._failures.pop(keys[-1], None)  # the account's failures from this client
+
+
+class LoginAttempt:
+    """One reserved password check; leaving the `with` block frees the reservation, and
+    records a failure if `failed()` was called."""
+
+    def __init__(self, throttle: LoginThrottle, keys: list[str]) -> None:
+        self._throttle = throttle
+        self._keys = keys
+        self._outcome: str | None = None
+
+    def failed(self) -> None:
+        self._outcome = "failed"
+
+    def succeeded(self) -> None:
+        self._outcome = "succeeded"
+
+    def __enter__(self) -> LoginAttempt:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        # No outcome (the check could not run, e.g. the server was busy): not a failure.
+        outcome = self._outcome
+        self._throttle._end(self._keys, outcome == "failed", outcome == "succeeded")

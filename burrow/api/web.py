@@ -11,7 +11,7 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
-from burrow.api.errors import error_response
+from burrow.api.errors import error_response, nul_in_path
 
 DIST = Path(__file__).resolve().parents[2] / "web" / "dist"
 
@@ -35,6 +35,9 @@ def mount(app: FastAPI, dist: Path = DIST) -> None:
     def web(path: str) -> Response:  # sync: the file checks run off the event loop
         if path == "api" or path.startswith("api/"):
             return error_response(404, "not_found", f"/{path} was not found.")
+        if "\0" in path:  # resolving it would raise
+            bad = nul_in_path()
+            return error_response(bad.status, bad.code, bad.message)
         index = dist / "index.html"
         if not index.is_file():
             return HTMLResponse(NOT_BUILT, status_code=503, headers={"Cache-Control": "no-cache"})

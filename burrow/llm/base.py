@@ -19,8 +19,31 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class ThinkingBlock:
+    """One block of reasoning exactly as the provider returned it.
+
+    Anthropic checks `signature` against `text` when the block comes back on a later turn,
+    and a redacted block is only `redacted` (opaque data), so both travel unchanged. As a
+    stream event it arrives once the block is complete, after its `ThinkingDelta`s.
+    """
+
+    text: str = ""
+    signature: str = ""
+    redacted: str = ""  # the data of a `redacted_thinking` block; then text is empty
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image in a user message, base64-encoded."""
+
+    media_type: str  # image/png, image/jpeg, image/gif, image/webp
+    data: str
+
+
+@dataclass(frozen=True)
 class Message:
-    """One entry of the model context, in chat-completions terms."""
+    """One entry of the model context: a turn as content blocks (text, thinking, images,
+    tool calls, a tool result), the same for every provider."""
 
     role: Literal["system", "user", "assistant", "tool"]
     content: str = ""
@@ -28,6 +51,8 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()  # assistant only
     tool_call_id: str = ""  # tool only
     name: str = ""  # tool only: the tool's name
+    thinking_blocks: tuple[ThinkingBlock, ...] = ()  # assistant only: sent back as they came
+    images: tuple[Image, ...] = ()  # user only
 
 
 @dataclass(frozen=True)
@@ -61,8 +86,13 @@ class ToolCallDelta:
 
 @dataclass(frozen=True)
 class Usage:
+    """Tokens of one answer. `prompt_tokens` counts the whole input; the cache counts are
+    the parts of it read from or written to the provider's prompt cache."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -72,19 +102,40 @@ class Done:
     finish_reason: str = "stop"
 
 
-StreamEvent = TextDelta | ThinkingDelta | ToolCallDelta | Usage | Done
+@dataclass(frozen=True)
+class Retry:
+    """A failed attempt is tried again after `delay_s`; nothing of it reached the caller."""
+
+    attempt: int  # the attempt that failed, from 1
+    delay_s: float
+    reason: str
+
+
+StreamEvent = TextDelta | ThinkingDelta | ThinkingBlock | ToolCallDelta | Usage | Retry | Done
 
 
 class ModelError(Exception):
-    """A model call failed. `retryable` says whether trying again may help."""
+    """A model call failed. `retryable` says whether trying again may help; `code` names
+    failures a caller may act on (`context_too_long`: compact, then try again)."""
 
     def __init__(
-        self, message: str, *, retryable: bool = False, retry_after: float | None = None
+        self,
+        message: str,
+        *,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        code: str = "",
     ) -> None:
         super().__init__(message)
         self.message = message
         self.retryable = retryable
         self.retry_after = retry_after  # seconds the server asked us to wait, if it said
+        self.code = code
+
+
+def redact(text: str, api_key: str) -> str:
+    """`text` without `api_key`: servers echo keys back in error messages."""
+    return text.replace(api_key, "***") if len(api_key) >= 4 else text
 
 
 class Provider(Protocol):
@@ -97,15 +148,32 @@ class Provider(Protocol):
     ) -> AsyncIterator[StreamEvent]: ...
 
 
-@dataclass
+@dataclass(frozen=True)
 class Pricing:
-    """Dollars per million tokens, for the `cost` of usage events."""
+    """Dollars per million tokens, for the `cost` of usage events. Cache reads and writes
+    are priced on their own (None: as ordinary prompt tokens)."""
 
     prompt: float = 0.0
     completion: float = 0.0
+    cache_read: float | None = None
+    cache_write: float | None = None
 
     def cost(self, usage: Usage) -> float:
-        return (usage.prompt_tokens * self.prompt + usage.completion_tokens * self.completion) / 1e6
+        read = self.prompt if self.cache_read is None else self.cache_read
+        write = self.prompt if self.cache_write is None else self.cache_write
+        uncached = usage.prompt_tokens - usage.cache_read_tokens - usage.cache_write_tokens
+        return (
+            max(0, uncached) * self.prompt
+            + usage.cache_read_tokens * read
+            + usage.cache_write_tokens * write
+            + usage.completion_tokens * self.completion
+        ) / 1e6
+
+
+class Pricer(Protocol):
+    """Whatever prices a run's usage (a fixed `Pricing`, or the model settings)."""
+
+    def cost(self, usage: Usage) -> float: ...
 
 
 @dataclass

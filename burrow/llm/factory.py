@@ -1,31 +1,57 @@
-"""Which provider a model setting means: `demo`, `scripted:<file>` or an OpenAI-compatible model."""
+"""Which provider a model setting means: `[provider:]model`, `demo` or `scripted:<file>`.
+
+`openai:` (the default without a prefix) is any OpenAI-compatible server, `anthropic:` the
+Anthropic Messages API. Other colons belong to the model name (`llama3.2:8b` on Ollama).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from burrow.llm.base import ModelError, Provider
+from burrow.llm.base import ModelError, Pricing, Provider
+from burrow.llm.catalog import pricing
 from burrow.llm.demo import DemoProvider
 from burrow.llm.retry import RetryingProvider
 from burrow.llm.scripted import ScriptedProvider, load_script
+from burrow.llm.stalls import StallLimits
 
+PROVIDERS = ("openai", "anthropic")
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"  # only when talking to api.openai.com itself
-# Local servers (Ollama, LM Studio) ignore the key, but the client must send one.
-PLACEHOLDER_KEY = "not-needed"
+KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
 
-@dataclass
-class ModelConfig:
-    model: str | None = None
-    """`demo`, `scripted:<file.json>`, or a model name on the OpenAI-compatible server."""
+@dataclass(frozen=True)
+class Endpoint:
     api_key: str | None = None
     base_url: str | None = None
+    """None: the provider's own API (api.openai.com, api.anthropic.com)."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    model: str | None = None
+    """`[openai:|anthropic:]<model>`, `demo` or `scripted:<file.json>`."""
+    api_key: str | None = None
+    """The OpenAI-compatible server's key."""
+    base_url: str | None = None
     """An OpenAI-compatible server; None means api.openai.com."""
-    price_prompt: float = 0.0
-    """Dollars per million prompt tokens."""
-    price_completion: float = 0.0
     on_settings_page: frozenset[str] = frozenset()
     """Which of model, api_key, base_url were saved on the settings page (errors name them)."""
+    anthropic: Endpoint = field(default_factory=Endpoint)
+    prices: Pricing | None = None
+    """Overrides of the price table (BURROW_PRICE_*); zero or None: the table's price."""
+    limits: StallLimits = field(default_factory=StallLimits)
+    thinking_budget: int = 0
+    """Tokens of extended thinking per Anthropic answer; 0: none."""
+
+    def endpoint(self, provider: str) -> Endpoint:
+        if provider == "anthropic":
+            return self.anthropic
+        return Endpoint(self.api_key, self.base_url)
+
+    def pricing(self) -> Pricing:
+        provider, name = split_model(self.model or "")
+        return pricing(provider, name, self.prices)
 
 
 class ModelNotConfigured(ModelError):
@@ -38,32 +64,78 @@ NOT_CONFIGURED = (
 )
 
 
-def provider_from_config(cfg: ModelConfig) -> Provider:
-    model = (cfg.model or "").strip()
+def split_model(model: str) -> tuple[str, str]:
+    """(provider, name): `anthropic:claude-x` -> ("anthropic", "claude-x"), `gpt-4o` ->
+    ("openai", "gpt-4o"), `demo` -> ("demo", ""), `scripted:f` -> ("scripted", "f")."""
+    model = model.strip()
     if model == "demo":
-        return DemoProvider()
-    if model.startswith("scripted:"):
-        # Chosen from the conversation, so each run and a restarted server continue the script.
-        return ScriptedProvider(
-            load_script(model.removeprefix("scripted:")), turn_from_context=True
-        )
-    api_key = cfg.api_key or ""
-    if not api_key and not cfg.base_url:
-        raise ModelNotConfigured(NOT_CONFIGURED)
-    if not model:
-        if cfg.base_url:
-            raise ModelNotConfigured(
+        return "demo", ""
+    prefix, colon, rest = model.partition(":")
+    if colon and prefix in (*PROVIDERS, "scripted"):
+        return prefix, rest.strip()
+    return "openai", model
+
+
+def missing(cfg: ModelConfig) -> str | None:
+    """What must still be set before `cfg` names a usable model, or None."""
+    provider, model = split_model(cfg.model or "")
+    if provider == "anthropic":
+        if not model:
+            return "No model name after anthropic: set BURROW_MODEL to e.g. " + (
+                "anthropic:claude-sonnet-4-5."
+            )
+        if not cfg.anthropic.api_key:
+            return (
+                f"No Anthropic API key for {model}: set ANTHROPIC_API_KEY (or the key on the "
+                "settings page), or start with --model demo."
+            )
+    elif provider == "openai":
+        if not cfg.api_key and not cfg.base_url:
+            return NOT_CONFIGURED
+        if not model and cfg.base_url:
+            return (
                 f"No model name: set BURROW_MODEL to a model the server at {cfg.base_url} "
                 "offers, or start with --model demo."
             )
-        model = DEFAULT_OPENAI_MODEL
-    # Imported here: the SDK costs more start-up time than the rest of the server.
-    from burrow.llm.openai_compat import OpenAICompatProvider
+    return None
+
+
+def provider_from_config(cfg: ModelConfig) -> Provider:
+    problem = missing(cfg)
+    if problem is not None:
+        raise ModelNotConfigured(problem)
+    provider, model = split_model(cfg.model or "")
+    if provider == "demo":
+        return DemoProvider()
+    if provider == "scripted":
+        # Chosen from the conversation, so each run and a restarted server continue the script.
+        return ScriptedProvider(load_script(model), turn_from_context=True)
+    if provider == "anthropic":
+        from burrow.llm.anthropic_messages import AnthropicProvider
+
+        return RetryingProvider(
+            AnthropicProvider(
+                model,
+                cfg.anthropic.api_key or "",
+                cfg.anthropic.base_url,
+                first_token_timeout=cfg.limits.first_token,
+                idle_timeout=cfg.limits.idle,
+                thinking_budget=cfg.thinking_budget,
+            )
+        )
+    # Imported here: the SDKs cost more start-up time than the rest of the server.
+    from burrow.llm.openai_compat import PLACEHOLDER_KEY, OpenAICompatProvider
     from burrow.llm.openai_errors import ON_SETTINGS_PAGE, SettingNames
 
-    names = SettingNames(
-        **{field: getattr(ON_SETTINGS_PAGE, field) for field in cfg.on_settings_page}
-    )
+    names = SettingNames(**{f: getattr(ON_SETTINGS_PAGE, f) for f in cfg.on_settings_page})
+
     return RetryingProvider(
-        OpenAICompatProvider(model, api_key or PLACEHOLDER_KEY, cfg.base_url, names=names)
+        OpenAICompatProvider(
+            model or DEFAULT_OPENAI_MODEL,
+            cfg.api_key or PLACEHOLDER_KEY,
+            cfg.base_url,
+            first_token_timeout=cfg.limits.first_token,
+            idle_timeout=cfg.limits.idle,
+            names=names,
+        )
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -18,24 +17,21 @@ from burrow.llm.base import (
     ToolCallDelta,
     ToolSpec,
     Usage,
-)
-from burrow.llm.openai_errors import (
-    IN_ENVIRONMENT,
-    SettingNames,
     redact,
-    status_error,
-    transport_error,
 )
+from burrow.llm.openai_errors import IN_ENVIRONMENT, SettingNames, status_error, transport_error
 from burrow.llm.openai_wire import ToolCallIndexes, thinking_of, wire_messages, wire_tools
+from burrow.llm.stalls import StallLimits, guard
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
+PLACEHOLDER_KEY = "not-needed"  # local servers ignore the key, but the client sends one
 
 
 class OpenAICompatProvider:
     """Streams one answer per call; never retries (wrap it in `RetryingProvider`).
 
     `first_token_timeout` bounds the wait from the request to the first thinking, text or
-    tool-call fragment; `read_timeout` bounds every silence after that.
+    tool-call fragment; `idle_timeout` bounds every silence after that.
     """
 
     def __init__(
@@ -45,19 +41,21 @@ class OpenAICompatProvider:
         base_url: str | None = None,
         *,
         first_token_timeout: float = 180.0,
-        read_timeout: float = 120.0,
+        idle_timeout: float = 120.0,
         connect_timeout: float = 10.0,
         include_usage: bool = True,
         names: SettingNames = IN_ENVIRONMENT,
     ) -> None:
         self.model = model
+        self.names = names  # how its errors name the settings to check
         self.name = f"openai:{model}"
         self.base_url = (base_url or OPENAI_BASE_URL).rstrip("/")
-        self.first_token_timeout = first_token_timeout
+        self.limits = StallLimits(first_token_timeout, idle_timeout)
         self.include_usage = include_usage
-        self.names = names  # how its errors name the settings to check
         self._api_key = api_key
-        self._timeout = openai.Timeout(read_timeout, connect=connect_timeout)
+        # The socket's own timeout only backs up the stall deadlines, which say more.
+        read = max(first_token_timeout, idle_timeout) + 30
+        self._timeout = openai.Timeout(read, connect=connect_timeout)
 
     def _client(self) -> openai.AsyncOpenAI:
         # One client per call, closed with it: the runtime builds a provider per run and
@@ -81,25 +79,20 @@ class OpenAICompatProvider:
             request["tools"] = wire_tools(tools)
         if self.include_usage:
             request["stream_options"] = {"include_usage": True}
+        async for event in guard(self._attempt(request), self.limits, self.base_url):
+            yield event
+
+    async def _attempt(self, request: dict[str, Any]) -> AsyncIterator[StreamEvent]:
         started = False
         try:
-            async with asyncio.timeout(self.first_token_timeout) as first_token:
-                async for event in self._events(request):
-                    if not started:
-                        started = True
-                        first_token.reschedule(None)
-                    yield event
+            async for event in self._events(request):
+                started = True
+                yield event
         except ModelError as exc:
             redacted = self._redacted(exc)
             if redacted is exc:
                 raise
             raise redacted from exc
-        except TimeoutError as exc:
-            raise ModelError(
-                f"The model server at {self.base_url} sent nothing for "
-                f"{self.first_token_timeout:g} s: it may be overloaded. Try again.",
-                retryable=True,
-            ) from exc
         except openai.APIStatusError as exc:
             error = status_error(exc, base_url=self.base_url, model=self.model, names=self.names)
             raise self._redacted(error) from exc
@@ -154,9 +147,12 @@ class OpenAICompatProvider:
     ) -> tuple[list[StreamEvent], str | None, Usage | None]:
         usage = None
         if chunk.usage is not None:  # the last chunk with include_usage; some send it often
+            details = getattr(chunk.usage, "prompt_tokens_details", None)
             usage = Usage(
                 prompt_tokens=int(chunk.usage.prompt_tokens or 0),
                 completion_tokens=int(chunk.usage.completion_tokens or 0),
+                # Automatic prompt caching: the cached part of the prompt, priced lower.
+                cache_read_tokens=int(getattr(details, "cached_tokens", None) or 0),
             )
         if not chunk.choices:
             return [], None, usage
@@ -184,3 +180,19 @@ class OpenAICompatProvider:
     def _snippet(self, text: str) -> str:
         text = redact(text, self._api_key)
         return repr(text if len(text) <= 200 else text[:200] + "…")
+
+
+async def list_models(api_key: str, base_url: str | None) -> list[str]:
+    """The models the server offers the key; raises `ModelError` saying what is wrong."""
+    url = (base_url or OPENAI_BASE_URL).rstrip("/")
+    try:
+        async with openai.AsyncOpenAI(
+            api_key=api_key or PLACEHOLDER_KEY, base_url=url, max_retries=0, timeout=15.0
+        ) as client:
+            return [model.id async for model in client.models.list()]
+    except openai.APIStatusError as exc:
+        raise status_error(exc, base_url=url, model="") from exc
+    except openai.APIConnectionError as exc:
+        raise transport_error(exc, base_url=url, started=False) from exc
+    except (openai.APIError, json.JSONDecodeError) as exc:
+        raise ModelError(f"The model server at {url} answered with something unexpected.") from exc

@@ -32,10 +32,6 @@ ON_SETTINGS_PAGE = SettingNames(
 )
 
 
-def redact(text: str, api_key: str) -> str:
-    return text.replace(api_key, "***") if len(api_key) >= 4 else text
-
-
 def server_message(exc: openai.APIStatusError) -> str:
     """The server's own explanation, from whichever body shape it uses."""
     body: Any = exc.body
@@ -68,7 +64,11 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
 
 
 def status_error(
-    exc: openai.APIStatusError, *, base_url: str, model: str, names: SettingNames = IN_ENVIRONMENT
+    exc: openai.APIStatusError,
+    *,
+    base_url: str,
+    model: str,
+    names: SettingNames = IN_ENVIRONMENT,
 ) -> ModelError:
     status = exc.status_code
     said = server_message(exc)

@@ -41,6 +41,17 @@ def wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
                     "content": message.content or EMPTY_TOOL_OUTPUT,
                 }
             )
+        elif message.images:
+            parts: list[dict[str, Any]] = [
+                {
+                    "type": "image_url",
+                    "image_url": {"url": f"data:{image.media_type};base64,{image.data}"},
+                }
+                for image in message.images
+            ]
+            if message.content:
+                parts.append({"type": "text", "text": message.content})
+            wire.append({"role": message.role, "content": parts})
         else:
             wire.append({"role": message.role, "content": message.content})
     return wire

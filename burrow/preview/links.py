@@ -5,6 +5,7 @@ from __future__ import annotations
 from burrow.config import Settings
 from burrow.preview.hosts import PreviewHosts
 from burrow.preview.tokens import PreviewSigner, load_key
+from burrow.store.datadir import ensure_private_dir
 
 
 class PreviewLinks:
@@ -15,7 +16,7 @@ class PreviewLinks:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PreviewLinks:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(settings.data_dir)
         signer = PreviewSigner(load_key(settings.data_dir))
         return cls(PreviewHosts.from_settings(settings), signer, settings.preview_token_ttl)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from typing import Literal
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -45,14 +46,41 @@ def not_found() -> tuple[int, Headers, bytes]:
     return page(404, "Preview not found", "There is no such preview, or it is not yours.")
 
 
-def sign_in_needed(expired: bool) -> tuple[int, Headers, bytes]:
-    reason = "This preview link has expired." if expired else "This preview is private."
+SignInReason = Literal["private", "expired", "used"]
+_SIGN_IN_REASONS: dict[SignInReason, str] = {
+    "private": "This preview is private.",
+    "expired": "This preview link has expired.",
+    "used": "This preview link has been used already; a link opens a preview once.",
+}
+
+
+def sign_in_needed(why: SignInReason) -> tuple[int, Headers, bytes]:
+    reason = _SIGN_IN_REASONS[why]
     return page(
         401,
         "Open this preview from Burrow",
         f"{reason} Only the owner of the conversation can see it: open the preview from the "
         "conversation in Burrow, which signs you in to this address for a while.",
     )
+
+
+def foreign(reason: str) -> tuple[int, Headers, bytes]:
+    return page(
+        403,
+        "Refused: a request from another site",
+        f"{reason} A preview answers its own pages, and other pages only to open it, so "
+        "that one preview cannot drive another with your sign-in.",
+    )
+
+
+def too_many_links() -> tuple[int, Headers, bytes]:
+    status, headers, body = page(
+        503,
+        "Too many preview links at once",
+        "More preview links were opened in the last minutes than this server keeps track "
+        "of. Open the preview from Burrow again in a minute.",
+    )
+    return status, [*headers, (b"retry-after", b"60")], body
 
 
 def starting(port: int, detail: str) -> tuple[int, Headers, bytes]:

@@ -1,10 +1,11 @@
 """The preview proxy: its own listener, one origin per preview, for the owner only.
 
-A request for `{port}-{cid}.<preview domain>` is admitted with a signed link token
-(`?burrow_token=`, exchanged for a cookie scoped to that host and a redirect to the clean
-URL) or that cookie, checked against the conversation's owner; then it is forwarded, HTTP
-streamed both ways or WebSocket relayed, through the sandbox's tunnel to the port. Burrow's
-own credentials (its session cookie, Authorization) never reach the sandbox.
+A request for `{port}-{cid}.<preview domain>` that another page made is refused first
+(`origins.py`). Then it is admitted with a signed link token (`?burrow_token=`, good once,
+exchanged for a cookie scoped to that host and a redirect to the clean URL) or that
+cookie, checked against the conversation's owner; then it is forwarded, HTTP streamed both
+ways or WebSocket relayed, through the sandbox's tunnel to the port. Burrow's own
+credentials (its session cookie, Authorization) never reach the sandbox.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from burrow.config import Settings
-from burrow.preview import headers, pages
+from burrow.preview import headers, origins, pages
 from burrow.preview.asgi import Message, Receive, Scope, Send
 from burrow.preview.hosts import PreviewAddress, PreviewHosts
 from burrow.preview.links import PreviewLinks
+from burrow.preview.spent import SpentLinks, TooManyLinks
 from burrow.preview.tokens import PreviewGrant, PreviewSigner, TokenExpired, TokenInvalid
 from burrow.preview.upstream import UpstreamError, UpstreamPool
 from burrow.preview.websocket import UpstreamRefused, relay_websocket
@@ -107,6 +109,7 @@ class PreviewProxy:
         # an HMAC and a JSON decode each time were a tenth of the proxy's CPU. Expiry is
         # still checked on each use.
         self._cookie_grants: dict[str, PreviewGrant] = {}
+        self._spent = SpentLinks()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -118,6 +121,11 @@ class PreviewProxy:
         address = self.hosts.parse(host)
         if address is None:
             await _refuse(scope, send, pages.unknown_host())
+            return
+        own = (f"{self.hosts.scheme}://{host}", self.hosts.origin(address.cid, address.port))
+        reason = origins.foreign_request(scope, own)
+        if reason is not None:
+            await _refuse(scope, send, pages.foreign(reason))
             return
         admission = await self._admit(scope, address)
         if isinstance(admission, tuple):
@@ -142,11 +150,16 @@ class PreviewProxy:
             try:
                 grant = self.signer.verify("link", token)
             except TokenExpired:
-                return pages.sign_in_needed(expired=True)
+                return pages.sign_in_needed("expired")
             except TokenInvalid:
-                return pages.sign_in_needed(expired=False)
+                return pages.sign_in_needed("private")
             if not await self._grants(grant, address):
                 return pages.not_found()
+            try:
+                if not self._spent.spend(grant.nonce, grant.expires):
+                    return pages.sign_in_needed("used")
+            except TooManyLinks:
+                return pages.too_many_links()
             if scope["type"] == "websocket":
                 return _Admitted(grant)
             cookie = self.signer.mint(
@@ -164,7 +177,7 @@ class PreviewProxy:
                 continue  # e.g. a cookie another preview host tossed onto the parent domain
             if await self._grants(grant, address):
                 return _Admitted(grant)
-        return pages.sign_in_needed(expired=expired)
+        return pages.sign_in_needed("expired" if expired else "private")
 
     def _verify_cookie(self, cookie: str) -> PreviewGrant:
         grant = self._cookie_grants.get(cookie)

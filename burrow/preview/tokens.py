@@ -1,8 +1,9 @@
 """Signed preview grants: a short-lived link token, then a longer-lived host cookie.
 
-A grant names the user, the conversation and the port; it is HMAC-SHA256-signed with a
-key kept in the data directory (`preview.key`, 0600). The kind ("link" or "cookie") is
-part of what is signed, so one can never be used as the other.
+A grant names the user, the conversation and the port, and carries a random nonce (a
+link's is spent on first use, `spent.py`); it is HMAC-SHA256-signed with a key kept in
+the data directory (`preview.key`, 0600). The kind ("link" or "cookie") is part of what
+is signed, so one can never be used as the other.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class PreviewGrant:
     cid: str
     port: int
     expires: float  # Unix time
+    nonce: str  # "" in cookies signed before nonces existed
 
 
 def load_key(data_dir: Path) -> bytes:
@@ -61,7 +63,13 @@ class PreviewSigner:
         self._key = key
 
     def mint(self, kind: Kind, user_id: str, cid: str, port: int, ttl: float) -> str:
-        payload = {"u": user_id, "c": cid, "p": port, "e": int(time.time() + ttl)}
+        payload = {
+            "u": user_id,
+            "c": cid,
+            "p": port,
+            "e": int(time.time() + ttl),
+            "n": secrets.token_urlsafe(12),
+        }
         body = _b64(json.dumps(payload, separators=(",", ":")).encode())
         return f"{body}.{_b64(self._sign(kind, body))}"
 
@@ -72,9 +80,13 @@ class PreviewSigner:
             if not hmac.compare_digest(base64.urlsafe_b64decode(_pad(signature)), expected):
                 raise TokenInvalid("bad signature")
             raw = json.loads(base64.urlsafe_b64decode(_pad(body)))
-            grant = PreviewGrant(str(raw["u"]), str(raw["c"]), int(raw["p"]), float(raw["e"]))
+            grant = PreviewGrant(
+                str(raw["u"]), str(raw["c"]), int(raw["p"]), float(raw["e"]), str(raw.get("n", ""))
+            )
         except (binascii.Error, ValueError, KeyError, TypeError, UnicodeError):
             raise TokenInvalid("malformed token") from None
+        if kind == "link" and not grant.nonce:
+            raise TokenInvalid("a link without a nonce cannot be spent once")
         if grant.expires <= (time.time() if now is None else now):
             raise TokenExpired
         return grant

@@ -36,15 +36,18 @@ async def relay_websocket(
     url: str,
     headers: list[tuple[bytes, bytes]],
 ) -> None:
-    """Handshake upstream, accept the browser with the subprotocol the service chose,
-    then relay both ways until either side closes. The caller has consumed
-    `websocket.connect` and closes the stream afterwards."""
+    """Handshake upstream (`headers` include Host), accept the browser with the
+    subprotocol the service chose, then relay both ways until either side closes. The
+    caller has consumed `websocket.connect` and closes the stream afterwards."""
     reader, writer = stream
     subprotocols = [Subprotocol(p) for p in scope.get("subprotocols") or []]
     protocol = ClientProtocol(
         parse_uri(url), subprotocols=subprotocols or None, max_size=MAX_MESSAGE_BYTES
     )
     request = protocol.connect()
+    # The forwarded headers carry the browser's Host; the one connect() made from the URL
+    # would be a second (a request with two is invalid, RFC 9112 §3.2).
+    del request.headers["Host"]
     for name, value in headers:
         request.headers[name.decode("latin-1")] = value.decode("latin-1")
     protocol.send_request(request)

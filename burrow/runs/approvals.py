@@ -1,5 +1,6 @@
 """The approval gate: a policy maps each call's risk to allow, ask or deny, and an asked
 call waits for its owner's answer. One place owns the waiting: nothing else answers.
+`Approvals` is the gate as the agent loop's hook before each tool call.
 """
 
 from __future__ import annotations
@@ -9,9 +10,14 @@ import secrets
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from burrow.runs import events as ev
+from burrow.runs.events import EventType
+from burrow.runs.hooks import Call, Hook, Run
 from burrow.runs.risk import Assessment, Risk, assess
 from burrow.store.approvals import ApprovalStore, arguments_digest
 from burrow.store.conversations import ConversationStore
+from burrow.store.records import NewEvent
+from burrow.tools.base import ToolKind
 
 Mode = Literal["ask", "auto", "read_only"]
 MODES: tuple[Mode, ...] = ("ask", "auto", "read_only")
@@ -69,8 +75,10 @@ class ApprovalGate:
             self._modes[cid] = mode
         return mode
 
-    async def review(self, cid: str, tool: str, arguments: dict[str, Any]) -> Verdict:
-        verdict = policy(await self._mode(cid), assess(tool, arguments))
+    async def review(
+        self, cid: str, tool: str, arguments: dict[str, Any], kind: ToolKind | None = None
+    ) -> Verdict:
+        verdict = policy(await self._mode(cid), assess(tool, arguments, kind))
         if verdict.action == "ask":
             grant = await self._store.grant_for(cid, tool, arguments_digest(arguments))
             if grant is not None:
@@ -111,3 +119,51 @@ class ApprovalGate:
         """The run stopped while waiting (interrupt): the request is recorded as denied."""
         self._waiting.pop(request_id, None)
         await self._store.resolve(request_id, "deny")
+
+
+class Approvals(Hook):
+    """Before each tool call: allow, refuse, or ask the owner and wait for the answer."""
+
+    def __init__(self, gate: ApprovalGate) -> None:
+        self.gate = gate
+        self._open: str | None = None  # request_id while waiting for the owner
+
+    async def before_tool_call(self, run: Run, call: Call) -> str | None:
+        if call.tool is None or call.arguments is None:
+            return None
+        arguments = call.arguments
+        verdict = await self.gate.review(run.cid, call.name, arguments, call.tool.kind)
+        if verdict.action == "allow":
+            return None
+        if verdict.action == "deny":
+            return verdict.reason
+        request_id, answer = await self.gate.open(run.cid, call.id, call.name, arguments, verdict)
+        self._open = request_id
+        await run.emit(
+            ev.make(
+                EventType.APPROVAL_REQUESTED,
+                run.run_id,
+                request_id=request_id,
+                call_id=call.id,
+                tool=call.name,
+                arguments=arguments,
+                risk=verdict.risk,
+                reason=verdict.reason,
+            )
+        )
+        decision = await answer
+        self._open = None
+        await run.emit(
+            ev.make(
+                EventType.APPROVAL_RESOLVED, run.run_id, request_id=request_id, decision=decision
+            )
+        )
+        return "Denied by the user." if decision == "deny" else None
+
+    async def close(self, run: Run) -> list[NewEvent]:
+        # Stopping while the owner was asked answers the question: no. (The run writes the
+        # approval.resolved, as it pairs everything it left open.)
+        if self._open is not None:
+            request_id, self._open = self._open, None
+            await self.gate.abandon(request_id)
+        return []

@@ -3,6 +3,8 @@
 A model streams a token at a time and a build prints a line at a time; writing each as its
 own event would cost a transaction apiece. Adjacent pieces of the same kind are merged for
 up to `window` seconds, so what is shown live and what is replayed stay the same events.
+A merged event holds at most `MAX_EVENT_CHARS` of text; more starts the next event, so no
+single row (nor SSE frame, nor JSON page entry) grows with what a model or command emits.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from burrow.runs.events import EventType
 from burrow.runs.journal import Journal
 from burrow.store.records import NewEvent
 
+MAX_EVENT_CHARS = 64 * 1024
+
 
 class Coalescer:
     def __init__(self, journal: Journal, cid: str, run_id: str, window: float = 0.03) -> None:
@@ -22,16 +26,23 @@ class Coalescer:
         self._run_id = run_id
         self._window = window
         self._pieces: list[tuple[EventType, dict[str, Any], list[str]]] = []
+        self._last_chars = 0  # text in the last piece
         self._timer: asyncio.TimerHandle | None = None
         self._flushing: asyncio.Task[None] | None = None
 
     def add(self, kind: EventType, text: str, **fields: Any) -> None:
         if not text:
             return
-        if self._pieces and self._pieces[-1][0] == kind and self._pieces[-1][1] == fields:
-            self._pieces[-1][2].append(text)
-        else:
-            self._pieces.append((kind, fields, [text]))
+        last = self._pieces[-1] if self._pieces else None
+        room = MAX_EVENT_CHARS - self._last_chars
+        if last is not None and last[0] == kind and last[1] == fields and room > 0:
+            last[2].append(text[:room])
+            self._last_chars += len(last[2][-1])
+            text = text[room:]
+        while text:
+            self._pieces.append((kind, fields, [text[:MAX_EVENT_CHARS]]))
+            self._last_chars = len(text[:MAX_EVENT_CHARS])
+            text = text[MAX_EVENT_CHARS:]
         if self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self._window, self._on_timer)
 
@@ -47,6 +58,7 @@ class Coalescer:
 
     def _drain(self) -> list[NewEvent]:
         pieces, self._pieces = self._pieces, []
+        self._last_chars = 0
         return [
             NewEvent(type=k.value, data={**f, "text": "".join(t)}, run_id=self._run_id)
             for k, f, t in pieces

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from burrow.llm.base import Message, ToolCall
+from burrow.llm.base import Message, ThinkingBlock, ToolCall
 from burrow.runs.events import EventType
 from burrow.store.records import Event
 
@@ -24,6 +24,29 @@ def arguments_json(arguments: Any) -> str:
     # Invalid JSON the model once produced: servers reject it in history, and the tool
     # result already tells the model what was wrong.
     return "{}"
+
+
+def thinking_blocks_data(blocks: list[ThinkingBlock]) -> dict[str, Any]:
+    """The `thinking_blocks` field of `assistant.message` (absent when there are none)."""
+    if not blocks:
+        return {}
+    return {
+        "thinking_blocks": [
+            {"type": "redacted_thinking", "data": b.redacted}
+            if b.redacted
+            else {"type": "thinking", "thinking": b.text, "signature": b.signature}
+            for b in blocks
+        ]
+    }
+
+
+def thinking_blocks_of(data: dict[str, Any]) -> tuple[ThinkingBlock, ...]:
+    return tuple(
+        ThinkingBlock(redacted=str(b.get("data", "")))
+        if b.get("type") == "redacted_thinking"
+        else ThinkingBlock(str(b.get("thinking", "")), str(b.get("signature", "")))
+        for b in data.get("thinking_blocks") or []
+    )
 
 
 @dataclass
@@ -60,6 +83,7 @@ class ModelContext:
                     content=str(data.get("content") or ""),
                     thinking=str(data.get("thinking") or ""),
                     tool_calls=calls,
+                    thinking_blocks=thinking_blocks_of(data),
                 )
             )
             self._pending_calls = {c.id: c.name for c in calls}

@@ -24,6 +24,7 @@ class EventType(enum.StrEnum):
     USAGE = "usage"
     CONTEXT_COMPACTED = "context.compacted"
     RUN_FINISHED = "run.finished"
+    RETRY = "retry"
 
 
 def make(kind: EventType, run_id: str | None = None, /, **data: Any) -> NewEvent:
@@ -63,7 +64,10 @@ def tool_finished(
 USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "cost")
 
 
-def run_finished(run_id: str, status: str, error: str | None, usage: dict[str, Any]) -> NewEvent:
+def run_finished(
+    run_id: str, status: str, error: str | None, usage: dict[str, Any], **extra: Any
+) -> NewEvent:
+    """`extra`: fields some endings add, e.g. `budget` for budget_exceeded."""
     # Always a full usage object (a run that never reached the model spent 0): clients show it.
     usage = dict.fromkeys(USAGE_FIELDS, 0) | usage
-    return make(EventType.RUN_FINISHED, run_id, status=status, error=error, usage=usage)
+    return make(EventType.RUN_FINISHED, run_id, status=status, error=error, usage=usage, **extra)

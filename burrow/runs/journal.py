@@ -18,13 +18,18 @@ from burrow.store.events import EventStore
 from burrow.store.records import Event, NewEvent, ProjectionChange
 
 SUBSCRIBER_BUFFER = 2048
+SUBSCRIBER_BUFFER_CHARS = 4 * 1024 * 1024  # of event data: bulky events lag a reader sooner
+# History is read and sent a page at a time: a long or bulky journal never sits in memory.
+PAGE_EVENTS = 1000
+PAGE_BYTES = 1024 * 1024
 
 
 class Subscription:
     """A live feed of one conversation's committed events.
 
-    A subscriber that falls `SUBSCRIBER_BUFFER` events behind stops receiving and is marked
-    `lagged`; it must then catch up from the store. Slow readers never slow writers.
+    A subscriber that falls `SUBSCRIBER_BUFFER` events (or `SUBSCRIBER_BUFFER_CHARS` of
+    their data) behind stops receiving and is marked `lagged`; it must then catch up from
+    the store. Slow readers never slow writers.
     Waking a reader costs no task: thousands of SSE clients may wait on one conversation.
     """
 
@@ -32,6 +37,7 @@ class Subscription:
         self._journal = journal
         self.cid = cid
         self._buffer: deque[Event] = deque()
+        self._buffered_chars = 0
         self._wakeup = asyncio.Event()
         self.lagged = False
         self.closed = False
@@ -39,16 +45,20 @@ class Subscription:
     def push(self, event: Event) -> None:
         if self.lagged:
             return
-        if len(self._buffer) >= SUBSCRIBER_BUFFER:
+        size = len(event.data_json)
+        full = self._buffered_chars + size > SUBSCRIBER_BUFFER_CHARS and bool(self._buffer)
+        if len(self._buffer) >= SUBSCRIBER_BUFFER or full:
             self.lagged = True
         else:
             self._buffer.append(event)
+            self._buffered_chars += size
         self._wakeup.set()
 
     def drain(self) -> list[Event]:
         """Everything buffered so far, without waiting."""
         batch = list(self._buffer)
         self._buffer.clear()
+        self._buffered_chars = 0
         return batch
 
     async def wait(self, timeout: float) -> list[Event]:
@@ -160,8 +170,16 @@ class Journal:
             else:
                 self._pending.pop(cid, None)
 
-    async def read(self, cid: str, after: int = 0, limit: int | None = None) -> list[Event]:
-        return await self._store.read(cid, after, limit)
+    async def read(
+        self, cid: str, after: int = 0, limit: int | None = None, max_bytes: int | None = None
+    ) -> list[Event]:
+        return await self._store.read(cid, after, limit, max_bytes)
+
+    async def pages(self, cid: str, after: int = 0) -> AsyncIterator[list[Event]]:
+        """Every stored event after `after`, in pages of at most PAGE_EVENTS / PAGE_BYTES."""
+        while page := await self.read(cid, after, PAGE_EVENTS, PAGE_BYTES):
+            yield page
+            after = page[-1].seq
 
     async def follow(
         self, cid: str, after: int = 0, heartbeat: float = 15.0
@@ -173,18 +191,20 @@ class Journal:
         closes the window between the two.
         """
         with self.subscribe(cid) as sub:
-            history = await self.read(cid, after)
-            last = history[-1].seq if history else after
-            if history:
-                yield history
+            last = after
+            async for page in self.pages(cid, last):
+                last = page[-1].seq
+                yield page
             while not sub.closed:
                 batch = await sub.wait(heartbeat)
-                if sub.lagged:
-                    sub.lagged = False
-                    batch = await self.read(cid, last)  # all that was dropped, and more
                 fresh = [e for e in batch if e.seq > last]  # history already covered the rest
-                if fresh and fresh[0].seq != last + 1:  # never expected; heal from the store
-                    fresh = await self.read(cid, last)
+                if sub.lagged or (fresh and fresh[0].seq != last + 1):
+                    # Dropped while lagging (or, never expected, a gap): catch up from the store.
+                    sub.lagged = False
+                    async for page in self.pages(cid, last):
+                        last = page[-1].seq
+                        yield page
+                    continue
                 if fresh:
                     last = fresh[-1].seq
                 if fresh or not batch:

@@ -2,6 +2,8 @@
 
 Every step is written to the journal as it happens; the loop keeps no state that the
 journal does not have, so an interrupted or crashed run can always be closed and resumed.
+What a run adds to that (the system prompt, approvals, budgets, the loop guard, a tool's
+side events) comes in through hooks (runs/hooks.py): the loop names none of them.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -20,23 +22,35 @@ from burrow.llm.base import (
     Done,
     Message,
     ModelError,
+    Pricer,
     Pricing,
     Provider,
+    Retry,
     TextDelta,
+    ThinkingBlock,
     ThinkingDelta,
     ToolCallDelta,
     ToolSpec,
     Usage,
 )
 from burrow.runs import events as ev
-from burrow.runs.approvals import ApprovalGate
+from burrow.runs.closing import OpenWork
 from burrow.runs.coalesce import Coalescer
-from burrow.runs.context import ModelContext
+from burrow.runs.context import ModelContext, thinking_blocks_data
 from burrow.runs.events import EventType
+from burrow.runs.hooks import Call, Hook, Outcome, RunStop, Tally
 from burrow.runs.journal import Journal, Subscription
 from burrow.sandbox.backend import Sandbox, SandboxError
 from burrow.store.records import NewEvent
-from burrow.tools.base import ShellState, Tool, ToolContext, ToolError, ToolLimits, ToolResult
+from burrow.tools.base import (
+    ShellState,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolKind,
+    ToolLimits,
+    ToolResult,
+)
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +63,6 @@ explain what you did and what the user can do next."""
 
 @dataclass
 class LoopConfig:
-    max_steps: int = 50
     system_prompt: str = SYSTEM_PROMPT
 
 
@@ -63,9 +76,8 @@ class RunEnv:
     sandbox: Callable[[], Awaitable[Sandbox]]
     shell: ShellState = field(default_factory=ShellState)
     limits: ToolLimits = field(default_factory=ToolLimits)
-    pricing: Pricing = field(default_factory=Pricing)
-    config: LoopConfig = field(default_factory=LoopConfig)
-    approvals: ApprovalGate | None = None  # None: every call is allowed (benches, tests)
+    pricing: Pricer = field(default_factory=Pricing)
+    hooks: Sequence[Hook] = ()  # approvals, budgets, ...: in order, at every seam
     preview_url: Callable[[str, int], str] | None = None  # (cid, port) -> preview address
 
 
@@ -73,6 +85,7 @@ class RunEnv:
 class _Answer:
     text: list[str] = field(default_factory=list)
     thinking: list[str] = field(default_factory=list)
+    thinking_blocks: list[ThinkingBlock] = field(default_factory=list)
     calls: dict[int, dict[str, str]] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
 
@@ -108,27 +121,29 @@ class AgentRun:
         self.cid = cid
         self.run_id = run_id
         self.context = context
+        self.tally = Tally()
         self._feed = feed
         self._out = Coalescer(env.journal, cid, run_id)
-        self._open_calls: dict[str, float] = {}  # call_id -> start time
+        self._open = OpenWork()  # this run's calls and approvals not yet closed
         self._partial: _Answer | None = None  # the answer being streamed, if any
-        self._open_approval: str | None = None  # request_id while waiting for the owner
         self._answer_events: list[NewEvent] = []  # the model's answer, not yet written
-        self._prompt_tokens = 0
-        self._completion_tokens = 0
-        self._cost = 0.0
 
-    async def _emit(self, *batch: NewEvent) -> None:
+    async def emit(self, *batch: NewEvent) -> None:
+        for event in batch:  # before the write: a stop during it still closes what it opens
+            self._open.apply(event)
         await self.env.journal.append(self.cid, *batch)
 
     async def execute(self, *, announced: bool = False) -> str:
         """Run to the end; `announced`: run.started is already in the journal."""
         if not announced:
-            await self._emit(ev.run_started(self.run_id))
-        status: Literal["completed", "failed", "canceled"] = "completed"
+            await self.emit(ev.run_started(self.run_id))
+        status: str = "completed"
         error: str | None = None
+        finished: dict[str, Any] = {}
         try:
-            status, error = await self._steps()
+            await self._steps()
+        except RunStop as stop:
+            status, error, finished = stop.status, stop.error, stop.finished
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None:
@@ -139,7 +154,7 @@ class AgentRun:
         except Exception as exc:
             log.exception("run %s of %s failed", self.run_id, self.cid)
             status, error = "failed", f"Internal error: {type(exc).__name__}: {exc}"
-        await self._close(status, error)
+        await self._close(status, error, finished)
         return status
 
     def _take_answer_events(self) -> list[NewEvent]:
@@ -156,13 +171,17 @@ class AgentRun:
             for event in await self.env.journal.read(self.cid, self.context.last_seq):
                 self.context.apply(event)
 
-    async def _steps(self) -> tuple[Literal["completed", "failed"], str | None]:
+    async def _steps(self) -> None:
         specs = [tool.spec for tool in self.env.tools.values()]
-        for _ in range(self.env.config.max_steps):
+        while True:
             await self._catch_up()
+            for hook in self.env.hooks:
+                await hook.before_model_call(self)
             seen_user_messages = self.context.user_messages
-            messages = [Message(role="system", content=self.env.config.system_prompt)]
-            messages.extend(self.context.messages)
+            messages = list(self.context.messages)
+            for hook in self.env.hooks:
+                messages = hook.transform_context(messages)
+            self.tally.steps += 1
             answer = await self._ask(messages, specs)
             calls = answer.tool_calls()
             # Written with the first tool.started (one commit less per step), or now.
@@ -173,18 +192,13 @@ class AgentRun:
             ]
             self._partial = None
             if not calls:
-                await self._emit(*self._take_answer_events())
+                await self.emit(*self._take_answer_events())
                 await self._catch_up()
                 if self.context.user_messages > seen_user_messages:
                     continue  # steering arrived while the model answered: answer it too
-                return "completed", None
+                return
             for call in calls:
                 await self._call_tool(call)
-        limit = self.env.config.max_steps
-        return "failed", (
-            f"Stopped after {limit} steps: the step limit (BURROW_MAX_STEPS) was reached. "
-            "Send a message to continue."
-        )
 
     async def _ask(self, messages: list[Message], specs: list[ToolSpec]) -> _Answer:
         answer = _Answer()
@@ -198,6 +212,17 @@ class AgentRun:
                 elif isinstance(item, ThinkingDelta):
                     answer.thinking.append(item.text)
                     self._out.add(EventType.THINKING_DELTA, item.text)
+                elif isinstance(item, ThinkingBlock):
+                    answer.thinking_blocks.append(item)
+                elif isinstance(item, Retry):  # shown now: the wait that follows may be long
+                    retry = ev.make(
+                        EventType.RETRY,
+                        self.run_id,
+                        attempt=item.attempt,
+                        delay_s=item.delay_s,
+                        reason=item.reason,
+                    )
+                    await self.emit(*await self._out.take(), retry)
                 elif isinstance(item, ToolCallDelta):
                     call = answer.calls.setdefault(
                         item.index, {"id": "", "name": "", "arguments": ""}
@@ -228,100 +253,86 @@ class AgentRun:
             content="".join(answer.text),
             thinking="".join(answer.thinking),
             tool_calls=shown,
+            # As the provider sent them (signatures, redacted data): later requests and a
+            # restarted server send them back byte for byte.
+            **thinking_blocks_data(answer.thinking_blocks),
         )
 
     def _usage_event(self, answer: _Answer) -> NewEvent:
         cost = self.env.pricing.cost(answer.usage)
-        self._prompt_tokens += answer.usage.prompt_tokens
-        self._completion_tokens += answer.usage.completion_tokens
-        self._cost += cost
+        self.tally.prompt_tokens += answer.usage.prompt_tokens
+        self.tally.completion_tokens += answer.usage.completion_tokens
+        self.tally.cache_read_tokens += answer.usage.cache_read_tokens
+        self.tally.cache_write_tokens += answer.usage.cache_write_tokens
+        self.tally.cost += cost
         return ev.make(
             EventType.USAGE,
             self.run_id,
             prompt_tokens=answer.usage.prompt_tokens,
             completion_tokens=answer.usage.completion_tokens,
+            cache_read_tokens=answer.usage.cache_read_tokens,
+            cache_write_tokens=answer.usage.cache_write_tokens,
             cost=cost,
         )
 
-    async def _call_tool(self, call: dict[str, str]) -> None:
-        call_id, name = call["id"], call["name"]
-        arguments, problem = parse_arguments(name, call["arguments"])
-        tool = self.env.tools.get(name)
-        self._open_calls[call_id] = time.monotonic()
-        await self._emit(
+    async def _call_tool(self, raw: dict[str, str]) -> None:
+        arguments, problem = parse_arguments(raw["name"], raw["arguments"])
+        tool = self.env.tools.get(raw["name"])
+        call = Call(raw["id"], raw["name"], raw["arguments"], arguments, tool)
+        started = time.monotonic()
+        await self.emit(
             *self._take_answer_events(),
             ev.make(
                 EventType.TOOL_STARTED,
                 self.run_id,
-                call_id=call_id,
-                name=name,
-                arguments=arguments if arguments is not None else call["arguments"],
+                call_id=call.id,
+                name=call.name,
+                arguments=arguments if arguments is not None else call.raw,
+                kind=(tool.kind if tool is not None else ToolKind()).as_event(),
             ),
         )
-        if arguments is None:
-            result = ToolResult(output=problem, is_error=True)
-        elif tool is None:
-            known = ", ".join(sorted(self.env.tools))
-            result = ToolResult(output=f"Unknown tool {name!r}. Available: {known}.", is_error=True)
-        else:
-            refusal = await self._approve(call_id, name, arguments)
-            if refusal is not None:
-                result = ToolResult(output=refusal, is_error=True)
-            else:
-                result = await self._run_tool(tool, call_id, arguments)
-        started = self._open_calls.pop(call_id)
-        await self._emit(
+        outcome = Outcome(await self._outcome(call, problem))
+        stop: RunStop | None = None
+        for hook in self.env.hooks:
+            try:
+                await hook.after_tool_call(self, call, outcome)
+            except RunStop as exc:  # the result is still written, then the run ends
+                stop = stop or exc
+        result = outcome.result
+        await self.emit(
             *await self._out.take(),
             ev.tool_finished(
                 self.run_id,
-                call_id,
+                call.id,
                 output=result.output,
                 is_error=result.is_error,
                 exit_code=result.exit_code,
                 truncated=result.truncated,
                 duration_ms=round((time.monotonic() - started) * 1000),
             ),
-            *self._tool_side_events(result),
+            *outcome.events,
         )
+        if stop is not None:
+            raise stop
 
-    async def _approve(self, call_id: str, name: str, arguments: dict[str, Any]) -> str | None:
-        """None when the call may run, else why not (shown to the model and the user)."""
-        gate = self.env.approvals
-        if gate is None:
-            return None
-        verdict = await gate.review(self.cid, name, arguments)
-        if verdict.action == "allow":
-            return None
-        if verdict.action == "deny":
-            return verdict.reason
-        request_id, answer = await gate.open(self.cid, call_id, name, arguments, verdict)
-        self._open_approval = request_id
-        await self._emit(
-            ev.make(
-                EventType.APPROVAL_REQUESTED,
-                self.run_id,
-                request_id=request_id,
-                call_id=call_id,
-                tool=name,
-                arguments=arguments,
-                risk=verdict.risk,
-                reason=verdict.reason,
+    async def _outcome(self, call: Call, problem: str) -> ToolResult:
+        """The call's result: refused before it ran, or what the tool returned."""
+        if call.arguments is None:
+            return ToolResult(output=problem, is_error=True)
+        if call.tool is None:
+            known = ", ".join(sorted(self.env.tools))
+            return ToolResult(
+                output=f"Unknown tool {call.name!r}. Available: {known}.", is_error=True
             )
-        )
-        decision = await answer
-        self._open_approval = None
-        await self._emit(
-            ev.make(
-                EventType.APPROVAL_RESOLVED, self.run_id, request_id=request_id, decision=decision
-            )
-        )
-        return "Denied by the user." if decision == "deny" else None
-
-    def _tool_side_events(self, result: ToolResult) -> list[NewEvent]:
-        preview = result.extra.get("preview")
-        if isinstance(preview, dict):
-            return [ev.make(EventType.PREVIEW_OPENED, self.run_id, **preview)]
-        return []
+        for hook in self.env.hooks:
+            refusal = await hook.before_tool_call(self, call)
+            if refusal is not None:
+                return ToolResult(output=refusal, is_error=True)
+        started = time.monotonic()  # from here: approval waits are over
+        try:
+            return await self._run_tool(call.tool, call.id, call.arguments)
+        finally:
+            self.tally.tool_seconds += time.monotonic() - started
 
     async def _run_tool(self, tool: Tool, call_id: str, arguments: dict[str, Any]) -> ToolResult:
         async def on_output(stream: Literal["stdout", "stderr"], text: str) -> None:
@@ -344,42 +355,16 @@ class AgentRun:
         except SandboxError as exc:
             return ToolResult(output=f"Sandbox error ({exc.code}): {exc.message}", is_error=True)
 
-    async def _close(self, status: str, error: str | None) -> None:
+    async def _close(self, status: str, error: str | None, finished: dict[str, Any]) -> None:
         """Pair every open call and end the run; runs on every exit path."""
         closing: list[NewEvent] = [*await self._out.take(), *self._take_answer_events()]
         if self._partial is not None and (self._partial.text or self._partial.thinking):
             # Keep what was streamed before the stop in the model's memory, without the
             # half-formed tool calls.
             closing.append(self._assistant_message(self._partial, []))
-        if self._open_approval is not None and self.env.approvals is not None:
-            # Stopping while the owner was asked answers the question: no.
-            await self.env.approvals.abandon(self._open_approval)
-            closing.append(
-                ev.make(
-                    EventType.APPROVAL_RESOLVED,
-                    self.run_id,
-                    request_id=self._open_approval,
-                    decision="deny",
-                )
-            )
-            self._open_approval = None
+        for hook in self.env.hooks:
+            closing += await hook.close(self)
         reason = "Interrupted by the user." if status == "canceled" else f"Run ended: {error}"
-        now = time.monotonic()
-        for call_id, started in self._open_calls.items():
-            closing.append(
-                ev.tool_finished(
-                    self.run_id,
-                    call_id,
-                    output=reason,
-                    is_error=True,
-                    duration_ms=round((now - started) * 1000),
-                )
-            )
-        self._open_calls.clear()
-        usage = {
-            "prompt_tokens": self._prompt_tokens,
-            "completion_tokens": self._completion_tokens,
-            "cost": self._cost,
-        }
-        closing.append(ev.run_finished(self.run_id, status, error, usage))
-        await self._emit(*closing)
+        closing += self._open.closing(reason, timed=True)
+        closing.append(ev.run_finished(self.run_id, status, error, self.tally.usage(), **finished))
+        await self.emit(*closing)

@@ -1,19 +1,33 @@
 """Which model a run talks to: the environment's defaults, overridden from the settings page.
 
-The API key is kept encrypted in the settings table and only decrypted here, on its way
-to the provider; it is never journaled, never returned in full, never given to a sandbox.
+API keys are kept encrypted in the settings table and only decrypted here, on their way
+to the provider; they are never journaled, never returned in full, never given to a
+sandbox. Each provider (openai, anthropic) has its own key and base URL.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from burrow.llm.base import Provider
-from burrow.llm.factory import ModelConfig, provider_from_config
+from burrow.llm.base import ModelError, Provider, Usage
+from burrow.llm.catalog import ModelInfo, describe, known_models
+from burrow.llm.factory import (
+    PROVIDERS,
+    Endpoint,
+    ModelConfig,
+    missing,
+    provider_from_config,
+    split_model,
+)
 from burrow.store.secrets import Redactor, SecretBox, mask
 from burrow.store.settings import SettingsStore
 
-MODEL, BASE_URL, API_KEY = "model.name", "model.base_url", "model.api_key"
+MODEL = "model.name"
+# (api key, base URL) rows per provider; OpenAI's keep their first names.
+ROWS = {
+    "openai": ("model.api_key", "model.base_url"),
+    "anthropic": ("anthropic.api_key", "anthropic.base_url"),
+}
 
 
 @dataclass(frozen=True)
@@ -25,6 +39,21 @@ class ModelView:
     api_key_set: bool
     api_key_hint: str | None
     configured: bool
+
+
+@dataclass(frozen=True)
+class ProviderView:
+    provider: str
+    base_url: str | None
+    api_key_set: bool
+    api_key_hint: str | None
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    ok: bool
+    detail: str
+    models: list[str] | None = None
 
 
 class ModelSettings:
@@ -41,19 +70,23 @@ class ModelSettings:
     async def load(self) -> None:
         stored = await self._store.all()
         config = self._defaults
-        saved: set[str] = set()  # named as the settings page's fields in model errors
+        saved: set[str] = set()  # the OpenAI-compatible settings saved here (errors name them)
         if stored.get(MODEL):
             config = replace(config, model=stored[MODEL])
             saved.add("model")
-        if BASE_URL in stored:
-            config = replace(config, base_url=stored[BASE_URL] or None)
-            saved.add("base_url")
-        if stored.get(API_KEY):
-            config = replace(config, api_key=self._box.open(str(stored[API_KEY])))
-            saved.add("api_key")
-        config = replace(config, on_settings_page=frozenset(saved))
-        self._config = config
-        self._redactor.add(config.api_key)
+        for provider, (key_row, url_row) in ROWS.items():
+            endpoint = config.endpoint(provider)
+            if url_row in stored:
+                endpoint = replace(endpoint, base_url=stored[url_row] or None)
+                if provider == "openai":
+                    saved.add("base_url")
+            if stored.get(key_row):
+                endpoint = replace(endpoint, api_key=self._box.open(str(stored[key_row])))
+                if provider == "openai":
+                    saved.add("api_key")
+            config = _with_endpoint(config, provider, endpoint)
+            self._redactor.add(endpoint.api_key)
+        self._config = replace(config, on_settings_page=frozenset(saved))
 
     @property
     def config(self) -> ModelConfig:
@@ -61,33 +94,83 @@ class ModelSettings:
 
     def view(self) -> ModelView:
         c = self._config
-        configured = bool(c.model in ("demo",) or (c.model or "").startswith("scripted:"))
-        configured = configured or bool(c.api_key) or bool(c.base_url and c.model)
         return ModelView(
             model=c.model,
             base_url=c.base_url,
             api_key_set=bool(c.api_key),
             api_key_hint=mask(c.api_key) if c.api_key else None,
-            configured=configured,
+            configured=missing(c) is None,
         )
+
+    def provider_view(self, provider: str) -> ProviderView:
+        endpoint = self._config.endpoint(provider)
+        key = endpoint.api_key
+        return ProviderView(provider, endpoint.base_url, bool(key), mask(key) if key else None)
 
     async def update(
         self, *, model: str | None = None, base_url: str | None = None, api_key: str | None = None
     ) -> ModelView:
-        """Change what is given; an empty string clears base_url or api_key."""
-        values: dict[str, str | None] = {}
+        """Change what is given; an empty string clears base_url or api_key (OpenAI's)."""
         if model is not None:
-            values[MODEL] = model.strip() or None
+            await self._store.put({MODEL: model.strip() or None})
+        await self.update_provider("openai", base_url=base_url, api_key=api_key)
+        return self.view()
+
+    async def update_provider(
+        self, provider: str, *, base_url: str | None = None, api_key: str | None = None
+    ) -> ProviderView:
+        key_row, url_row = ROWS[provider]
+        values: dict[str, str | None] = {}
         if base_url is not None:
-            values[BASE_URL] = base_url.strip() or None
+            values[url_row] = base_url.strip() or None
         if api_key is not None:
-            values[API_KEY] = self._box.seal(api_key.strip()) if api_key.strip() else None
+            values[key_row] = self._box.seal(api_key.strip()) if api_key.strip() else None
         await self._store.put(values)
         await self.load()
-        return self.view()
+        return self.provider_view(provider)
 
     def provider(self) -> Provider:
         """The provider for the current settings, built once per distinct configuration."""
         if self._provider is None or self._provider[0] != self._config:
             self._provider = (self._config, provider_from_config(self._config))
         return self._provider[1]
+
+    def cost(self, usage: Usage) -> float:
+        """Dollars for `usage` at the current model's prices (table or BURROW_PRICE_*)."""
+        return self._config.pricing().cost(usage)
+
+    def models(self) -> list[ModelInfo]:
+        """The chosen model, then the known models of every provider with a key for its own
+        API (another server at OPENAI_BASE_URL offers models of its own, not OpenAI's)."""
+        listed: list[ModelInfo] = []
+        provider, name = split_model(self._config.model or "")
+        if provider in PROVIDERS and name:
+            listed.append(describe(provider, name))
+        for candidate in PROVIDERS:
+            endpoint = self._config.endpoint(candidate)
+            if endpoint.api_key and (candidate == "anthropic" or not endpoint.base_url):
+                listed += [m for m in known_models(candidate) if m.id not in {i.id for i in listed}]
+        return listed
+
+    async def probe(self, provider: str) -> ProbeResult:
+        """Whether the stored key and base URL of `provider` work: its model list, or why not."""
+        endpoint = self._config.endpoint(provider)
+        if provider == "anthropic":
+            from burrow.llm.anthropic_messages import list_models
+        else:
+            from burrow.llm.openai_compat import list_models
+        if not endpoint.api_key and not (provider == "openai" and endpoint.base_url):
+            variable = "ANTHROPIC_API_KEY" if provider == "anthropic" else "OPENAI_API_KEY"
+            return ProbeResult(False, f"No API key for {provider}: set one here or {variable}.")
+        try:
+            names = await list_models(endpoint.api_key or "", endpoint.base_url)
+        except ModelError as exc:
+            return ProbeResult(False, self._redactor.apply(exc.message))
+        offered = f"{len(names)} model{'' if len(names) == 1 else 's'} offered"
+        return ProbeResult(True, f"{provider}: the key works; {offered}.", names)
+
+
+def _with_endpoint(config: ModelConfig, provider: str, endpoint: Endpoint) -> ModelConfig:
+    if provider == "anthropic":
+        return replace(config, anthropic=endpoint)
+    return replace(config, api_key=endpoint.api_key, base_url=endpoint.base_url)

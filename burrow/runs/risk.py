@@ -1,7 +1,8 @@
-"""How risky a tool call is, judged from the tool and its arguments.
+"""How risky a tool call is, judged from the tool's declared flags and its arguments.
 
 Three levels: `safe` (reads only), `mutating` (changes the sandbox: the normal work of a
-coding agent) and `dangerous` (destroys a lot at once, reaches out, or escalates). Some
+coding agent) and `dangerous` (destroys a lot at once, reaches out, or escalates). A tool
+that runs a shell command is judged by the command, never less than its flags say. Some
 commands are refused outright whatever the mode: they can only be mistakes or attacks.
 """
 
@@ -11,10 +12,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Risk = Literal["safe", "mutating", "dangerous"]
+from burrow.tools.base import ToolKind
+from burrow.tools.registry import declared_kind
 
-SAFE_TOOLS = {"read_file"}
-MUTATING_TOOLS = {"write_file", "edit_file", "preview"}
+Risk = Literal["safe", "mutating", "dangerous"]
+LEVELS: dict[Risk, int] = {"safe": 0, "mutating": 1, "dangerous": 2}
 
 # Clearly destructive: refused with the reason, never asked.
 FORBIDDEN: list[tuple[re.Pattern[str], str]] = [
@@ -93,14 +95,31 @@ class Assessment:
     forbidden: bool = False
 
 
-def assess(tool: str, arguments: dict[str, Any]) -> Assessment:
-    if tool in SAFE_TOOLS:
-        return Assessment("safe", "reads a file")
-    if tool in MUTATING_TOOLS:
-        return Assessment("mutating", f"{tool} changes the workspace or starts a service")
-    if tool == "bash":
-        return assess_command(str(arguments.get("command", "")))
-    return Assessment("mutating", f"{tool} is not known to be read-only")
+def assess(tool: str, arguments: dict[str, Any], kind: ToolKind | None = None) -> Assessment:
+    """The call's risk; `kind`: the tool's flags (default: those of the default tool `tool`)."""
+    kind = kind if kind is not None else declared_kind(tool)
+    declared = assess_kind(tool, kind)
+    if kind.shell is None:
+        return declared
+    judged = assess_command(str(arguments.get(kind.shell, "")))
+    if judged.forbidden or LEVELS[judged.risk] > LEVELS[declared.risk]:
+        return judged
+    return declared
+
+
+def assess_kind(tool: str, kind: ToolKind) -> Assessment:
+    """The risk the flags alone give: the whole risk of a tool that runs no command."""
+    if kind.destructive:
+        return Assessment("dangerous", f"{tool} may delete or overwrite a lot at once.")
+    if kind.network:
+        return Assessment("dangerous", f"{tool} reaches beyond the sandbox.")
+    if kind.writes:
+        return Assessment("mutating", f"{tool} changes the workspace or starts a service.")
+    if kind.reads:
+        return Assessment("safe", f"{tool} only reads.")
+    if kind.shell is not None:
+        return Assessment("safe", f"{tool} does what its command does.")
+    return Assessment("mutating", f"{tool} does not declare what it does; judged as writing.")
 
 
 def assess_command(command: str) -> Assessment:

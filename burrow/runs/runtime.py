@@ -13,13 +13,26 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from burrow.llm.base import Message, ModelError, Pricing, Provider, StreamEvent, ToolSpec
+from burrow.llm.base import (
+    Message,
+    ModelError,
+    Pricer,
+    Pricing,
+    Provider,
+    StreamEvent,
+    ToolSpec,
+)
 from burrow.runs import events as ev
-from burrow.runs.approvals import ApprovalGate
+from burrow.runs.approvals import ApprovalGate, Approvals
+from burrow.runs.budget import Budget, BudgetHook
+from burrow.runs.closing import OpenWork
 from burrow.runs.context import ModelContext
 from burrow.runs.events import EventType
+from burrow.runs.guard import LoopGuard
+from burrow.runs.hooks import Hook, PreviewOpened, SystemPrompt
 from burrow.runs.journal import Journal, Subscription
 from burrow.runs.loop import AgentRun, LoopConfig, RunEnv
+from burrow.runs.quotas import RunQuotaExceeded
 from burrow.runs.sandboxes import SandboxPool
 from burrow.store.conversations import ConversationStore
 from burrow.tools.base import ShellState, Tool, ToolLimits
@@ -44,9 +57,11 @@ class _Active:
 @dataclass
 class RuntimeOptions:
     limits: ToolLimits = field(default_factory=ToolLimits)
-    pricing: Pricing = field(default_factory=Pricing)
+    pricing: Pricer = field(default_factory=Pricing)
     loop: LoopConfig = field(default_factory=LoopConfig)
+    budget: Budget = field(default_factory=Budget)  # each run's limits
     preview_url: Callable[[str, int], str] | None = None  # (cid, port) -> preview address
+    max_runs_per_user: int = 0  # runs going at once per conversation owner; 0: no cap
 
 
 class Runtime:
@@ -72,6 +87,8 @@ class Runtime:
         self._contexts: dict[str, ModelContext] = {}  # insertion order = recency
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._closing = False
+        self._owners: dict[str, str] = {}  # cid -> owner, as learned (owners never change)
+        self._run_owners: dict[str, str] = {}  # cid -> owner, while a run is starting or going
 
     def active_run(self, cid: str) -> str | None:
         active = self._active.get(cid)
@@ -97,15 +114,37 @@ class Runtime:
                         cid, ev.user_message(content, steering=True, run_id=active.run_id)
                     )
                     return active.run_id, event.seq
+                await self._admit_run(cid)
                 run_id = f"r_{secrets.token_hex(8)}"
-                # The message and the start of its run go out in one commit.
-                event, _ = await self.journal.append(
-                    cid,
-                    ev.user_message(content, steering=False, run_id=run_id),
-                    ev.run_started(run_id),
-                )
+                try:
+                    # The message and the start of its run go out in one commit.
+                    event, _ = await self.journal.append(
+                        cid,
+                        ev.user_message(content, steering=False, run_id=run_id),
+                        ev.run_started(run_id),
+                    )
+                except BaseException:
+                    self._run_owners.pop(cid, None)
+                    raise
                 self._start(cid, run_id, announced=True)
                 return run_id, event.seq
+
+    async def _admit_run(self, cid: str) -> None:
+        """Count a new run against its owner's cap, or raise `RunQuotaExceeded`. The count
+        and the reservation happen together, with no await between them: concurrent sends
+        to several conversations cannot all slip under the cap."""
+        limit = self.options.max_runs_per_user
+        if not limit:
+            return
+        owner = self._owners.get(cid)
+        if owner is None:
+            owner = await self.conversations.owner_of(cid)
+            if owner is None:
+                return  # deleted meanwhile: the append says so
+            self._owners[cid] = owner
+        if sum(1 for o in self._run_owners.values() if o == owner) >= limit:
+            raise RunQuotaExceeded(limit)
+        self._run_owners[cid] = owner
 
     def _start(self, cid: str, run_id: str, *, announced: bool = False) -> None:
         active = _Active(run_id)
@@ -151,15 +190,25 @@ class Runtime:
             journal=self.journal,
             provider=_LazyProvider(self._provider),
             tools=self.tools,
-            sandbox=lambda: self.sandboxes.get(cid),
+            sandbox=lambda: self.sandboxes.commands(cid),
             shell=self._shells.setdefault(cid, ShellState()),
             limits=self.options.limits,
             pricing=self.options.pricing,
-            config=self.options.loop,
-            approvals=self.approvals,
+            hooks=self._hooks(cid),
             preview_url=self.options.preview_url,
         )
         return AgentRun(env, cid, run_id, context, feed)
+
+    def _hooks(self, cid: str) -> list[Hook]:
+        """A run's hooks, fresh for each run (budgets and the guard count per run). A
+        conversation's own budget, once stored, is the one place to change here."""
+        return [
+            SystemPrompt(self.options.loop.system_prompt),
+            Approvals(self.approvals),
+            PreviewOpened(),
+            LoopGuard(),
+            BudgetHook(self.options.budget),
+        ]
 
     def _keep_context(self, cid: str, context: ModelContext) -> None:
         self._contexts[cid] = context
@@ -170,12 +219,17 @@ class Runtime:
         async with self._locks[cid]:
             if self._active.get(cid) is active:
                 del self._active[cid]
-            if self._closing or active.run is None or active.stopping:
-                return  # after Stop, steering the stopped run had is not answered
-            # A message that arrived while the run was ending is answered by a new run.
-            later = await self.journal.read(cid, active.run.context.last_seq)
-            if any(e.type == EventType.USER_MESSAGE for e in later):
-                self._start(cid, f"r_{secrets.token_hex(8)}")
+            try:
+                if self._closing or active.run is None or active.stopping:
+                    return  # after Stop, steering the stopped run had is not answered
+                # A message that arrived while the run was ending is answered by a new run:
+                # the same turn, so it keeps the ended run's place under the owner's cap.
+                later = await self.journal.read(cid, active.run.context.last_seq)
+                if any(e.type == EventType.USER_MESSAGE for e in later):
+                    self._start(cid, f"r_{secrets.token_hex(8)}")
+            finally:
+                if cid not in self._active:
+                    self._run_owners.pop(cid, None)
 
     async def interrupt(self, cid: str) -> bool:
         """Cancel the active run; it still closes its tool calls and ends as canceled."""
@@ -196,6 +250,7 @@ class Runtime:
         self._contexts.pop(cid, None)
         self.approvals.mode_changed(cid, None)
         self._locks.pop(cid, None)
+        self._owners.pop(cid, None)
 
     async def recover(self) -> int:
         """Close runs that a crash or restart left open; returns how many were repaired."""
@@ -207,40 +262,22 @@ class Runtime:
         return repaired
 
     async def _repair(self, cid: str) -> None:
-        # Each open run's usage so far: its run.finished carries a full usage object.
-        open_runs: dict[str, dict[str, int | float]] = {}
-        open_calls: dict[str, str] = {}
-        open_approvals: dict[str, str] = {}
+        work = OpenWork()
+        spent: dict[str, dict[str, float]] = {}  # each run's usage so far, for its run.finished
         for event in await self.journal.read(cid):
-            if event.type == EventType.RUN_STARTED and event.run_id:
-                open_runs[event.run_id] = dict.fromkeys(ev.USAGE_FIELDS, 0)
-            elif event.type == EventType.USAGE and event.run_id in open_runs:
-                usage = open_runs[event.run_id or ""]
-                for name in usage:
-                    usage[name] += event.data.get(name, 0)
-            elif event.type == EventType.RUN_FINISHED and event.run_id:
-                open_runs.pop(event.run_id, None)
-            elif event.type == EventType.TOOL_STARTED:
-                open_calls[event.data["call_id"]] = event.run_id or ""
-            elif event.type == EventType.TOOL_FINISHED:
-                open_calls.pop(event.data["call_id"], None)
-            elif event.type == EventType.APPROVAL_REQUESTED:
-                open_approvals[event.data["request_id"]] = event.run_id or ""
-            elif event.type == EventType.APPROVAL_RESOLVED:
-                open_approvals.pop(event.data["request_id"], None)
-        closing = [
-            ev.make(EventType.APPROVAL_RESOLVED, run_id, request_id=request_id, decision="deny")
-            for request_id, run_id in open_approvals.items()
-        ]
-        for request_id in open_approvals:
+            work.apply(event)
+            if event.type == EventType.USAGE and event.run_id:
+                usage = spent.setdefault(event.run_id, {})
+                for name, value in event.data.items():
+                    if isinstance(value, int | float) and not isinstance(value, bool):
+                        usage[name] = usage.get(name, 0) + value
+        for request_id in work.approvals:
             await self.approvals.abandon(request_id)
+        open_runs = list(work.runs)
+        closing = work.closing(RESTARTED, timed=False)
         closing += [
-            ev.tool_finished(run_id, call_id, output=RESTARTED, is_error=True)
-            for call_id, run_id in open_calls.items()
-        ]
-        closing += [
-            ev.run_finished(run_id, "failed", RESTARTED, usage)
-            for run_id, usage in open_runs.items()
+            ev.run_finished(run_id, "failed", RESTARTED, spent.get(run_id, {}))
+            for run_id in open_runs
         ]
         if closing:
             await self.journal.append(cid, *closing)

@@ -5,7 +5,8 @@ Hibernating stops every process and keeps the files; waking boots a fresh sandbo
 same workspace and starts again the services the preview tool recorded. A sandbox that
 runs a command is never hibernated under it. A boot that failed stays failed, with its
 reason, until the user restarts the sandbox: nothing retries in a loop, and nothing ever
-runs on the host instead.
+runs on the host instead. Restart and destroy kill the sandbox before they wait for its
+lock, so nothing the sandbox does (say, stopping its agent) can hold them up.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from burrow.runs.events import EventType, make
 from burrow.runs.journal import Journal
+from burrow.runs.quotas import SandboxQuotaExceeded
 from burrow.sandbox.backend import (
     Backend,
     ErrorCode,
@@ -28,6 +31,7 @@ from burrow.sandbox.backend import (
     closing_exec,
 )
 from burrow.sandbox.terminals import Terminal, TerminalRegistry
+from burrow.store.events import ConversationGone
 from burrow.tools.preview import SERVICE_DIR, START, read_services
 
 log = logging.getLogger(__name__)
@@ -48,9 +52,18 @@ class SandboxPool:
         journal: Journal,
         *,
         idle_seconds: float | None = DEFAULT_IDLE_SECONDS,
+        owner_of: Callable[[str], Awaitable[str | None]] | None = None,
+        max_per_owner: int = 0,
+        for_commands: Callable[[str, Sandbox], Sandbox] = lambda cid, sandbox: sandbox,
     ) -> None:
         self.backend = backend
+        # What commands and terminals run on: the sandbox with the conversation's secrets.
+        self._for_commands = for_commands
         self.idle_seconds = idle_seconds  # None or 0: never hibernate
+        self.max_per_owner = max_per_owner  # live sandboxes per owner (needs owner_of); 0: any
+        self._owner_of = owner_of
+        self._owners: dict[str, str] = {}  # cid -> owner, as learned (owners never change)
+        self._live: dict[str, str] = {}  # cid -> owner, from admission until it stops
         self.terminals = TerminalRegistry(on_activity=self.touch)
         self._journal = journal
         self._sandboxes: dict[str, Sandbox] = {}
@@ -102,8 +115,13 @@ class SandboxPool:
         # callers, or the next run, are waiting for.
         return await asyncio.shield(starting)
 
+    async def commands(self, cid: str) -> Sandbox:
+        """The sandbox as the conversation's commands and terminals see it (`get` is the
+        bare one: files and previews)."""
+        return self._for_commands(cid, await self.get(cid))
+
     async def open_terminal(self, cid: str, cols: int, rows: int) -> Terminal:
-        sandbox = await self.get(cid)
+        sandbox = await self.commands(cid)
         return await self.terminals.open(cid, sandbox, cols, rows)
 
     async def _start_locked(self, cid: str) -> Sandbox:
@@ -114,6 +132,7 @@ class SandboxPool:
             return await self._start(cid)
 
     async def _start(self, cid: str) -> Sandbox:
+        await self._admit(cid)
         previous = self._states.get(cid)
         waking = previous is not None and previous.status == "hibernated"
         what = "Waking the" if waking else f"Starting a {self.backend.name}"
@@ -123,10 +142,11 @@ class SandboxPool:
         try:
             sandbox = await self.backend.create(cid)
         except SandboxError as exc:
+            self._live.pop(cid, None)
             await self._status(cid, "failed", exc.message)
             raise
         self._sandboxes[cid] = sandbox
-        detail = await self._start_services(sandbox)
+        detail = await self._start_services(self._for_commands(cid, sandbox))
         await self._status(cid, "ready", detail)
         self.touch(cid)
         return sandbox
@@ -161,7 +181,7 @@ class SandboxPool:
             parts.append(f"could not start the service(s) on port(s) {', '.join(failed)}")
         return "; ".join(parts)
 
-    async def hibernate(self, cid: str) -> bool:
+    async def hibernate(self, cid: str, detail: str | None = None) -> bool:
         """Stop the sandbox's processes, keep its files; False if it is busy or not running."""
         async with self._locks[cid]:
             sandbox = self.running(cid)
@@ -174,15 +194,16 @@ class SandboxPool:
                 pass  # a broken agent is stopped all the same
             self._cancel_timer(cid)
             self._sandboxes.pop(cid, None)
+            self._live.pop(cid, None)
             await self.terminals.close_all(cid)
             await sandbox.stop()
             minutes = (self.idle_seconds or 0) / 60
-            await self._status(
-                cid, "hibernated", f"idle for {minutes:g} min; files kept, wakes on next use"
-            )
+            detail = detail or f"idle for {minutes:g} min; files kept, wakes on next use"
+            await self._status(cid, "hibernated", detail)
             return True
 
     async def restart(self, cid: str) -> Sandbox:
+        await self._kill(cid)
         async with self._locks[cid]:
             self._cancel_timer(cid)
             old = self._sandboxes.pop(cid, None)
@@ -193,14 +214,24 @@ class SandboxPool:
             return await self._start(cid)
 
     async def destroy(self, cid: str) -> None:
+        await self._kill(cid)
         async with self._locks[cid]:
             self._cancel_timer(cid)
             self._sandboxes.pop(cid, None)
+            self._live.pop(cid, None)
             await self.terminals.close_all(cid)
             await self.backend.destroy(cid)
         self._locks.pop(cid, None)
         self._states.pop(cid, None)
         self._last_used.pop(cid, None)
+        self._owners.pop(cid, None)
+
+    async def _kill(self, cid: str) -> None:
+        """Kill the sandbox before waiting for its lock: whoever holds the lock is then
+        waiting on a dead agent, which fails at once instead of at its deadline."""
+        sandbox = self._sandboxes.get(cid)
+        if sandbox is not None:
+            await sandbox.stop()
 
     async def close(self) -> None:
         for cid in list(self._timers):
@@ -209,7 +240,45 @@ class SandboxPool:
             task.cancel()
         await self.terminals.close_everything()
         self._sandboxes.clear()
+        self._live.clear()
         await self.backend.close()
+
+    async def _admit(self, cid: str) -> None:
+        """Count this sandbox against its owner's cap. At the cap, hibernate the owner's
+        least recently used sandbox that runs no command (files kept; it wakes on next use),
+        as a person juggling conversations expects; refuse only when all of them are busy.
+        Counting and admitting happen with no await between them, so concurrent starts
+        cannot all slip under the cap."""
+        if not self.max_per_owner or self._owner_of is None:
+            return
+        owner = self._owners.get(cid)
+        if owner is None:
+            owner = await self._owner_of(cid)
+            if owner is None:
+                return  # not a conversation (any more): nothing to count it against
+            self._owners[cid] = owner
+        tried: set[str] = set()
+        while True:
+            others = [c for c, o in self._live.items() if o == owner and c != cid]
+            others = [c for c in others if not self._stopped(c)]
+            if len(others) < self.max_per_owner:
+                self._live[cid] = owner
+                return
+            idle = [c for c in others if c not in tried and self.running(c) is not None]
+            if not idle:
+                raise SandboxQuotaExceeded(self.max_per_owner)
+            victim = min(idle, key=lambda c: self._last_used.get(c, 0.0))
+            tried.add(victim)
+            await self.hibernate(
+                victim,
+                f"hibernated to make room for another of your sandboxes (the limit is "
+                f"{self.max_per_owner} live at once); files kept, wakes on next use",
+            )
+
+    def _stopped(self, cid: str) -> bool:
+        """It died under us: no longer live, though still on the books until woken."""
+        sandbox = self._sandboxes.get(cid)
+        return sandbox is not None and sandbox.status != "ready"
 
     def _arm(self, cid: str, delay: float) -> None:
         loop = asyncio.get_running_loop()
@@ -235,6 +304,8 @@ class SandboxPool:
     async def _hibernate_when_idle(self, cid: str) -> None:
         try:
             hibernated = await self.hibernate(cid)
+        except ConversationGone:
+            return  # deleted while it hibernated: destroy() does the rest
         except Exception:
             log.exception("hibernating the sandbox of %s failed", cid)
             hibernated = False

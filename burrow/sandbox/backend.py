@@ -179,8 +179,11 @@ class Sandbox(Protocol):
         """Round-trip to the in-sandbox agent, in seconds."""
         ...
 
-    async def open_pty(self, cols: int, rows: int) -> PtySession:
-        """Start an interactive login shell in the workspace on a new pseudo-terminal."""
+    async def open_pty(
+        self, cols: int, rows: int, env: Mapping[str, str] | None = None
+    ) -> PtySession:
+        """Start an interactive login shell in the workspace on a new pseudo-terminal;
+        `env` adds to its environment (a conversation's secrets)."""
         ...
 
     async def running_commands(self) -> int:

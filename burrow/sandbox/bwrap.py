@@ -84,6 +84,18 @@ def find_bwrap() -> str:
     )
 
 
+def hide_options(argv: list[str]) -> tuple[list[str], int]:
+    """`argv` with bwrap's options moved into a memory file that bwrap reads (`--args FD`)
+    and closes: they name host paths (the data directory, the runtime directory), and the
+    sandbox's pid 1 is bwrap, whose command line every process inside can read.
+    Returns the short command line and the fd to pass to bwrap."""
+    end = argv.index("--")
+    fd = os.memfd_create("burrow-bwrap-args", os.MFD_CLOEXEC)
+    os.write(fd, b"".join(arg.encode() + b"\0" for arg in argv[1:end]))
+    os.lseek(fd, 0, os.SEEK_SET)
+    return [argv[0], "--args", str(fd), *argv[end:]], fd
+
+
 def build_argv(
     bwrap: str,
     *,
@@ -144,6 +156,13 @@ def build_argv(
         "--proc",
         "/proc",
         "--dev",
+        "/dev",
+        # /dev is a tmpfs the sandbox could fill: only a bounded /dev/shm stays writable.
+        "--size",
+        str(tmp_size_bytes),
+        "--tmpfs",
+        "/dev/shm",
+        "--remount-ro",
         "/dev",
         "--size",
         str(tmp_size_bytes),

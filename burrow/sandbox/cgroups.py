@@ -10,6 +10,8 @@ the sandbox stops. Nothing outside `burrow/` is ever written.
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,6 +119,18 @@ class SandboxCgroup:
         except OSError:
             return []
 
+    def kill_and_remove(self) -> None:
+        """SIGKILL whatever is still in the cgroups, then remove them. The pid namespace's
+        end normally leaves nothing; this is the host's own sweep, not the sandbox's word."""
+        if self.v2 and (self.dirs["unified"] / "cgroup.kill").exists():
+            with contextlib.suppress(OSError):
+                _write(self.dirs["unified"] / "cgroup.kill", 1)
+        else:
+            for pid in self.pids():
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+        self.remove()
+
     def remove(self) -> None:
         """Remove the directories once their processes are gone (they die asynchronously)."""
         for path in self.dirs.values():
@@ -134,12 +148,15 @@ def joining_command(procs_files: list[str], argv: list[str], gate_fd: int | None
     """`argv` run by a shell that first moves itself into the cgroups, then execs it: no
     process of the sandbox starts outside them. The first move into a cgroup costs the
     kernel an RCU grace period (~15 ms), so the shell does it while the host prepares the
-    rest, and waits for a line on `gate_fd` (if given) before it execs. (A preexec_fn
-    would also force a full fork of the server, ~20 ms; a shell spawns in ~1 ms.)"""
+    rest, and waits for a line on `gate_fd` (if given) before it execs, with an empty
+    environment (`exec -c`: bash's own PWD and SHLVL would show the server's working
+    directory in the sandbox's /proc/1/environ). (A preexec_fn would also force a full
+    fork of the server, ~20 ms; a shell spawns in ~1 ms.)"""
     script = (
         'g=$1; shift; for f in "$@"; do [ "$f" = -- ] && break; echo 0 > "$f" || exit 125; done; '
         'while [ "$1" != -- ]; do shift; done; shift; '
-        'if [ "$g" != - ]; then read -r _ <&"$g" || exit 125; eval "exec $g<&-"; fi; exec "$@"'
+        'if [ "$g" != - ]; then read -r _ <&"$g" || exit 125; eval "exec $g<&-"; fi; '
+        'exec -c -a "${1##*/}" "$@"'
     )
     gate = "-" if gate_fd is None else str(gate_fd)
     # bash, not sh: dash redirects only fds 0-9

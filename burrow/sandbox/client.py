@@ -3,6 +3,11 @@
 Every request starts with the version handshake; error frames become
 `SandboxError(ErrorCode(code))`; a connection that cannot be made or breaks becomes
 `UNAVAILABLE`. Closing an exec stream before its exit kills the remote process group.
+
+The agent runs inside the sandbox, so it is as hostile as the code there: it can be
+stopped (`kill -STOP`), slowed down or replaced. Every wait for it has a deadline
+(`reply_timeout`; an exec stream gets its own timeout plus that), and a missed deadline
+raises `AgentUnresponsive`, on which the backend kills the sandbox from the host.
 """
 
 from __future__ import annotations
@@ -10,8 +15,8 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Mapping
+from typing import Any, Literal, TypeVar
 
 from burrow.sandbox.agent import protocol
 from burrow.sandbox.backend import (
@@ -26,7 +31,20 @@ from burrow.sandbox.backend import (
 
 RECV_BYTES = 256 * 1024
 TUNNEL_BUFFER_BYTES = 256 * 1024  # a tunnel reader's buffer before it pauses the agent
+# A terminal's output frames: the agent sends at most 64 KiB; more is a broken (or
+# subverted) agent, refused before it is buffered.
+PTY_MAX_PAYLOAD_BYTES = 256 * 1024
 ABORT_WAIT_SECONDS = 2.0  # how long an early close waits for the killed command to exit
+REPLY_TIMEOUT_SECONDS = 5.0  # connect, handshake and one answer; generous for a loaded host
+
+T = TypeVar("T")
+
+
+class AgentUnresponsive(SandboxError):
+    """The agent missed a deadline: stopped, hung or starved. The sandbox must be killed."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(ErrorCode.UNAVAILABLE, f"The sandbox agent did not answer {what}.")
 
 
 class _Connection:
@@ -80,7 +98,7 @@ class PtyConnection:
             frame = protocol.Frame({"kind": protocol.EXIT})
         if frame.kind == protocol.EXIT:
             header = frame.header
-            self.exit = ExecExit(exit_code=header.get("exit_code"), signal=header.get("signal"))
+            self.exit = ExecExit(_number(header, "exit_code"), _number(header, "signal"))
             self._conn.close()
             return b""
         return frame.payload
@@ -110,48 +128,59 @@ class AgentClient:
     """Talks to the agent listening on `socket_path`."""
 
     def __init__(
-        self, socket_path: str, *, version: tuple[int, int] = protocol.PROTOCOL_VERSION
+        self,
+        socket_path: str,
+        *,
+        version: tuple[int, int] = protocol.PROTOCOL_VERSION,
+        reply_timeout: float = REPLY_TIMEOUT_SECONDS,
     ) -> None:
         self.socket_path = socket_path
+        self.reply_timeout = reply_timeout
         self._hello = protocol.encode_frame(
             protocol.HELLO, version=list(version), features=list(protocol.FEATURES)
         )
 
-    async def handshake(self) -> dict[str, Any]:
-        """Connect and exchange hellos; returns the agent's hello (version, features)."""
-        conn, hello = await self._open(b"")
+    async def handshake(self, timeout: float | None = None) -> dict[str, Any]:
+        """Connect and exchange hellos; returns the agent's hello (version, features).
+        `timeout` replaces the reply timeout (a boot has its own)."""
+        until = asyncio.get_running_loop().time() + (timeout or self.reply_timeout)
+        conn, hello = await self._within("the handshake in time", self._open(b""), until=until)
         conn.close()
         return hello
 
     async def ping(self) -> float:
         started = time.perf_counter()
-        conn, _ = await self._open(protocol.encode_frame(protocol.PING))
-        try:
-            await self._expect(conn, protocol.PONG)
-        finally:
-            conn.close()
+        await self._request(protocol.PING, protocol.PONG)
         return time.perf_counter() - started
 
     async def running_commands(self) -> int:
         """How many one-shot commands the agent is running (terminals not counted)."""
-        conn, _ = await self._open(protocol.encode_frame(protocol.PING))
-        try:
-            frame = await self._expect(conn, protocol.PONG)
-        finally:
-            conn.close()
-        return int(frame.header.get("busy") or 0)
+        frame = await self._request(protocol.PING, protocol.PONG)
+        return _number(frame.header, "busy") or 0
 
-    async def open_pty(self, cols: int, rows: int, argv: list[str] | None = None) -> PtyConnection:
+    async def open_pty(
+        self,
+        cols: int,
+        rows: int,
+        argv: list[str] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> PtyConnection:
         """Start a shell on a new pseudo-terminal; the connection is the session's life."""
-        conn, _ = await self._open(
-            protocol.encode_frame(protocol.PTY_OPEN, cols=cols, rows=rows, argv=argv)
+        request = protocol.encode_frame(
+            protocol.PTY_OPEN, cols=cols, rows=rows, argv=argv, env=dict(env or {})
+        )
+        conn, started = await self._within(
+            "a terminal request", self._exchange(request, protocol.PTY_STARTED)
         )
         try:
-            started = await self._expect(conn, protocol.PTY_STARTED)
-        except BaseException:
+            pid = _number(started.header, "pid")
+            if pid is None:
+                raise _malformed(started.header, "pid")
+        except SandboxError:
             conn.close()
             raise
-        return PtyConnection(conn, int(started.header["pid"]))
+        _bound_frames(conn, PTY_MAX_PAYLOAD_BYTES)
+        return PtyConnection(conn, pid)
 
     async def exec(self, request: ExecRequest) -> AsyncIterator[ExecEvent]:
         spawn = protocol.encode_frame(
@@ -165,19 +194,29 @@ class AgentClient:
         )
         if request.stdin is not None:
             spawn += protocol.encode_frame(protocol.STDIN, request.stdin, eof=True)
-        conn, _ = await self._open(spawn)
+        conn, _ = await self._within("a command request", self._open(spawn))
+        # The agent kills a command at its timeout and reports the exit; one that has not
+        # reported it a reply timeout later is not going to.
+        until = None
+        if request.timeout is not None:
+            until = asyncio.get_running_loop().time() + request.timeout + self.reply_timeout
         finished = False
         try:
             while True:
-                frame = await conn.receive()
+                what = f"with the exit of a command {self.reply_timeout:g} s past its timeout"
+                try:
+                    frame = await self._within(what, self._receive_alive(conn), until=until)
+                except AgentUnresponsive:
+                    finished = True  # no abort to wait for: the sandbox is killed instead
+                    raise
                 if frame.kind in (protocol.STDOUT, protocol.STDERR):
                     yield ExecChunk(frame.kind, frame.payload)  # type: ignore[arg-type]
                 elif frame.kind == protocol.EXIT:
                     finished = True
                     header = frame.header
                     yield ExecExit(
-                        exit_code=header.get("exit_code"),
-                        signal=header.get("signal"),
+                        exit_code=_number(header, "exit_code"),
+                        signal=_number(header, "signal"),
                         timed_out=bool(header.get("timed_out")),
                         result=frame.payload if header.get("has_result") else None,
                     )
@@ -191,8 +230,7 @@ class AgentClient:
 
     async def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
         frame = await self._request(
-            protocol.encode_frame(protocol.READ, path=path, offset=offset, limit=limit),
-            protocol.READ_RESULT,
+            protocol.READ, protocol.READ_RESULT, path=path, offset=offset, limit=limit
         )
         return frame.payload
 
@@ -203,29 +241,27 @@ class AgentClient:
                 f"{path}: {len(data)} bytes is more than one write may carry "
                 f"({protocol.MAX_PAYLOAD_BYTES} bytes); write it in parts from inside the sandbox",
             )
-        frame = await self._request(
-            protocol.encode_frame(protocol.WRITE, data, path=path), protocol.WRITE_RESULT
-        )
-        return _entry(frame.header["entry"])
+        frame = await self._request(protocol.WRITE, protocol.WRITE_RESULT, data, path=path)
+        return _entry(frame.header.get("entry"))
 
     async def list_dir(self, path: str) -> list[FileEntry]:
-        frame = await self._request(
-            protocol.encode_frame(protocol.LIST, path=path), protocol.LIST_RESULT
-        )
-        return [_entry(entry) for entry in frame.header["entries"]]
+        frame = await self._request(protocol.LIST, protocol.LIST_RESULT, path=path)
+        entries = frame.header.get("entries")
+        if not isinstance(entries, list):
+            raise _malformed(frame.header, "entries")
+        return [_entry(entry) for entry in entries]
 
     async def stat(self, path: str) -> FileEntry:
-        frame = await self._request(
-            protocol.encode_frame(protocol.STAT, path=path), protocol.STAT_RESULT
-        )
-        return _entry(frame.header["entry"])
+        frame = await self._request(protocol.STAT, protocol.STAT_RESULT, path=path)
+        return _entry(frame.header.get("entry"))
 
     async def open_tunnel(self, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        """A raw byte stream to 127.0.0.1:`port` inside the sandbox (see agent/tunnel.py).
+        """A raw byte stream to 127.0.0.1:`port` inside the sandbox (see agent/tunnel.py)."""
+        return await self._within("a tunnel request", self._open_tunnel(port))
 
-        Frames are read with readexactly, so bytes the service sent right after the
-        `tunnel_open` answer stay in the returned reader's buffer.
-        """
+    async def _open_tunnel(self, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """Frames are read with readexactly, so bytes the service sent right after the
+        `tunnel_open` answer stay in the returned reader's buffer."""
         try:
             reader, writer = await asyncio.open_unix_connection(
                 self.socket_path, limit=TUNNEL_BUFFER_BYTES
@@ -253,6 +289,31 @@ class AgentClient:
             raise
         return reader, writer
 
+    async def _within(
+        self, what: str, work: Awaitable[T], *, until: float | Literal["reply"] | None = "reply"
+    ) -> T:
+        """`work`, or AgentUnresponsive once the deadline has passed ("reply": a reply
+        timeout from now; None: none); the one place a wait for the agent gets its deadline."""
+        loop = asyncio.get_running_loop()
+        when = loop.time() + self.reply_timeout if until == "reply" else until
+        try:
+            async with asyncio.timeout_at(when):
+                return await work
+        except TimeoutError:
+            if until == "reply":
+                what = f"{what} within {self.reply_timeout:g} s"
+            raise AgentUnresponsive(what) from None
+
+    async def _receive_alive(self, conn: _Connection) -> protocol.Frame:
+        """The next frame of a stream that may rightly stay silent for long (a quiet
+        command): while none comes, the agent must keep answering pings on the side."""
+        while True:
+            try:
+                async with asyncio.timeout(self.reply_timeout):
+                    return await conn.receive()
+            except TimeoutError:
+                await self.ping()
+
     async def _open(self, request: bytes) -> tuple[_Connection, dict[str, Any]]:
         try:
             reader, writer = await asyncio.open_unix_connection(self.socket_path)
@@ -271,18 +332,26 @@ class AgentClient:
             raise
         return conn, hello.header
 
-    async def _request(self, request: bytes, expected: str) -> protocol.Frame:
+    async def _exchange(self, request: bytes, expected: str) -> tuple[_Connection, protocol.Frame]:
+        """Open a connection, send `request` and read its `expected` answer; the
+        connection stays open for what follows (a terminal's stream)."""
         conn, _ = await self._open(request)
         try:
-            return await self._expect(conn, expected)
-        finally:
+            frame = await conn.receive()
+            if frame.kind != expected:
+                raise SandboxError(ErrorCode.PROTOCOL, f"expected {expected}, got {frame.kind}")
+        except BaseException:
             conn.close()
+            raise
+        return conn, frame
 
-    @staticmethod
-    async def _expect(conn: _Connection, expected: str) -> protocol.Frame:
-        frame = await conn.receive()
-        if frame.kind != expected:
-            raise SandboxError(ErrorCode.PROTOCOL, f"expected {expected}, got {frame.kind}")
+    async def _request(
+        self, kind: str, expected: str, payload: bytes = b"", **fields: Any
+    ) -> protocol.Frame:
+        """One request, one answer, within the reply timeout."""
+        request = protocol.encode_frame(kind, payload, **fields)
+        conn, frame = await self._within(f"a {kind} request", self._exchange(request, expected))
+        conn.close()
         return frame
 
     @staticmethod
@@ -309,6 +378,11 @@ async def _read_frame(reader: asyncio.StreamReader) -> protocol.Frame:
     return frames[0]
 
 
+def _bound_frames(conn: _Connection, max_payload: int) -> None:
+    """Refuse frames from now on whose payload passes `max_payload` (the session ends)."""
+    conn.decoder.max_payload = max_payload
+
+
 def _unavailable(detail: str) -> SandboxError:
     return SandboxError(ErrorCode.UNAVAILABLE, f"The sandbox is unavailable: {detail}.")
 
@@ -322,11 +396,38 @@ def _error_from_frame(frame: protocol.Frame) -> SandboxError:
     return SandboxError(code, str(frame.header.get("message", "")))
 
 
-def _entry(raw: dict[str, Any]) -> FileEntry:
-    return FileEntry(
-        name=raw["name"],
-        path=raw["path"],
-        kind=raw["kind"],
-        size=int(raw["size"]),
-        mtime=float(raw["mtime"]),
+def _entry(raw: object) -> FileEntry:
+    if not isinstance(raw, dict):
+        raise _malformed({"entry": raw}, "entry")
+    try:
+        entry = FileEntry(
+            name=str(raw["name"]),
+            path=str(raw["path"]),
+            kind=raw["kind"],
+            size=int(raw["size"]),
+            mtime=float(raw["mtime"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        raise _malformed({"entry": raw}, "entry") from None
+    if entry.kind not in ("file", "dir", "symlink", "other"):
+        raise _malformed({"entry": raw}, "entry")
+    return entry
+
+
+# Answers are read defensively: the agent lives in the sandbox and is as untrusted as it.
+
+
+def _number(header: dict[str, Any], name: str) -> int | None:
+    """An integer field (or None when absent) of an answer's header."""
+    value = header.get(name)
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise _malformed(header, name)
+
+
+def _malformed(header: dict[str, Any], name: str) -> SandboxError:
+    return SandboxError(
+        ErrorCode.PROTOCOL,
+        f"The sandbox agent sent a malformed {header.get('kind', 'answer')!s:.40} frame "
+        f"({name}); restart the sandbox.",
     )

@@ -31,7 +31,8 @@ class WorkspaceDisk:
         """Create the image on first use and mount it on the workspace directory."""
         if self.mounted:
             return
-        self.mountpoint.mkdir(parents=True, exist_ok=True)
+        self.mountpoint.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.mountpoint.mkdir(mode=0o700, exist_ok=True)
         fresh = not self.image.exists()
         if fresh:
             if any(self.mountpoint.iterdir()):
@@ -84,5 +85,6 @@ async def _run(*argv: str) -> None:
 
 
 def _sparse_file(path: Path, size: int) -> None:
-    with open(path, "wb") as file:
+    # 0600: the image holds the workspace's files, readable block by block.
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as file:
         file.truncate(size)

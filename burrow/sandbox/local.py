@@ -4,6 +4,11 @@ The host binds the agent's Unix socket and hands the listening fd to the sandbox
 (socket activation), so the sandbox never sees the socket path and the host can connect
 at once: the handshake completes when the agent is up, with no polling. The host closes
 its copy of the listener, so a dead agent refuses connections instead of hanging them.
+
+The agent shares the sandbox with the code it runs, which can stop or starve it: every
+call to it goes through `_call` (or the exec stream), whose waits have deadlines (see
+client.py); an agent that misses one gets its sandbox killed from the host — bwrap's
+process group, then the pid namespace and the cgroup — never waited on.
 """
 
 from __future__ import annotations
@@ -18,9 +23,10 @@ import shutil
 import signal
 import socket
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from burrow.sandbox import bwrap, cgroups, network, seccomp
 from burrow.sandbox.backend import (
@@ -35,12 +41,21 @@ from burrow.sandbox.backend import (
     closing_exec,
 )
 from burrow.sandbox.cgroups import Limits
-from burrow.sandbox.client import AgentClient, PtyConnection
+from burrow.sandbox.client import (
+    REPLY_TIMEOUT_SECONDS,
+    AgentClient,
+    AgentUnresponsive,
+    PtyConnection,
+)
 from burrow.sandbox.disk import WorkspaceDisk
 from burrow.sandbox.network import NetworkPolicy
 
 SANDBOX_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 STDERR_TAIL_LINES = 20
+STDERR_LINE_BYTES = 500
+STOP_WAIT_SECONDS = 2.0  # for the stderr pipe to close once every process is killed
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -66,6 +81,8 @@ class LocalSandbox:
         workspace_dir: Path,
         socket_path: Path,
         disk: WorkspaceDisk | None = None,
+        *,
+        agent_timeout: float = REPLY_TIMEOUT_SECONDS,
     ) -> None:
         self._id = sandbox_id
         self.disk = disk
@@ -74,7 +91,7 @@ class LocalSandbox:
         self._egress: network.Egress | None = None
         self.workspace_dir = workspace_dir  # on the host
         self.socket_path = socket_path
-        self.client = AgentClient(str(socket_path))
+        self.client = AgentClient(str(socket_path), reply_timeout=agent_timeout)
         self.detail = ""  # why the sandbox is not ready, shown with UNAVAILABLE errors
         self._status: SandboxStatus = "stopped"
         self._process: asyncio.subprocess.Process | None = None
@@ -147,6 +164,8 @@ class LocalSandbox:
                 tmp_size_bytes=(plan.limits.tmp_mb << 20) if plan.limits else bwrap.TMP_SIZE_BYTES,
                 resolv_conf=plan.resolv_conf if plan.network == "egress" else None,
             )
+            argv, args_fd = bwrap.hide_options(argv)
+            fds.append(args_fd)
             if self.cgroup is not None:
                 gate_read = None
                 if overlap_disk:
@@ -154,13 +173,17 @@ class LocalSandbox:
                     fds.append(gate_read)
                 argv = cgroups.joining_command(self.cgroup.procs_files(), argv, gate_read)
             self._process = await asyncio.create_subprocess_exec(
-                *argv,
+                # argv[0] too is visible in /proc/1/cmdline: the name, not the host path.
+                os.path.basename(argv[0]),
+                *argv[1:],
+                executable=argv[0],
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
-                # Nothing of the server's environment: the namespace's init (bwrap itself)
-                # is visible in the sandbox's /proc/1/environ.
+                # Nothing of the server's environment or working directory: the
+                # namespace's init (bwrap itself) shows its environ and cwd to the sandbox.
                 env={},
+                cwd="/",
                 pass_fds=tuple(fds),
                 # Its own process group, so stop() can kill bwrap and the namespace's init
                 # together even if bwrap's die-with-parent has not taken effect yet.
@@ -197,7 +220,7 @@ class LocalSandbox:
             async with asyncio.timeout(plan.boot_timeout):
                 if info_read >= 0:
                     await self._start_egress(info_read)
-                await self.client.handshake()
+                await self.client.handshake(plan.boot_timeout)
         except (SandboxError, TimeoutError) as exc:
             reason = await self._boot_failure(process, exc)
             await self.stop()
@@ -211,7 +234,9 @@ class LocalSandbox:
     async def _prepare(self, plan: BootPlan, *, mount_disk: bool) -> None:
         """The workspace (its disk, when quotas are on) and the cgroups, before bwrap."""
         self.limits = plan.limits
-        self.workspace_dir.mkdir(parents=True, exist_ok=True)
+        # 0700 like the data directory above it (the sandbox runs as this same user).
+        self.workspace_dir.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.workspace_dir.mkdir(mode=0o700, exist_ok=True)
         if self.disk is not None and mount_disk:
             await self.disk.mount()
         self.socket_path.unlink(missing_ok=True)
@@ -234,23 +259,28 @@ class LocalSandbox:
         await self._egress.start(network.read_child_pid(info))
 
     async def stop(self) -> None:
-        """Kill every process of the sandbox (the pid namespace dies with bwrap)."""
+        """Kill every process of the sandbox from the host; nothing here waits on the agent.
+
+        SIGKILL to bwrap's process group ends the pid namespace's init, and the kernel then
+        kills every process of the namespace (stopped ones too); the cgroup is swept after.
+        """
         process, self._process = self._process, None
         self._stopping = True
         if process is not None and process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             await process.wait()
-        for task in self._watchers:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._watchers = []
+        watchers, self._watchers = self._watchers, []
+        if watchers:  # the stderr pipe closes once its last holder is dead: bound the wait
+            _, late = await asyncio.wait(watchers, timeout=STOP_WAIT_SECONDS)
+            for task in late:
+                task.cancel()
         egress, self._egress = self._egress, None
         if egress is not None:
             await egress.stop()
         cgroup, self.cgroup = self.cgroup, None
         if cgroup is not None:
-            await asyncio.to_thread(cgroup.remove)
+            await asyncio.to_thread(cgroup.kill_and_remove)
         self.socket_path.unlink(missing_ok=True)
         if self._status != "failed":
             self._status = "stopped"
@@ -296,59 +326,38 @@ class LocalSandbox:
             return ""
         return "\n[burrow] " + "; ".join(notes) + ". The sandbox is still usable.\n"
 
-    async def open_pty(self, cols: int, rows: int) -> PtyConnection:
-        self._check_ready()
-        try:
-            return await self.client.open_pty(cols, rows)
-        except SandboxError as exc:
-            raise await self._explain(exc) from None
+    async def open_pty(
+        self, cols: int, rows: int, env: Mapping[str, str] | None = None
+    ) -> PtyConnection:
+        return await self._call(lambda: self.client.open_pty(cols, rows, env=env))
 
     async def running_commands(self) -> int:
-        self._check_ready()
-        try:
-            return await self.client.running_commands()
-        except SandboxError as exc:
-            raise await self._explain(exc) from None
+        return await self._call(self.client.running_commands)
 
     async def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
-        self._check_ready()
-        try:
-            return await self.client.read_file(path, offset, limit)
-        except SandboxError as exc:
-            raise await self._explain(exc) from None
+        return await self._call(lambda: self.client.read_file(path, offset, limit))
 
     async def write_file(self, path: str, data: bytes) -> None:
-        self._check_ready()
-        try:
-            await self.client.write_file(path, data)
-        except SandboxError as exc:
-            raise await self._explain(exc) from None
+        await self._call(lambda: self.client.write_file(path, data))
 
     async def list_dir(self, path: str) -> list[FileEntry]:
-        self._check_ready()
-        try:
-            return await self.client.list_dir(path)
-        except SandboxError as exc:
-            raise await self._explain(exc) from None
+        return await self._call(lambda: self.client.list_dir(path))
 
     async def stat(self, path: str) -> FileEntry:
-        self._check_ready()
-        try:
-            return await self.client.stat(path)
-        except SandboxError as exc:
-            raise await self._explain(exc) from None
+        return await self._call(lambda: self.client.stat(path))
 
     async def open_tunnel(self, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        self._check_ready()
-        try:
-            return await self.client.open_tunnel(port)
-        except SandboxError as exc:
-            raise await self._explain(exc) from None
+        return await self._call(lambda: self.client.open_tunnel(port))
 
     async def ping(self) -> float:
+        return await self._call(self.client.ping)
+
+    async def _call(self, request: Callable[[], Awaitable[T]]) -> T:
+        """Every host -> agent request goes through here (exec streams through `exec`):
+        the client owns the deadline, this the error mapping."""
         self._check_ready()
         try:
-            return await self.client.ping()
+            return await request()
         except SandboxError as exc:
             raise await self._explain(exc) from None
 
@@ -364,7 +373,15 @@ class LocalSandbox:
         )
 
     async def _explain(self, exc: SandboxError) -> SandboxError:
-        """Turn a broken connection into the reason the sandbox died, when it did."""
+        """Turn a broken connection into the reason the sandbox died, when it did; an
+        agent that missed a deadline is killed with its sandbox, never waited on."""
+        if isinstance(exc, AgentUnresponsive):
+            if self._status == "ready":
+                await self.stop()
+                self._fail(
+                    f"{exc.message} Every process of the sandbox was killed; its files are kept"
+                )
+            return self._unavailable()
         if exc.code != ErrorCode.UNAVAILABLE:
             return exc
         process = self._process
@@ -379,9 +396,19 @@ class LocalSandbox:
         self._status, self.detail = "failed", reason
 
     async def _collect_stderr(self, process: asyncio.subprocess.Process) -> None:
+        """Keep the last lines bwrap and the agent wrote: a boot failure's reason. Bounded
+        per line too, as the sandbox's code can write there (/proc/1/fd/2)."""
         assert process.stderr is not None
-        async for line in process.stderr:
-            self._stderr_tail.append(line.decode(errors="replace").rstrip())
+        rest = b""
+        while chunk := await process.stderr.read(STDERR_LINE_BYTES):
+            *lines, rest = (rest + chunk).split(b"\n")
+            for line in lines:
+                self._stderr_tail.append(_shown(line))
+            if len(rest) > STDERR_LINE_BYTES:  # no newline in sight: cut it here
+                self._stderr_tail.append(_shown(rest))
+                rest = b""
+        if rest:
+            self._stderr_tail.append(_shown(rest))
 
     async def _watch_exit(self, process: asyncio.subprocess.Process) -> None:
         returncode = await process.wait()
@@ -392,7 +419,7 @@ class LocalSandbox:
         self._fail(f"the sandbox agent died ({how}){': ' + stderr if stderr else ''}")
 
     async def _boot_failure(self, process: asyncio.subprocess.Process, exc: Exception) -> str:
-        if isinstance(exc, TimeoutError):
+        if isinstance(exc, (TimeoutError, AgentUnresponsive)):
             return "the sandbox agent did not answer in time"
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(1.0):
@@ -421,6 +448,7 @@ class LocalBackend:
         limits: Limits | None = None,
         network: NetworkPolicy = "none",
         seccomp: bool = True,
+        agent_timeout: float = REPLY_TIMEOUT_SECONDS,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.python = python
@@ -428,6 +456,7 @@ class LocalBackend:
         self.limits = limits  # None: no cgroups and no disk quota (tests, unprivileged hosts)
         self.network: NetworkPolicy = network
         self.seccomp = seccomp
+        self.agent_timeout = agent_timeout  # past it, an agent that has not answered is killed
         self._runtime_dir = runtime_dir
         self._owns_runtime_dir = runtime_dir is None
         self._sandboxes: dict[str, LocalSandbox] = {}
@@ -460,7 +489,11 @@ class LocalBackend:
             if sandbox is None:
                 socket_path = self._runtime_path() / f"{_short_hash(sandbox_id)}.sock"
                 sandbox = LocalSandbox(
-                    sandbox_id, workspace_dir, socket_path, self._disk(sandbox_id)
+                    sandbox_id,
+                    workspace_dir,
+                    socket_path,
+                    self._disk(sandbox_id),
+                    agent_timeout=self.agent_timeout,
                 )
                 self._sandboxes[sandbox_id] = sandbox
             await sandbox.start(await self._plan(bwrap_bin))
@@ -549,6 +582,10 @@ def _checked_id(sandbox_id: str) -> str:
             f"Invalid sandbox id {sandbox_id!r}: use letters, digits, '_', '-' or '.'.",
         )
     return sandbox_id
+
+
+def _shown(line: bytes) -> str:
+    return line[:STDERR_LINE_BYTES].decode(errors="replace").rstrip()
 
 
 def _short_hash(name: str) -> str:

@@ -1,12 +1,14 @@
 """The sandbox's seccomp filter: a classic BPF program that bubblewrap installs (`--seccomp FD`).
 
 A deny list, not an allow list: ordinary programs (compilers, package managers, language
-runtimes, debuggers) must keep working, and the namespaces plus dropped capabilities are
-the main wall. The filter removes kernel attack surface that a build never needs — mount
-APIs, module loading, kexec, BPF, perf, keyrings, userfaultfd, handle-based opens — and
-terminal input injection (TIOCSTI). Each refused call fails with EPERM, so programs see
-an ordinary permission error. `ptrace` stays allowed: inside a PID namespace without
-capabilities it reaches only the sandbox's own processes, and debuggers need it.
+runtimes) must keep working, and the namespaces plus dropped capabilities are the main
+wall. The filter removes kernel attack surface that a build never needs — mount APIs,
+module loading, kexec, BPF, perf, keyrings, userfaultfd, io_uring, handle-based opens,
+vsock, netlink other than NETLINK_ROUTE — and terminal input injection (TIOCSTI). It also
+refuses every way into another process: the sandbox's init and its agent share the
+sandbox's uid, so ptrace, process_vm_*, pidfd_getfd and kcmp would let any command take
+the agent's socket or memory. The price: strace and gdb do not work inside a sandbox.
+Each refused call fails with EPERM, so programs see an ordinary permission error.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import errno
 import os
 import platform
+import socket
 import struct
 
 from burrow.sandbox.backend import ErrorCode, SandboxError
@@ -51,6 +54,7 @@ BLOCKED_X86_64 = {
     "adjtimex": 159,
     "iopl": 172,
     "ioperm": 173,
+    "modify_ldt": 154,
     "vhangup": 153,
     "lookup_dcookie": 212,
     "setns": 308,
@@ -61,20 +65,35 @@ BLOCKED_X86_64 = {
     "fsconfig": 431,
     "fsmount": 432,
     "mount_setattr": 442,
+    # into another process of the sandbox (the agent, the namespace's init)
+    "ptrace": 101,
+    "process_vm_readv": 310,
+    "process_vm_writev": 311,
+    "pidfd_getfd": 438,
+    "kcmp": 312,
+    # kernel surface with a record of exploitable bugs and no use in a build
+    "io_uring_setup": 425,
+    "io_uring_enter": 426,
+    "io_uring_register": 427,
+    "memfd_secret": 447,
 }
 IOCTL_X86_64 = 16
 BLOCKED_IOCTLS = {"TIOCSTI": 0x5412, "TIOCLINUX": 0x541C}
+SOCKET_X86_64 = 41
+AF_VSOCK = 40
+# NETLINK_ROUTE is what getifaddrs (Node's os.networkInterfaces(), `vite --host`) and
+# `ip route` use; every other netlink family (audit, uevents, sock_diag, ...) is refused.
+NETLINK_ROUTE = 0
 
 # struct seccomp_data: nr (u32), arch (u32), instruction_pointer (u64), args[6] (u64)
-_NR, _ARCH, _ARG1_LOW = 0, 4, 24
+_NR, _ARCH, _ARG0_LOW, _ARG1_LOW, _ARG2_LOW = 0, 4, 16, 24, 32
 _LD_W_ABS, _JEQ_K, _JGE_K, _RET_K = 0x20, 0x15, 0x35, 0x06
 _RET_ALLOW = 0x7FFF0000
 _RET_KILL_PROCESS = 0x80000000
 _RET_EPERM = 0x00050000 | errno.EPERM
 
-
-def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
-    return struct.pack("=HBBI", code, jt, jf, k)
+# An instruction whose jump targets are labels; a bare label marks the next instruction.
+_Insn = tuple[int, str | int, str | int, int]
 
 
 def build_filter(machine: str | None = None) -> bytes:
@@ -86,31 +105,58 @@ def build_filter(machine: str | None = None) -> bytes:
             f"The sandbox's seccomp filter is defined for x86_64 only, not {machine}; "
             "set BURROW_SANDBOX_SECCOMP=false to run without it (weaker isolation).",
         )
-    numbers = sorted(set(BLOCKED_X86_64.values()))
-    program = [
-        _insn(_LD_W_ABS, 0, 0, _ARCH),
-        _insn(_JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
-        _insn(_RET_K, 0, 0, _RET_KILL_PROCESS),  # another ABI (i386) would dodge the numbers
-        _insn(_LD_W_ABS, 0, 0, _NR),
-        _insn(_JGE_K, 0, 1, X32_SYSCALL_BIT),
-        _insn(_RET_K, 0, 0, _RET_EPERM),  # the x32 ABI, same reason
+    program: list[_Insn | str] = [
+        (_LD_W_ABS, 0, 0, _ARCH),
+        (_JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
+        (_RET_K, 0, 0, _RET_KILL_PROCESS),  # another ABI (i386) would dodge the numbers
+        (_LD_W_ABS, 0, 0, _NR),
+        (_JGE_K, "deny", 0, X32_SYSCALL_BIT),  # the x32 ABI, same reason
     ]
-    # One compare per number, each jumping to the shared EPERM after the list.
-    for index, number in enumerate(numbers):
-        to_deny = len(numbers) - index - 1 + 2  # over the rest, the ioctl test and allow
-        program.append(_insn(_JEQ_K, to_deny, 0, number))
+    program += [(_JEQ_K, "deny", 0, n) for n in sorted(set(BLOCKED_X86_64.values()))]
     program += [
-        _insn(_JEQ_K, 2, 0, IOCTL_X86_64),
-        _insn(_RET_K, 0, 0, _RET_ALLOW),
-        _insn(_RET_K, 0, 0, _RET_EPERM),
+        (_JEQ_K, "ioctl", 0, IOCTL_X86_64),
+        (_JEQ_K, "socket", "allow", SOCKET_X86_64),
         # ioctl: refuse the commands that inject input into (or steer) a terminal.
-        _insn(_LD_W_ABS, 0, 0, _ARG1_LOW),
+        "ioctl",
+        (_LD_W_ABS, 0, 0, _ARG1_LOW),
+        *[(_JEQ_K, "deny", 0, request) for request in sorted(BLOCKED_IOCTLS.values())],
+        (_JEQ_K, "allow", "allow", 0),
+        # socket(domain, type, protocol): no vsock, and netlink for routes only.
+        "socket",
+        (_LD_W_ABS, 0, 0, _ARG0_LOW),
+        (_JEQ_K, "deny", 0, AF_VSOCK),
+        (_JEQ_K, 0, "allow", socket.AF_NETLINK),
+        (_LD_W_ABS, 0, 0, _ARG2_LOW),
+        (_JEQ_K, "allow", "deny", NETLINK_ROUTE),
+        "allow",
+        (_RET_K, 0, 0, _RET_ALLOW),
+        "deny",
+        (_RET_K, 0, 0, _RET_EPERM),
     ]
-    ioctls = sorted(BLOCKED_IOCTLS.values())
-    for index, request in enumerate(ioctls):
-        program.append(_insn(_JEQ_K, len(ioctls) - index, 0, request))
-    program += [_insn(_RET_K, 0, 0, _RET_ALLOW), _insn(_RET_K, 0, 0, _RET_EPERM)]
-    return b"".join(program)
+    return _assemble(program)
+
+
+def _assemble(program: list[_Insn | str]) -> bytes:
+    """Resolve label jumps into the relative offsets BPF wants (forward only, < 256)."""
+    labels: dict[str, int] = {}
+    instructions: list[_Insn] = []
+    for item in program:
+        if isinstance(item, str):
+            labels[item] = len(instructions)
+        else:
+            instructions.append(item)
+
+    def offset(target: str | int, index: int) -> int:
+        if isinstance(target, int):
+            return target
+        jump = labels[target] - index - 1
+        assert 0 <= jump < 256, f"BPF jump to {target} out of range"
+        return jump
+
+    return b"".join(
+        struct.pack("=HBBI", code, offset(jt, i), offset(jf, i), k)
+        for i, (code, jt, jf, k) in enumerate(instructions)
+    )
 
 
 def filter_fd(program: bytes) -> int:

@@ -3,6 +3,11 @@
 A terminal lives as long as its shell, not as long as a browser tab: sockets attach and
 detach, and a new one first gets the scrollback (the last `scrollback_bytes` of output),
 so a refresh redraws the screen. Every attached socket sees the same bytes.
+
+Memory is bounded by bytes, not chunks: the scrollback keeps its last `scrollback_bytes`,
+and a socket whose unsent output passes `SUBSCRIBER_BACKLOG_BYTES` is dropped (it may
+reconnect and redraw from the scrollback), so a flood and a stalled client cost at most
+that much per socket.
 """
 
 from __future__ import annotations
@@ -11,22 +16,62 @@ import asyncio
 import contextlib
 import secrets
 import time
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from burrow.sandbox.backend import ErrorCode, PtySession, Sandbox, SandboxError
 
 SCROLLBACK_BYTES = 256 * 1024
-SUBSCRIBER_BACKLOG = 1024  # chunks a slow socket may fall behind before it is dropped
+SUBSCRIBER_BACKLOG_BYTES = 1024 * 1024  # unsent output a socket may hold before it is dropped
 MAX_TERMINALS = 16  # per conversation
 
 
-@dataclass
 class Attachment:
-    """One socket's view: output chunks in order; None = the terminal ended or this
-    socket fell too far behind."""
+    """One socket's view: the output not yet sent to it, in order, at most `limit` bytes.
 
-    queue: asyncio.Queue[bytes | None]
+    `get` hands out everything pending as one piece; None once the terminal ended or this
+    socket fell behind (`dropped` is then set).
+    """
+
+    def __init__(self, limit: int = SUBSCRIBER_BACKLOG_BYTES) -> None:
+        self.limit = limit
+        self.dropped = asyncio.Event()
+        self._chunks: deque[bytes] = deque()
+        self._pending = 0
+        self._ended = False
+        self._ready = asyncio.Event()
+
+    @property
+    def pending_bytes(self) -> int:
+        return self._pending
+
+    def put(self, data: bytes) -> bool:
+        """Queue `data`; False (and nothing queued) when it would pass the limit."""
+        if self._ended or self._pending + len(data) > self.limit:
+            return False
+        self._chunks.append(data)
+        self._pending += len(data)
+        self._ready.set()
+        return True
+
+    def end(self, *, dropped: bool = False) -> None:
+        if dropped:
+            self._chunks.clear()
+            self._pending = 0
+            self.dropped.set()
+        self._ended = True
+        self._ready.set()
+
+    async def get(self) -> bytes | None:
+        while not self._chunks:
+            if self._ended:
+                return None
+            self._ready.clear()
+            await self._ready.wait()
+        data = b"".join(self._chunks)
+        self._chunks.clear()
+        self._pending = 0
+        return data
 
 
 class Terminal:
@@ -61,9 +106,9 @@ class Terminal:
 
     def attach(self) -> tuple[bytes, Attachment]:
         """The scrollback so far and a feed of everything after it (no gap, no overlap)."""
-        attachment = Attachment(asyncio.Queue(SUBSCRIBER_BACKLOG))
+        attachment = Attachment()
         if self.exited:
-            attachment.queue.put_nowait(None)
+            attachment.end()
         else:
             self._attachments.append(attachment)
         return bytes(self._scrollback), attachment
@@ -95,17 +140,13 @@ class Terminal:
                 if overflow > 0:
                     del self._scrollback[:overflow]
                 for attachment in list(self._attachments):
-                    try:
-                        attachment.queue.put_nowait(data)
-                    except asyncio.QueueFull:  # it reattaches and gets the scrollback
+                    if not attachment.put(data):  # it reattaches and gets the scrollback
                         self._attachments.remove(attachment)
-                        attachment.queue.get_nowait()
-                        attachment.queue.put_nowait(None)
+                        attachment.end(dropped=True)
         finally:
             self._session.close()
             for attachment in self._attachments:
-                with contextlib.suppress(asyncio.QueueFull):
-                    attachment.queue.put_nowait(None)
+                attachment.end()
             self._attachments.clear()
 
 

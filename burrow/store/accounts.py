@@ -1,4 +1,4 @@
-"""Accounts: password hashes (argon2), browser sessions and API tokens.
+"""Accounts: password hashes (argon2, off the event loop), browser sessions and API tokens.
 
 Secrets handed to clients are random; the database keeps only their SHA-256, so a copy of
 the database lets nobody in.
@@ -11,21 +11,20 @@ import secrets
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 import sqlalchemy as sa
 from argon2 import PasswordHasher
-from argon2.exceptions import InvalidHashError, VerificationError
 
 from burrow.store.conversations import new_id, now
 from burrow.store.database import Database
+from burrow.store.passwords import Passwords
 from burrow.store.records import User
 from burrow.store.schema import sessions, users
 
 SESSION_LIFETIME = timedelta(days=30)
-_hasher = PasswordHasher()
 # Verifying against this when the user does not exist keeps the timing the same.
-_DUMMY_HASH = _hasher.hash(secrets.token_hex(8))
+_DUMMY_HASH = PasswordHasher().hash(secrets.token_hex(8))
 
 TokenKind = Literal["session", "api"]
 
@@ -46,8 +45,9 @@ SESSION_CACHE_SECONDS = 10.0
 
 
 class AccountStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, passwords: Passwords | None = None) -> None:
         self._db = db
+        self.passwords = passwords or Passwords()
         # Every request looks its caller up: a verified token is remembered briefly. Logout
         # here forgets it at once; with several replicas another one may accept it for up
         # to SESSION_CACHE_SECONDS more.
@@ -69,7 +69,7 @@ class AccountStore:
         return await self._db.run(find_or_insert)
 
     async def create_user(self, username: str, password: str, *, is_admin: bool = False) -> User:
-        password_hash = _hasher.hash(password)
+        password_hash = await self.passwords.hash(password)
         uid = new_id("u")
         query = users.insert().values(
             id=uid,
@@ -86,9 +86,8 @@ class AccountStore:
         return await self._db.run(lambda conn: conn.execute(query).first()) is not None
 
     async def set_password(self, user_id: str, password: str) -> None:
-        query = (
-            users.update().where(users.c.id == user_id).values(password_hash=_hasher.hash(password))
-        )
+        password_hash = await self.passwords.hash(password)
+        query = users.update().where(users.c.id == user_id).values(password_hash=password_hash)
         await self._db.run(lambda conn: conn.execute(query))
 
     async def has_password(self, user_id: str) -> bool:
@@ -96,12 +95,17 @@ class AccountStore:
         return bool(await self._db.run(lambda conn: conn.execute(query).scalar()))
 
     async def authenticate(self, username: str, password: str) -> User | None:
-        query = sa.select(users).where(users.c.username == username)
-        row = await self._db.run(lambda conn: conn.execute(query).first())
-        stored = row.password_hash if row is not None and row.password_hash else _DUMMY_HASH
-        try:
-            _hasher.verify(stored, password)
-        except (VerificationError, InvalidHashError):
+        """The user if the password is theirs; raises `PasswordsBusy` when too many checks
+        are queued."""
+        row: Any = None
+
+        async def stored_hash() -> str:
+            nonlocal row
+            query = sa.select(users).where(users.c.username == username)
+            row = await self._db.run(lambda conn: conn.execute(query).first())
+            return str(row.password_hash) if row is not None and row.password_hash else _DUMMY_HASH
+
+        if not await self.passwords.verify(password, stored_hash):
             return None
         if row is None or not row.password_hash:
             return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 from datetime import UTC, datetime
 from typing import Any
@@ -36,6 +37,7 @@ def _conversation(row: Any) -> Conversation:
         prompt_tokens=row.prompt_tokens,
         completion_tokens=row.completion_tokens,
         cost=row.cost,
+        secrets=tuple(json.loads(row.secrets)),
     )
 
 
@@ -62,6 +64,7 @@ class ConversationStore:
                     prompt_tokens=0,
                     completion_tokens=0,
                     cost=0.0,
+                    secrets="[]",
                 )
             )
         )
@@ -77,6 +80,12 @@ class ConversationStore:
         row = await self._db.run(lambda conn: conn.execute(query).first())
         return _conversation(row) if row else None
 
+    async def owner_of(self, cid: str) -> str | None:
+        """Who owns the conversation (for per-user quotas); None when it does not exist."""
+        query = sa.select(conversations.c.owner_id).where(conversations.c.id == cid)
+        owner: str | None = await self._db.run(lambda conn: conn.execute(query).scalar())
+        return owner
+
     async def owned_by(self, owner_id: str, limit: int = 200) -> list[Conversation]:
         query = (
             sa.select(conversations)
@@ -91,7 +100,12 @@ class ConversationStore:
         return await self._db.run(lambda conn: [_conversation(r) for r in conn.execute(query)])
 
     async def update(
-        self, cid: str, *, title: str | None = None, approval_mode: str | None = None
+        self,
+        cid: str,
+        *,
+        title: str | None = None,
+        approval_mode: str | None = None,
+        secrets: list[str] | None = None,
     ) -> None:
         # Not updated_at: the list is ordered by activity, and a rename is not activity.
         values: dict[str, object] = {}
@@ -99,6 +113,8 @@ class ConversationStore:
             values["title"] = title
         if approval_mode is not None:
             values["approval_mode"] = approval_mode
+        if secrets is not None:
+            values["secrets"] = json.dumps(sorted(set(secrets)))
         if not values:
             return
         query = conversations.update().where(conversations.c.id == cid).values(**values)

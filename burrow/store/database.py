@@ -13,10 +13,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from burrow.store.datadir import create_private_file
 
 T = TypeVar("T")
 
@@ -120,6 +123,10 @@ def connect(url: str) -> Database:
         # writers queue instead of failing with "database is locked".
         kwargs["connect_args"] = {"timeout": 30}
         sync_url = url.replace("+aiosqlite", "", 1)
+        database = sa.make_url(sync_url).database
+        if database and database != ":memory:" and not database.startswith("file:"):
+            # Created 0600 first: SQLite gives its WAL and shared-memory files the same mode.
+            create_private_file(Path(database))
         sync_engine = sa.create_engine(
             sync_url, connect_args={"timeout": 30, "check_same_thread": False}
         )

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import sqlalchemy as sa
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.expression import FunctionElement
 
 from burrow.store.database import Database
 from burrow.store.records import Event, NewEvent, ProjectionChange
@@ -43,6 +45,30 @@ _RESERVE_SEQS = (
     .returning(conversations.c.last_seq)
 )
 _INSERT_EVENTS = events.insert()
+
+# What an event adds to its data on the wire (seq, type, ts, run_id and the JSON around them).
+ENVELOPE_BYTES = 128
+
+
+class _byte_length(FunctionElement[int]):
+    """Length in bytes of a text column: `octet_length` where the database has it."""
+
+    type = sa.Integer()
+    inherit_cache = True
+
+
+@compiles(_byte_length)
+def _octet_length(
+    element: _byte_length, compiler: sa.sql.compiler.SQLCompiler, **kw: object
+) -> str:
+    return f"octet_length({compiler.process(element.clauses, **kw)})"
+
+
+@compiles(_byte_length, "sqlite")
+def _sqlite_byte_length(
+    element: _byte_length, compiler: sa.sql.compiler.SQLCompiler, **kw: object
+) -> str:
+    return f"length(CAST({compiler.process(element.clauses, **kw)} AS BLOB))"
 
 
 class EventStore:
@@ -107,16 +133,29 @@ class EventStore:
 
         return await self._db.run(write)
 
-    async def read(self, cid: str, after: int = 0, limit: int | None = None) -> list[Event]:
-        query = (
-            sa.select(events)
-            .where(events.c.conversation_id == cid, events.c.seq > after)
-            .order_by(events.c.seq)
-        )
-        if limit is not None:
-            query = query.limit(limit)
+    async def read(
+        self, cid: str, after: int = 0, limit: int | None = None, max_bytes: int | None = None
+    ) -> list[Event]:
+        """Events after seq `after`, in order: at most `limit` of them and, with `max_bytes`,
+        only as many as fit in that many bytes of `data` (always at least one, so a reader
+        paging on the last seq it got never stalls)."""
+        where = (events.c.conversation_id == cid, events.c.seq > after)
+        sizes = sa.select(events.c.seq, _byte_length(events.c.data)).where(*where)
+        sizes = sizes.order_by(events.c.seq).limit(limit)
 
         def fetch(conn: sa.Connection) -> list[Event]:
+            query = sa.select(events).where(*where).order_by(events.c.seq).limit(limit)
+            if max_bytes is not None:
+                # Sizes first, so a page never loads more rows than it returns.
+                last, total = None, 0
+                for seq, size in conn.execute(sizes):
+                    total += (size or 0) + ENVELOPE_BYTES
+                    if last is not None and total > max_bytes:
+                        break
+                    last = seq
+                if last is None:
+                    return []
+                query = query.where(events.c.seq <= last)
             return [
                 Event(
                     conversation_id=cid,

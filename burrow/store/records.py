@@ -36,6 +36,7 @@ class Conversation:
     prompt_tokens: int
     completion_tokens: int
     cost: float
+    secrets: tuple[str, ...] = ()  # names of the owner's secrets its commands get
 
 
 @dataclass(frozen=True)

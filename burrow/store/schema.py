@@ -40,6 +40,8 @@ conversations = sa.Table(
     sa.Column("prompt_tokens", sa.BigInteger, nullable=False, default=0),
     sa.Column("completion_tokens", sa.BigInteger, nullable=False, default=0),
     sa.Column("cost", sa.Float, nullable=False, default=0.0),
+    # Names of the owner's secrets its sandbox's commands get: a JSON list, names only.
+    sa.Column("secrets", sa.Text, nullable=False, default="[]", server_default="[]"),
     sa.Index("ix_conversations_owner_updated", "owner_id", "updated_at"),
 )
 
@@ -117,4 +119,16 @@ sessions = sa.Table(
     sa.Column("name", sa.String(200), nullable=False, default=""),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("expires_at", sa.DateTime(timezone=True), nullable=True),  # None: until revoked
+)
+
+# Each user's secrets, by environment variable name; values sealed with the SecretBox.
+user_secrets = sa.Table(
+    "user_secrets",
+    metadata,
+    sa.Column(
+        "owner_id", sa.String(40), sa.ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
+    ),
+    sa.Column("name", sa.String(128), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import re
 import signal
@@ -21,8 +22,8 @@ from burrow.sandbox.backend import (
     closing_exec,
 )
 from burrow.tools.arguments import json_schema, parse_arguments
-from burrow.tools.base import ToolContext, ToolError, ToolResult
-from burrow.tools.output import OutputBuffer
+from burrow.tools.base import ToolContext, ToolError, ToolKind, ToolResult
+from burrow.tools.output import LiveOutput, OutputBuffer, ReadPace
 
 OUTPUT_LOG_DIR = ".burrow/outputs"
 
@@ -51,6 +52,7 @@ def _cwd_trap(result_file: str) -> str:
 
 class BashTool:
     spec = ToolSpec(name="bash", description=DESCRIPTION, parameters=json_schema(BashArguments))
+    kind = ToolKind(reads=True, shell="command")  # what else it does, its command decides
 
     async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         args = parse_arguments(BashArguments, arguments, "bash")
@@ -61,15 +63,19 @@ class BashTool:
         notes: list[str] = []
         cwd = ctx.shell.cwd or sandbox.workspace
         output = OutputBuffer(ctx.limits.output_head, ctx.limits.output_tail)
+        live = LiveOutput(
+            ctx.on_output, rate=ctx.limits.live_output_rate, limit=ctx.limits.live_output_max
+        )
         try:
-            exit_event = await _run(sandbox, args.command, cwd, timeout, output, ctx)
+            exit_event = await _run(sandbox, args.command, cwd, timeout, output, live)
         except SandboxError as exc:
             if exc.code != ErrorCode.INVALID_CWD or ctx.shell.cwd is None:
                 raise
             notes.append(f"[{cwd} no longer exists; the command ran in {sandbox.workspace}]")
             ctx.shell.cwd = None
             cwd = sandbox.workspace
-            exit_event = await _run(sandbox, args.command, cwd, timeout, output, ctx)
+            exit_event = await _run(sandbox, args.command, cwd, timeout, output, live)
+        await live.finish()
         if exit_event.result:
             recorded = exit_event.result.decode(errors="replace").strip()
             if recorded.startswith("/"):
@@ -111,9 +117,9 @@ async def _run(
     cwd: str,
     timeout: float,
     output: OutputBuffer,
-    ctx: ToolContext,
+    live: LiveOutput,
 ) -> ExecExit:
-    """Stream the command's output to `output` and `ctx.on_output`; return its exit."""
+    """Stream the command's output to `output` and `live`; return its exit."""
     result_file = f"/tmp/.burrow-cwd-{uuid.uuid4().hex}"
     request = ExecRequest(
         argv=["bash", "-c", _cwd_trap(result_file) + command],
@@ -126,6 +132,7 @@ async def _run(
         "stderr": codecs.getincrementaldecoder("utf-8")(errors="replace"),
     }
     exit_event: ExecExit | None = None
+    pace = ReadPace()
     # aclosing: on cancellation (a user interrupt) the stream is closed at once, which kills
     # the command's process group; the CancelledError then propagates to the caller.
     async with closing_exec(sandbox.exec(request)) as events:
@@ -134,14 +141,17 @@ async def _run(
                 text = decoders[event.stream].decode(event.data)
                 if text:
                     output.add(text)
-                    await ctx.on_output(event.stream, text)
+                    await live.add(event.stream, text)
+                # Buffered output is read without suspending: let other requests in between,
+                # and past a flood's first megabytes, read no faster than the pace.
+                await asyncio.sleep(pace.delay(len(event.data)))
             else:
                 exit_event = event
     for stream, decoder in decoders.items():
         rest = decoder.decode(b"", final=True)
         if rest:
             output.add(rest)
-            await ctx.on_output(stream, rest)  # type: ignore[arg-type]
+            await live.add(stream, rest)  # type: ignore[arg-type]
     if exit_event is None:
         raise SandboxError(ErrorCode.PROTOCOL, "the command's output ended without an exit")
     return exit_event

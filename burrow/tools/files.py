@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from burrow.llm.base import ToolSpec
 from burrow.sandbox.backend import ErrorCode, SandboxError
 from burrow.tools.arguments import json_schema, parse_arguments
-from burrow.tools.base import ToolContext, ToolError, ToolResult
+from burrow.tools.base import ToolContext, ToolError, ToolKind, ToolResult
 
 PATH_DESCRIPTION = "File path relative to the workspace (or absolute inside /workspace)."
 
@@ -58,6 +58,7 @@ class ReadFileTool:
         "default; use offset and limit (in lines) to page through longer files.",
         parameters=json_schema(ReadFileArguments),
     )
+    kind = ToolKind(reads=True)
 
     async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         args = parse_arguments(ReadFileArguments, arguments, "read_file")
@@ -105,6 +106,7 @@ class WriteFileTool:
         "created. To change part of an existing file prefer edit_file.",
         parameters=json_schema(WriteFileArguments),
     )
+    kind = ToolKind(reads=True, writes=True)
 
     async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         args = parse_arguments(WriteFileArguments, arguments, "write_file")
@@ -136,6 +138,7 @@ class EditFileTool:
         "unique.",
         parameters=json_schema(EditFileArguments),
     )
+    kind = ToolKind(reads=True, writes=True)
 
     async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         args = parse_arguments(EditFileArguments, arguments, "edit_file")

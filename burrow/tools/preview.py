@@ -26,7 +26,7 @@ from burrow.sandbox.backend import (
     closing_exec,
 )
 from burrow.tools.arguments import json_schema, parse_arguments
-from burrow.tools.base import ToolContext, ToolError, ToolResult
+from burrow.tools.base import ToolContext, ToolError, ToolKind, ToolResult
 
 SERVICES_FILE = ".burrow/services.json"
 SERVICE_DIR = ".burrow/services"  # <port>.log (output), <port>.pid, <port>.exit
@@ -127,6 +127,8 @@ class PreviewTool:
     spec = ToolSpec(
         name="preview", description=DESCRIPTION, parameters=json_schema(PreviewArguments)
     )
+    # Starts a service (a write) from a command, which may itself be riskier.
+    kind = ToolKind(reads=True, writes=True, shell="command")
 
     async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         args = parse_arguments(PreviewArguments, arguments, "preview")

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 
 from burrow.llm.base import ToolSpec
-from burrow.tools.base import Tool
+from burrow.tools.base import Tool, ToolKind
 from burrow.tools.bash import BashTool
 from burrow.tools.files import EditFileTool, ReadFileTool, WriteFileTool
 from burrow.tools.preview import PreviewTool
@@ -25,3 +26,13 @@ def default_tools() -> dict[str, Tool]:
 def tool_specs(tools: Mapping[str, Tool] | None = None) -> list[ToolSpec]:
     """What the model is told it may call (the default tools unless given)."""
     return [tool.spec for tool in (tools if tools is not None else default_tools()).values()]
+
+
+@cache
+def _default_kinds() -> dict[str, ToolKind]:
+    return {name: tool.kind for name, tool in default_tools().items()}
+
+
+def declared_kind(name: str) -> ToolKind:
+    """The flags the default tool called `name` declares; none for a name it does not know."""
+    return _default_kinds().get(name, ToolKind())

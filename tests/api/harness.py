@@ -13,12 +13,14 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 import uvicorn
 
 from burrow.api.app import create_app
+from burrow.api.forwarded import TrustedProxies
+from burrow.cli import server_config
 from burrow.config import Settings
 from burrow.llm.base import Provider
 from burrow.preview.proxy import build_proxy
@@ -36,18 +38,26 @@ async def log_in(client: httpx.AsyncClient, username: str, password: str) -> Non
 
 
 @contextlib.contextmanager
-def serve_process(data_dir: Path, model: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+def serve_process(
+    data_dir: Path,
+    model: str,
+    env: dict[str, str] | None = None,
+    *,
+    stderr: IO[bytes] | None = None,
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """A real `burrow serve` child process, healthy; yields it and its base URL.
 
-    For tests that must kill the server outright or call it from blocking code.
+    For tests that must kill the server outright or call it from blocking code; `env`
+    adds settings (BURROW_...) to its environment; `stderr` collects what the server
+    prints there (default: the test's own stderr).
     """
     port = free_port()
-    env = {**os.environ, "BURROW_ADMIN_PASSWORD": ADMIN_PASSWORD}
+    env = {**os.environ, "BURROW_ADMIN_PASSWORD": ADMIN_PASSWORD, **(env or {})}
     # Its own free port for the preview listener too (port + 1 may be taken).
     command = [sys.executable, "-m", "burrow.cli", "serve", "--port", str(port)]
     command += ["--preview-port", str(free_port())]
     command += ["--data-dir", str(data_dir), "--model", model]
-    process = subprocess.Popen(command, env=env)
+    process = subprocess.Popen(command, env=env, stderr=stderr)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
@@ -167,8 +177,8 @@ async def running_server(
         holder["services"] = await open_services(config, provider=provider)
         return holder["services"]
 
-    app = create_app(start)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    app = create_app(start, TrustedProxies.parse(config.trusted_proxies))
+    server = uvicorn.Server(server_config(app, "127.0.0.1", port))
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():
@@ -178,13 +188,7 @@ async def running_server(
     if preview:
         proxy = build_proxy(config, lambda: holder.get("services"))
         proxy_server = uvicorn.Server(
-            uvicorn.Config(
-                proxy,
-                host="127.0.0.1",
-                port=config.preview_listen_port(),
-                log_level="warning",
-                lifespan="on",
-            )
+            server_config(proxy, "127.0.0.1", config.preview_listen_port(), lifespan="on")
         )
         proxy_task = asyncio.create_task(proxy_server.serve())
         servers.append((proxy_server, proxy_task))

@@ -47,6 +47,24 @@ async def test_malformed_requests_get_precise_json_errors(tmp_path: Path) -> Non
         assert {e["type"] for e in await srv.events(cid)} == {"sandbox.status"}
 
 
+async def test_a_nul_in_a_file_path_is_a_400_not_a_sandbox_failure(tmp_path: Path) -> None:
+    async with running_server(tmp_path, lambda: ScriptedProvider([])) as srv:
+        cid = await srv.create_conversation()
+        for route in ("files", "files/content"):
+            for path in ("a\0b", "\0", "dir/\0/../x"):
+                response = await srv.client.get(
+                    f"/api/conversations/{cid}/{route}", params={"path": path}
+                )
+                assert response.status_code == 400, (route, path, response.text)
+                error = response.json()["error"]
+                assert error["code"] == "invalid_path"
+                assert "NUL" in error["message"]
+        # Refused at the edge: the sandbox was not even started for them.
+        assert await srv.events(cid) == []
+        listing = await srv.client.get(f"/api/conversations/{cid}/files")
+        assert listing.status_code == 200, listing.text
+
+
 async def test_model_and_tool_errors_become_tool_results_and_the_run_goes_on(
     tmp_path: Path,
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from burrow.llm.scripted import ScriptedProvider
+from burrow.sandbox.terminals import SCROLLBACK_BYTES, SUBSCRIBER_BACKLOG_BYTES
 from tests.api.harness import RunningServer, log_in, running_server
 
 
@@ -133,3 +135,41 @@ async def test_only_the_owner_attaches_from_the_apps_own_origin(srv: RunningServ
     async with connect(url, additional_headers=own_origin) as ws:
         await ws.send(b"echo OK-$((6*7))\n")
         await read_until(ws, b"OK-42")
+
+
+async def test_a_socket_that_stops_reading_a_flood_is_dropped_with_4008_within_its_byte_bound(
+    srv: RunningServer,
+) -> None:
+    cid = await srv.create_conversation()
+    tid = await open_terminal(srv, cid)
+    url, headers = ws_url(srv, cid, tid), session_cookie(srv.client)
+    # A client that stops reading at the TCP level, with a small receive buffer and no
+    # compression (a flood of `yes` would deflate a thousandfold and never back up).
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    sock.connect(("127.0.0.1", int(srv.base_url.rsplit(":", 1)[1])))
+    sock.setblocking(False)
+    async with connect(url, additional_headers=headers, compression=None, sock=sock) as slow:
+        slow.transport.pause_reading()
+        await slow.send(b"yes 'flood flood flood flood flood flood flood flood' | head -c 400M\n")
+        await asyncio.sleep(3)  # the flood piles up behind this socket
+        slow.transport.resume_reading()
+        received = 0
+        with pytest.raises(ConnectionClosed) as closed:
+            async with asyncio.timeout(30):
+                while True:
+                    received += len(await slow.recv())
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 4008
+    # It got the scrollback, what was in flight (the server's socket buffer: at most 4 MiB
+    # on Linux by default, tcp_wmem) and nothing of the 1 MiB held for it when it was dropped.
+    # Before, a dropped socket still got the 1,023 chunks queued for it (4 MiB more here,
+    # up to 64 MiB with full-size chunks).
+    print(f"a socket that stopped reading got {received:,} bytes before 4008")
+    assert received <= SCROLLBACK_BYTES + SUBSCRIBER_BACKLOG_BYTES + 4 * 1024 * 1024
+    # The shell lives on; a new socket first gets the scrollback, bounded by bytes.
+    async with connect(url, additional_headers=headers, compression=None) as fresh:
+        first = await fresh.recv()
+        assert isinstance(first, bytes) and 0 < len(first) <= SCROLLBACK_BYTES
+        await fresh.send(b"\x03")
+        await fresh.send(b"echo CALM-$((6*7))\n")
+        await read_until(fresh, b"CALM-42", timeout=30)

@@ -45,14 +45,32 @@ async def browser() -> AsyncIterator[Browser]:
 
 
 @pytest.fixture
-async def page(browser: Browser) -> AsyncIterator[Page]:
+def csp_violations() -> list[str]:
+    """What the browser refused under a Content-Security-Policy, as its console said.
+
+    The app's normal flows must cause none (a test that provokes one on purpose takes its
+    entries out of this list)."""
+    return []
+
+
+@pytest.fixture
+async def page(browser: Browser, csp_violations: list[str]) -> AsyncIterator[Page]:
     context = await browser.new_context(viewport={"width": 1280, "height": 800})
     context.set_default_timeout(15_000)
+    context.on(
+        "console",
+        lambda message: (
+            csp_violations.append(message.text)
+            if "Content Security Policy" in message.text
+            else None
+        ),
+    )
     opened = await context.new_page()
     try:
         yield opened
     finally:
         await context.close()
+    assert csp_violations == [], "the app broke its own Content-Security-Policy"
 
 
 async def shot(page: Page, name: str) -> None:

@@ -63,6 +63,14 @@ def test_paths_cannot_leave_dist(tmp_path: Path) -> None:
         assert "TOP-SECRET-BYTES" not in client.get(path).text
 
 
+def test_a_nul_in_the_path_is_a_400_not_a_crash(tmp_path: Path) -> None:
+    client = app_with(build(tmp_path))
+    for path in ("/%00", "/assets/a%00.js", "/c/x%00y"):
+        response = client.get(path)
+        assert response.status_code == 400, (path, response.text)
+        assert response.json()["error"]["code"] == "invalid_path"
+
+
 def test_without_a_build_the_root_says_how_to_build(tmp_path: Path) -> None:
     client = app_with(tmp_path / "missing")
     response = client.get("/")

@@ -15,21 +15,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
-import socket
 import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any, Literal
 
-import uvicorn
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
+
+from tests.fakes.threaded import DropConnection, ThreadedServer
 
 MODEL = "fake-model"
 
@@ -174,31 +171,19 @@ def error_reply(status: int, message: str | None = None, **kwargs: Any) -> Error
     return ErrorReply(status, message or defaults.get(status, f"HTTP {status}"), **kwargs)
 
 
-class _DropConnection(Exception):
-    """Raised inside a streaming body so uvicorn aborts the connection mid-response."""
-
-
-def _not_a_planned_drop(record: logging.LogRecord) -> bool:
-    return not (record.exc_info and isinstance(record.exc_info[1], _DropConnection))
-
-
-# uvicorn logs the planned drop as an application error; keep test output clean.
-logging.getLogger("uvicorn.error").addFilter(_not_a_planned_drop)
-
-
-class FakeOpenAIServer:
+class FakeOpenAIServer(ThreadedServer):
     """`api_key`: answer 401 unless the request carries it. `models`: answer 404 for others."""
 
+    thread_name = "fake-openai"
+
     def __init__(self, *, api_key: str | None = None, models: set[str] | None = None) -> None:
+        super().__init__()
         self.api_key = api_key
         self.models = models
         self.requests: list[dict[str, Any]] = []  # every request body, in order
         self.headers: list[dict[str, str]] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self.port = 0
 
     @property
     def base_url(self) -> str:
@@ -214,50 +199,20 @@ class FakeOpenAIServer:
         with self._lock:
             return len(self._replies)
 
-    def start(self) -> FakeOpenAIServer:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        app = Starlette(routes=[Route("/v1/chat/completions", self._complete, methods=["POST"])])
-        config = uvicorn.Config(
-            app,
-            lifespan="off",
-            ws="none",  # never import websockets: its deprecation warnings are errors here
-            log_config=None,
-            access_log=False,
-            timeout_graceful_shutdown=1,
-        )
-        server = uvicorn.Server(config)
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.run, kwargs={"sockets": [sock]}, name="fake-openai", daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                self.stop()
-                raise RuntimeError("the fake OpenAI server did not start")
-            time.sleep(0.005)
-        return self
+    def routes(self) -> list[BaseRoute]:
+        return [
+            Route("/v1/chat/completions", self._complete, methods=["POST"]),
+            Route("/v1/models", self._models, methods=["GET"]),
+        ]
 
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._server = self._thread = None
-
-    def __enter__(self) -> FakeOpenAIServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+    async def _models(self, request: Request) -> Response:
+        given = request.headers.get("authorization", "")
+        if self.api_key is not None and given != f"Bearer {self.api_key}":
+            error = {"message": "Incorrect API key provided.", "type": "invalid_request_error"}
+            return JSONResponse({"error": error}, 401)
+        names = sorted(self.models or {MODEL})
+        data = [{"id": n, "object": "model", "created": 0, "owned_by": "fake"} for n in names]
+        return JSONResponse({"object": "list", "data": data})
 
     async def _complete(self, request: Request) -> Response:
         body = await request.json()
@@ -289,6 +244,6 @@ async def _sse(reply: StreamReply) -> AsyncIterator[bytes]:
         if reply.chunk_delay:
             await asyncio.sleep(reply.chunk_delay)
     if reply.end == "drop":
-        raise _DropConnection
+        raise DropConnection
     if reply.end == "done":
         yield b"data: [DONE]\n\n"

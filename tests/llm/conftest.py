@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.fakes import FakeOpenAIServer
+from tests.fakes.anthropic_server import FakeAnthropicServer
 
 
 @pytest.fixture
@@ -16,8 +17,14 @@ def fake_openai() -> Iterator[FakeOpenAIServer]:
         yield srv
 
 
+@pytest.fixture
+def fake_anthropic() -> Iterator[FakeAnthropicServer]:
+    with FakeAnthropicServer() as srv:
+        yield srv
+
+
 @pytest.fixture(autouse=True)
 def no_server_left_running() -> Iterator[None]:
     yield
-    left = [t.name for t in threading.enumerate() if t.name == "fake-openai"]
-    assert not left, f"fake OpenAI servers still running: {left}"
+    left = [t.name for t in threading.enumerate() if t.name.startswith("fake-")]
+    assert not left, f"fake model servers still running: {left}"

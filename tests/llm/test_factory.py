@@ -7,9 +7,16 @@ from pathlib import Path
 
 import pytest
 
+from burrow.llm.anthropic_messages import AnthropicProvider
 from burrow.llm.base import Message, ModelError
 from burrow.llm.demo import DemoProvider
-from burrow.llm.factory import ModelConfig, ModelNotConfigured, provider_from_config
+from burrow.llm.factory import (
+    Endpoint,
+    ModelConfig,
+    ModelNotConfigured,
+    provider_from_config,
+    split_model,
+)
 from burrow.llm.openai_compat import OpenAICompatProvider
 from burrow.llm.retry import RetryingProvider
 from burrow.llm.scripted import ScriptedProvider
@@ -72,3 +79,47 @@ async def test_local_server_needs_no_key(fake_openai: FakeOpenAIServer) -> None:
     assert answer.text == "local hello"
     assert fake_openai.requests[0]["model"] == "llama3.2"
     assert fake_openai.headers[0]["authorization"] == "Bearer not-needed"
+
+
+def test_anthropic_prefix_builds_a_retried_anthropic_provider() -> None:
+    config = ModelConfig(
+        model="anthropic:claude-haiku-4-5",
+        anthropic=Endpoint("sk-ant-x", "http://127.0.0.1:9/"),
+        thinking_budget=2048,
+    )
+    provider = provider_from_config(config)
+    assert isinstance(provider, RetryingProvider)
+    assert isinstance(provider.inner, AnthropicProvider)
+    assert provider.name == "anthropic:claude-haiku-4-5"
+    assert provider.inner.base_url == "http://127.0.0.1:9"
+    assert provider.inner.thinking == {"type": "enabled", "budget_tokens": 2048}
+
+
+def test_anthropic_without_a_key_says_what_to_set() -> None:
+    with pytest.raises(ModelNotConfigured) as caught:
+        provider_from_config(ModelConfig(model="anthropic:claude-haiku-4-5", api_key="sk-openai"))
+    assert caught.value.message == (
+        "No Anthropic API key for claude-haiku-4-5: set ANTHROPIC_API_KEY (or the key on the "
+        "settings page), or start with --model demo."
+    )
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        ("gpt-4o", ("openai", "gpt-4o")),
+        ("openai:gpt-4o", ("openai", "gpt-4o")),
+        ("anthropic:claude-x", ("anthropic", "claude-x")),
+        ("llama3.2:8b", ("openai", "llama3.2:8b")),  # Ollama's tags are part of the name
+        ("scripted:/tmp/a.json", ("scripted", "/tmp/a.json")),
+        ("demo", ("demo", "")),
+    ],
+)
+def test_split_model(model: str, expected: tuple[str, str]) -> None:
+    assert split_model(model) == expected
+
+
+async def test_openai_prefix_reaches_the_server_without_it(fake_openai: FakeOpenAIServer) -> None:
+    config = ModelConfig(model="openai:fake-model", base_url=fake_openai.base_url)
+    await collect(provider_from_config(config).stream(HELLO, []))
+    assert fake_openai.requests[0]["model"] == "fake-model"

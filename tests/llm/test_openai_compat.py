@@ -9,6 +9,7 @@ import pytest
 
 from burrow.llm.base import (
     Done,
+    Image,
     Message,
     ModelError,
     TextDelta,
@@ -17,7 +18,7 @@ from burrow.llm.base import (
     ToolSpec,
     Usage,
 )
-from burrow.llm.openai_compat import OpenAICompatProvider
+from burrow.llm.openai_compat import OpenAICompatProvider, list_models
 from burrow.llm.openai_wire import wire_messages
 from tests.fakes import (
     FakeOpenAIServer,
@@ -32,6 +33,7 @@ from tests.fakes import (
 
 KEY = "sk-test-0123456789"
 HELLO = [Message(role="user", content="hello")]
+PNG = Image("image/png", "iVBORw0KGgo=")
 BASH = ToolSpec("bash", "Run a command", {"type": "object", "properties": {}})
 
 
@@ -299,3 +301,45 @@ async def test_unreachable_server() -> None:
     assert caught.value.retryable
     assert caught.value.message.startswith(f"Could not reach the model server at {base_url} (")
     assert caught.value.message.endswith("): check OPENAI_BASE_URL and that the server is running.")
+
+
+async def test_idle_timeout_mid_answer(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.enqueue(StreamReply([chunk(content="Half"), chunk(content=" more")], chunk_delay=2))
+    seen: list[object] = []
+    with pytest.raises(ModelError) as caught:
+        async for event in provider(fake_openai, idle_timeout=0.3).stream(HELLO, []):
+            seen.append(event)
+    assert seen == [TextDelta("Half")]
+    assert caught.value.retryable
+    assert caught.value.message == (
+        f"The model stream stalled: the server at {fake_openai.base_url} sent nothing for "
+        "0.3 s in the middle of the answer (limit: BURROW_MODEL_IDLE_TIMEOUT)."
+    )
+
+
+async def test_cached_prompt_tokens_are_counted(fake_openai: FakeOpenAIServer) -> None:
+    reply = text_reply("ok", usage=None)
+    usage = chunk(usage=(1000, 5))
+    usage["usage"]["prompt_tokens_details"] = {"cached_tokens": 768}
+    reply.chunks.append(usage)
+    fake_openai.enqueue(reply)
+    answer = await collect(provider(fake_openai).stream(HELLO, []))
+    assert answer.usage == Usage(prompt_tokens=1000, completion_tokens=5, cache_read_tokens=768)
+
+
+async def test_list_models_names_what_the_server_offers() -> None:
+    with FakeOpenAIServer(api_key=KEY, models={"b-model", "a-model"}) as srv:
+        assert await list_models(KEY, srv.base_url) == ["a-model", "b-model"]
+        with pytest.raises(ModelError, match="rejected the API key: check OPENAI_API_KEY"):
+            await list_models("sk-wrong-key-000", srv.base_url)
+
+
+def test_images_go_as_data_urls_before_the_text() -> None:
+    [wire] = wire_messages([Message(role="user", content="what is this?", images=(PNG,))])
+    assert wire == {
+        "role": "user",
+        "content": [
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            {"type": "text", "text": "what is this?"},
+        ],
+    }

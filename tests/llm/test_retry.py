@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from burrow.llm.base import Message, ModelError, ScriptedTurn
+from burrow.llm.base import Message, ModelError, Retry, ScriptedTurn
 from burrow.llm.openai_compat import OpenAICompatProvider
-from burrow.llm.retry import RetryingProvider
+from burrow.llm.retry import KEPT, RetryingProvider
 from burrow.llm.scripted import ScriptedProvider
 from tests.fakes import FakeOpenAIServer, StreamReply, chunk, collect, error_reply, text_reply
 
@@ -45,7 +45,7 @@ async def test_never_replays_a_partial_answer() -> None:
     partial = ScriptedTurn(text="Half of", error="Connection lost.", error_retryable=True)
     provider, inner = retrying(partial, ScriptedTurn(text="a second copy"))
     seen = []
-    with pytest.raises(ModelError, match=r"^Connection lost\.$"):
+    with pytest.raises(ModelError, match=rf"^Connection lost\. {KEPT}$"):
         async for event in provider.stream(HELLO, []):
             seen.append(event)
     assert len(inner.requests) == 1
@@ -53,13 +53,14 @@ async def test_never_replays_a_partial_answer() -> None:
 
 
 def test_backoff_grows_is_capped_and_honours_retry_after() -> None:
-    provider = RetryingProvider(ScriptedProvider([]), base_delay=1, max_delay=8)
+    provider = RetryingProvider(ScriptedProvider([]), base_delay=1, max_delay=8, max_retry_after=30)
     plain = ModelError("busy", retryable=True)
     assert 0.5 <= provider.delay(1, plain) <= 1
     assert 2 <= provider.delay(3, plain) <= 4
     assert 4 <= provider.delay(10, plain) <= 8
-    assert provider.delay(1, ModelError("429", retryable=True, retry_after=5)) == 5
-    assert provider.delay(1, ModelError("429", retryable=True, retry_after=60)) == 8
+    # The server's Retry-After wins over a shorter backoff, up to max_retry_after.
+    assert provider.delay(1, ModelError("429", retryable=True, retry_after=20)) == 20
+    assert provider.delay(1, ModelError("429", retryable=True, retry_after=600)) == 30
 
 
 async def test_server_error_then_success_over_http(fake_openai: FakeOpenAIServer) -> None:
@@ -80,3 +81,13 @@ async def test_drop_after_text_is_not_retried_over_http(fake_openai: FakeOpenAIS
         await collect(provider.stream(HELLO, []))
     assert len(fake_openai.requests) == 1
     assert fake_openai.pending == 1
+
+
+async def test_each_retry_is_announced_before_the_wait() -> None:
+    provider, _ = retrying(FLAKY, ScriptedTurn(text="Hello!"))
+    answer = await collect(provider.stream(HELLO, []))
+    [retry] = [e for e in answer.events if isinstance(e, Retry)]
+    assert answer.events[0] is retry  # first, before anything of the answer
+    assert retry.attempt == 1
+    assert retry.reason == "The model server is busy."
+    assert 0 < retry.delay_s <= 0.01

@@ -3,7 +3,13 @@ preview page cannot use the API with the user's credentials."""
 
 from __future__ import annotations
 
+import socket
 import time
+
+import httpx
+import pytest
+import websockets
+from websockets.asyncio.client import connect
 
 from burrow.preview.links import PreviewLinks
 from tests.preview.harness import Preview
@@ -117,3 +123,65 @@ async def test_the_signed_link_is_short_lived(preview: Preview) -> None:
     ttl = preview.server.services.settings.preview_token_ttl
     assert grant.user_id == await _owner_id(preview)
     assert time.time() < grant.expires <= time.time() + ttl + 1
+
+
+async def test_a_used_link_cannot_be_replayed_and_the_cookie_keeps_working(
+    preview: Preview,
+) -> None:
+    await preview.start(8015, "app_server.py")
+    url = httpx.URL(await preview.signed_url(8015))
+    first = await preview.proxy.get(url.raw_path.decode(), headers={"host": preview.host(8015)})
+    assert first.status_code == 303
+    cookie = first.headers["set-cookie"].split(";")[0].partition("=")[2]
+    # A copy of the link (history, a log, a shoulder) opens nothing once it has been used.
+    for _ in range(2):
+        replay = await preview.proxy.get(
+            url.raw_path.decode(), headers={"host": preview.host(8015)}
+        )
+        assert replay.status_code == 401
+        assert "set-cookie" not in replay.headers
+        assert "has been used already" in replay.text
+    # The owner's browser reloads on the cookie; a fresh link from Burrow works once more.
+    for _ in range(3):
+        assert (await preview.get(8015, "/", cookie)).text == "path /"
+    assert await preview.sign_in(8015)
+
+
+async def test_a_link_used_for_a_websocket_is_spent_too(preview: Preview) -> None:
+    await preview.start(8016, "dev_server.py")
+    token = (await preview.signed_url(8016)).split("burrow_token=", 1)[1]
+
+    async def echo() -> str:
+        sock = socket.create_connection(("127.0.0.1", preview.port))
+        async with connect(f"ws://{preview.host(8016)}/?burrow_token={token}", sock=sock) as ws:
+            await ws.send("ping")
+            return str(await ws.recv())
+
+    assert await echo() == "ping"
+    with pytest.raises(websockets.InvalidStatus) as refused:
+        await echo()
+    assert refused.value.response.status_code == 403
+    assert (await preview.get(8016, f"/?burrow_token={token}", None)).status_code == 401
+
+
+async def test_open_in_a_new_tab_signs_a_fresh_link_each_time(preview: Preview) -> None:
+    await preview.start(8017, "app_server.py")
+    client = preview.server.client
+    opened = []
+    for _ in range(2):
+        response = await client.get(f"/api/conversations/{preview.cid}/previews/8017/open")
+        assert response.status_code == 303
+        assert response.headers["cache-control"] == "no-store"
+        opened.append(httpx.URL(response.headers["location"]))
+    assert opened[0] != opened[1]
+    for url in opened:
+        assert url.host == preview.host(8017).split(":")[0]
+        exchange = await preview.proxy.get(
+            url.raw_path.decode(), headers={"host": preview.host(8017)}
+        )
+        assert exchange.status_code == 303
+    unknown = await client.get("/api/conversations/c_0000000000000000/previews/8017/open")
+    assert unknown.status_code == 404
+    assert (
+        await client.get(f"/api/conversations/{preview.cid}/previews/0/open")
+    ).status_code == 422

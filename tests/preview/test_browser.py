@@ -7,6 +7,7 @@ attributes are proven: a Lax cookie would never reach the preview inside the ifr
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from pathlib import Path
 
@@ -17,7 +18,13 @@ from tests.preview.harness import Preview
 
 CHROMIUM = Path(os.environ.get("BURROW_TEST_CHROMIUM", "/usr/bin/chromium"))
 HAVE_CHROMIUM = CHROMIUM.exists()
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+]
 
 
 async def test_the_signed_link_opens_the_preview_inside_the_apps_iframe(preview: Preview) -> None:
@@ -31,9 +38,8 @@ async def test_the_signed_link_opens_the_preview_inside_the_apps_iframe(preview:
         browser = await p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         try:
             page = await browser.new_page()
-            await page.goto(
-                preview.server.base_url.replace("127.0.0.1", "localhost") + "/api/health"
-            )
+            # The app's own page: its policy frames previews (an /api/ answer frames nothing).
+            await page.goto(preview.server.base_url.replace("127.0.0.1", "localhost") + "/")
             url = await preview.signed_url(8030)
             await page.evaluate(
                 "u => { const f = document.createElement('iframe'); f.src = u;"
@@ -50,5 +56,78 @@ async def test_the_signed_link_opens_the_preview_inside_the_apps_iframe(preview:
             await asyncio.wait_for(frame.locator("text=second page").wait_for(), 10)
             # Script in the preview cannot read the cookie (HttpOnly).
             assert "burrow_preview" not in await inner.evaluate("document.cookie")
+            # A reload rides on the cookie too; the link itself, used once, opens nothing.
+            async with inner.expect_navigation():
+                await inner.evaluate("location.reload()")
+            assert await frame.locator("#x").text_content() == "second page"
+            await page.evaluate(
+                "u => { const f = document.createElement('iframe'); f.src = u;"
+                " document.body.appendChild(f); }",
+                url,
+            )
+            replayed = page.frame_locator("iframe").nth(1)
+            await asyncio.wait_for(replayed.locator("text=has been used already").wait_for(), 10)
         finally:
             await browser.close()
+
+
+# A page of conversation X, framed by the app beside Y's preview, turns on Y: a WebSocket
+# that would read Y's service, a credentialed POST and an image GET that would change it.
+# Its own hot-reload socket and its own POST are what a dev server needs.
+ATTACK = """async ({victim}) => {
+  const socket = (url) => new Promise((resolve) => {
+    const ws = new WebSocket(url);
+    ws.onopen = () => ws.send("ping");
+    ws.onmessage = (e) => { resolve("read: " + e.data); ws.close(); };
+    ws.onerror = () => resolve("refused");
+  });
+  const own = await socket(`ws://${location.host}/hmr`);
+  const stolen = await socket(`ws://${victim}/hmr`);
+  await fetch(`http://${victim}/notes`,
+              {method: "POST", body: "forged by X", credentials: "include", mode: "no-cors"})
+    .catch(() => null);
+  await new Promise((resolve) => {  // a GET that changes state, fired by an <img>
+    const img = new Image();
+    img.onload = img.onerror = resolve;
+    img.src = `http://${victim}/notes/add?text=img`;
+  });
+  const posted = await fetch("/notes", {method: "POST", body: "X's own"});
+  return {own, stolen, posted: posted.status};
+}"""
+
+
+async def test_a_preview_cannot_drive_another_previews_service(preview: Preview) -> None:
+    if not HAVE_CHROMIUM:
+        unavailable(f"Chromium at {CHROMIUM}")
+    victim = Preview(preview.server, await preview.server.create_conversation("Y"), preview.proxy)
+    await preview.start(8031, "dev_server.py")
+    await victim.start(8031, "dev_server.py")
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            page = await browser.new_page()
+            # The app's own page: its policy frames previews (an /api/ answer frames nothing).
+            await page.goto(preview.server.base_url.replace("127.0.0.1", "localhost") + "/")
+            for url in (await preview.signed_url(8031), await victim.signed_url(8031)):
+                await page.evaluate(
+                    "u => { const f = document.createElement('iframe'); f.src = u;"
+                    " document.body.appendChild(f); }",
+                    url,
+                )
+            for index in range(2):
+                await page.frame_locator("iframe").nth(index).locator("#ready").wait_for()
+            [attacker] = [f for f in page.frames if preview.host(8031) in f.url]
+            result = await attacker.evaluate(ATTACK, {"victim": victim.host(8031)})
+            assert result == {"own": "read: ping", "stolen": "refused", "posted": 200}
+        finally:
+            await browser.close()
+    # Y's service never saw X's POST; X's own went through.
+    assert await _notes(victim, 8031) == []
+    assert await _notes(preview, 8031) == ["X's own"]
+
+
+async def _notes(preview: Preview, port: int) -> list[str]:
+    response = await preview.get(port, "/notes", await preview.sign_in(port))
+    assert response.status_code == 200, response.text
+    notes: list[str] = json.loads(response.text)
+    return notes

@@ -107,7 +107,7 @@ async def test_a_100_mb_download_streams_with_bounded_memory(preview: Preview) -
 
 
 async def test_websocket_messages_are_relayed_both_ways(preview: Preview) -> None:
-    await preview.start(8004, "ws_echo.py")
+    await preview.start(8004, "dev_server.py")
     cookie = await preview.sign_in(8004)
     sock = socket.create_connection(("127.0.0.1", preview.port))
     async with connect(
@@ -127,7 +127,7 @@ async def test_websocket_messages_are_relayed_both_ways(preview: Preview) -> Non
 
 
 async def test_a_websocket_without_the_cookie_is_refused(preview: Preview) -> None:
-    await preview.start(8005, "ws_echo.py")
+    await preview.start(8005, "dev_server.py")
     sock = socket.create_connection(("127.0.0.1", preview.port))
     try:
         async with connect(f"ws://{preview.host(8005)}/", sock=sock):
@@ -160,3 +160,22 @@ def _rss_bytes() -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
     raise AssertionError("no VmRSS")
+
+
+async def test_the_upstream_websocket_handshake_has_one_host(preview: Preview) -> None:
+    await preview.start(8008, "dev_server.py")
+    cookie = await preview.sign_in(8008)
+    sock = socket.create_connection(("127.0.0.1", preview.port))
+    async with connect(
+        f"ws://{preview.host(8008)}/handshake",
+        sock=sock,
+        additional_headers={"cookie": f"burrow_preview={cookie}", "x-app": "kept"},
+    ) as ws:
+        received = str(await ws.recv())  # the request as the service read it off the wire
+    lines = received.split("\r\n")
+    assert lines[0] == "GET /handshake HTTP/1.1"
+    names = [line.partition(":")[0].lower() for line in lines[1:] if line]
+    assert names.count("host") == 1, received
+    assert f"\r\nHost: {preview.host(8008)}\r\n".lower() in received.lower()
+    assert len(names) == len(set(names)), received  # no header twice
+    assert "x-app: kept" in received.lower() and cookie not in received

@@ -84,3 +84,27 @@ async def test_a_lagging_reader_catches_up_from_the_store(
         seqs.extend(e.seq for e in await asyncio.wait_for(anext(stream), 2))
     await stream.aclose()
     assert seqs == list(range(1, 51))
+
+
+async def test_a_reader_lagging_by_bytes_catches_up_in_bounded_pages(
+    journal_and_cid: tuple[Journal, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(journal_module, "SUBSCRIBER_BUFFER_CHARS", 50_000)
+    monkeypatch.setattr(journal_module, "PAGE_BYTES", 100_000)
+    journal, cid = journal_and_cid
+    bulky = [NewEvent("tool.output", {"text": f"{i}" + "x" * 20_000}) for i in range(30)]
+    await journal.append(cid, *bulky[:10])  # history: 200 KB, read in pages of 100 KB
+    stream = journal.follow(cid, heartbeat=0.05)
+    batches = [await anext(stream) for _ in range(2)]
+    assert [len(b) for b in batches] == [4, 4]
+    with journal.subscribe(cid) as watcher:
+        for event in bulky[10:]:  # 400 KB live while the stream's reader is not reading
+            await journal.append(cid, event)
+        assert watcher.lagged  # bytes, not the 2,048-event count, made it lag
+    seqs = [e.seq for b in batches for e in b]
+    while len(seqs) < 30:
+        batch = await asyncio.wait_for(anext(stream), 2)
+        assert sum(len(e.data_json) for e in batch) <= 100_000 + 20_100
+        seqs.extend(e.seq for e in batch)
+    await stream.aclose()
+    assert seqs == list(range(1, 31))

@@ -6,6 +6,7 @@ import pytest
 
 from burrow.runs.approvals import policy
 from burrow.runs.risk import assess, assess_command
+from burrow.tools.base import ToolKind
 
 
 @pytest.mark.parametrize(
@@ -71,3 +72,35 @@ def test_mutating_calls_run_unless_read_only(tool: str, arguments: dict[str, str
 
 def test_reading_a_file_is_safe() -> None:
     assert assess("read_file", {"path": "x"}).risk == "safe"
+
+
+@pytest.mark.parametrize(
+    ("kind", "risk"),
+    [
+        (ToolKind(reads=True), "safe"),
+        (ToolKind(reads=True, writes=True), "mutating"),
+        (ToolKind(reads=True, writes=True, destructive=True), "dangerous"),
+        (ToolKind(network=True), "dangerous"),
+        (ToolKind(), "mutating"),  # declares nothing: judged as writing
+    ],
+)
+def test_a_tool_without_a_command_is_judged_by_its_flags(kind: ToolKind, risk: str) -> None:
+    assessment = assess("mcp__x__y", {"anything": 1}, kind)
+    assert assessment.risk == risk and not assessment.forbidden
+    assert assessment.reason.startswith("mcp__x__y ")
+
+
+def test_a_command_tool_is_judged_by_its_command_but_never_below_its_flags() -> None:
+    starts_a_service = ToolKind(reads=True, writes=True, shell="cmd")
+    assert assess("svc", {"cmd": "ls"}, starts_a_service).risk == "mutating"
+    assert assess("svc", {"cmd": "sudo make"}, starts_a_service).risk == "dangerous"
+    forbidden = assess("svc", {"cmd": "rm -rf /"}, ToolKind(destructive=True, shell="cmd"))
+    assert forbidden.forbidden  # equal level, but a refusal is never lost
+    assert assess("sh", {"cmd": "ls"}, ToolKind(reads=True, shell="cmd")).risk == "safe"
+
+
+def test_the_default_tools_are_judged_by_what_they_declare() -> None:
+    assert assess("preview", {"command": "rm -rf /", "port": 1}).forbidden
+    assert assess("preview", {"command": "python3 -m http.server", "port": 1}).risk == "mutating"
+    assert assess("bash", {"command": "ls"}).risk == "safe"
+    assert assess("no_such_tool", {}).risk == "mutating"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -111,3 +113,60 @@ async def read_pty_until(session: PtySession, marker: bytes, timeout: float = 10
             assert data, f"the shell ended before {marker!r}; output: {bytes(seen)!r}"
             seen += data
     return bytes(seen)
+
+
+def host_pids(marker: bytes) -> list[int]:
+    """Host pids of processes whose command line contains `marker` (seen from outside)."""
+    found = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                if marker in f.read():
+                    found.append(int(name))
+        except OSError:
+            pass
+    return found
+
+
+def namespace_members(pid_namespace: str) -> list[int]:
+    """Host pids of every process in a pid namespace (`pid:[inode]`), counted from outside
+    the sandbox, so a sandbox cannot hide one."""
+    members = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{name}/ns/pid") == pid_namespace:
+                members.append(int(name))
+        except OSError:
+            pass
+    return members
+
+
+def process_state(pid: int) -> str:
+    """The one-letter state of /proc/<pid>/stat (R, S, T = stopped, ...); "" when gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def agent_of(marker: bytes) -> tuple[str, int]:
+    """The pid namespace of the sandbox running the process marked `marker`, and the host
+    pid of that sandbox's agent (the namespace's pid 2: python, not bwrap's pid 1)."""
+    marked = host_pids(marker)
+    assert marked, f"no process marked {marker!r}"
+    namespace = os.readlink(f"/proc/{marked[0]}/ns/pid")
+    for pid in namespace_members(namespace):
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+            if argv[1:5] == [b"-E", b"-S", b"-B", b"-m"] and argv[5] == b"agent":
+                return namespace, pid
+    raise AssertionError(f"no agent in the sandbox of {marker!r}")
+
+
+async def wait_for_state(pid: int, state: str, within: float = 10.0) -> None:
+    for _ in range(int(within / 0.05)):
+        if process_state(pid) == state:
+            return
+        await asyncio.sleep(0.05)
+    assert process_state(pid) == state

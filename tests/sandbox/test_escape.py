@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from burrow.sandbox.backend import SandboxError
 from burrow.sandbox.local import LocalBackend, LocalSandbox
 from burrow.sandbox.network import host_addresses
 from tests.sandbox.harness import TEST_LIMITS, count_processes, run
@@ -187,3 +188,116 @@ for name, number in [("unshare", 272), ("bpf", 321), ("keyctl", 250), ("userfaul
 def test_the_host_is_reachable_from_the_test_itself(listener: int) -> None:
     """The unreachable checks above mean something: the listener does accept."""
     socket.create_connection(("127.0.0.1", listener), timeout=2).close()
+
+
+INTO_OTHER_PROCESSES = """
+import ctypes, errno, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+buffer = ctypes.create_string_buffer(4096)
+iovec = (ctypes.c_size_t * 2)(ctypes.addressof(buffer), 64)
+def call(name, number, *args):
+    result = libc.syscall(ctypes.c_long(number), *(ctypes.c_long(a) for a in args))
+    error = errno.errorcode.get(ctypes.get_errno(), "?") if result == -1 else "succeeded"
+    print(name, error)
+agent_pidfd = libc.syscall(ctypes.c_long(434), ctypes.c_long(2), ctypes.c_long(0))
+call("ptrace-attach-agent", 101, 16, 2, 0, 0)
+call("ptrace-attach-init", 101, 16, 1, 0, 0)
+call("process_vm_readv", 310, 2, ctypes.addressof(iovec), 1, ctypes.addressof(iovec), 1, 0)
+call("process_vm_writev", 311, 2, ctypes.addressof(iovec), 1, ctypes.addressof(iovec), 1, 0)
+call("pidfd_getfd", 438, agent_pidfd, 4, 0)
+call("kcmp", 312, 1, 2, 0, 0, 0)
+call("io_uring_setup", 425, 4, ctypes.addressof(buffer))
+call("modify_ldt", 154, 0, ctypes.addressof(buffer), 16)
+call("memfd_secret", 447, 0)
+for name, family, kind, protocol in [("vsock", 40, socket.SOCK_STREAM, 0),
+                                     ("netlink-audit", 16, socket.SOCK_RAW, 9),
+                                     ("netlink-sock-diag", 16, socket.SOCK_RAW, 4),
+                                     ("netlink-uevent", 16, socket.SOCK_DGRAM, 15)]:
+    try:
+        socket.socket(family, kind, protocol).close()
+        print(name, "succeeded")
+    except OSError as exc:
+        print(name, errno.errorcode[exc.errno])
+for path in ("/proc/2/mem", "/proc/2/environ"):
+    try:
+        open(path, "rb").read(1)
+        print(path, "succeeded")
+    except OSError as exc:
+        print(path, errno.errorcode[exc.errno])
+"""
+
+
+async def test_the_agent_and_init_cannot_be_traced_or_robbed(pair: Pair) -> None:
+    """Finding 4: ptrace/process_vm/pidfd_getfd on the agent (pid 2) and init (pid 1), the
+    agent's memory through /proc, and kernel surface a build never needs."""
+    result = await run(pair.attacker, "python3", "-c", INTO_OTHER_PROCESSES)
+    outcomes = dict(line.rsplit(" ", 1) for line in result.text.splitlines())
+    assert len(outcomes) == 15, result.text + result.stderr.decode()
+    for name, outcome in outcomes.items():
+        assert outcome in ("EPERM", "EACCES"), f"{name}: {outcome}"
+    await assert_unaffected(pair)
+
+
+async def test_what_stays_allowed_routes_interfaces_and_ps(pair: Pair) -> None:
+    """NETLINK_ROUTE (getifaddrs: `vite --host`, `ip route`) and reading /proc (ps)."""
+    route = "import socket; socket.socket(16, socket.SOCK_RAW, 0).close(); print('route ok')"
+    assert (await run(pair.attacker, "python3", "-c", route)).text == "route ok\n"
+    ip = await run(pair.attacker, "sh", "-c", "ip route && ip -o addr")
+    assert ip.exit.exit_code == 0 and " lo " in ip.text, ip.stderr
+    interfaces = "console.log(Object.keys(require('os').networkInterfaces()).join())"
+    node = await run(pair.attacker, "node", "-e", interfaces)
+    assert node.text == "lo\n", node.stderr
+    ps = await run(pair.attacker, "ps", "-eo", "pid,args")
+    assert ps.exit.exit_code == 0 and "-m agent" in ps.text
+
+
+async def test_dev_is_read_only_and_dev_shm_is_bounded(pair: Pair) -> None:
+    bound = TEST_LIMITS.tmp_mb
+    devfs = await run(pair.attacker, "sh", "-c", "echo pwned > /dev/evil")
+    assert devfs.exit.exit_code != 0 and "Read-only" in devfs.stderr.decode()
+    fill = f"head -c {bound * 2}M /dev/zero > /dev/shm/fill; stat -c %s /dev/shm/fill"
+    shm = await run(pair.attacker, "sh", "-c", fill)
+    assert "No space left on device" in shm.stderr.decode()
+    assert int(shm.text) <= bound << 20
+    await run(pair.attacker, "rm", "-f", "/dev/shm/fill")
+    await assert_unaffected(pair)
+
+
+async def test_the_sandbox_init_and_agent_carry_nothing_of_the_host(
+    limited_backend: LocalBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding 9: pid 1 is bwrap, started by the server; its environment, working
+    directory and command line are readable by every process of the sandbox."""
+    monkeypatch.setenv("BURROW_HOST_ONLY", "host-only-value")
+    sandbox = await limited_backend.create("pid1")
+    look = (
+        'for p in 1 2; do for f in environ cmdline; do echo; echo "$p $f:"; '
+        "tr '\\0' '\\n' < /proc/$p/$f; done; readlink /proc/$p/cwd /proc/$p/root; done"
+    )
+    seen = (await run(sandbox, "sh", "-c", look)).text
+    assert "1 environ:\n\n" in seen, seen  # empty
+    assert "1 cmdline:\nbwrap\n--args\n" in seen, seen
+    host = [os.getcwd(), str(tmp_path), str(limited_backend.data_dir), "host-only-value"]
+    host.append(str(sandbox.socket_path.parent))
+    for value in host:
+        assert value not in seen, f"{value} is visible inside the sandbox:\n{seen}"
+
+
+FLOOD_THE_HOST = """
+import os
+with open("/proc/1/fd/2", "wb") as host_pipe:  # bwrap's stderr: the host reads it
+    for _ in range(40):
+        host_pipe.write(b"x" * 60000 + b"\\n")
+    host_pipe.write(b"y" * (2 << 20))
+os.kill(os.getppid(), 9)  # the agent: the sandbox dies, its stderr becomes the reason
+"""
+
+
+async def test_the_sandbox_cannot_flood_the_reason_of_its_death(pair: Pair) -> None:
+    with pytest.raises(SandboxError):
+        await run(pair.attacker, "python3", "-c", FLOOD_THE_HOST)
+    assert pair.attacker.status == "failed" and "died" in pair.attacker.detail
+    assert len(pair.attacker.detail) < 20 * 600, len(pair.attacker.detail)
+    check = await run(pair.bystander, "cat", "notes.txt")
+    assert check.text == "bystander's notes"

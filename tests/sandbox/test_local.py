@@ -4,23 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from burrow.sandbox.backend import ErrorCode, SandboxError
 from burrow.sandbox.local import LocalBackend
-from tests.sandbox.harness import run, sleeper
+from tests.sandbox.harness import (
+    TEST_LIMITS,
+    agent_of,
+    host_pids,
+    process_state,
+    run,
+    sleeper,
+    wait_for_state,
+)
 
 
 def host_processes_with(marker: str) -> int:
-    count = 0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            count += marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            pass
-    return count
+    return len(host_pids(marker.encode()))
 
 
 async def test_create_returns_the_running_sandbox(backend: LocalBackend) -> None:
@@ -126,3 +130,69 @@ async def test_concurrent_creates_of_one_id_start_one_sandbox(backend: LocalBack
     first, second = await asyncio.gather(backend.create("twin"), backend.create("twin"))
     assert first is second
     assert first.status == "ready"
+
+
+AGENT_TIMEOUT = 1.0
+
+
+@pytest.fixture
+async def impatient_backend(tmp_path: Path) -> AsyncIterator[LocalBackend]:
+    """Production limits, and a short deadline for the agent's answers."""
+    backend = LocalBackend(tmp_path / "data", limits=TEST_LIMITS, agent_timeout=AGENT_TIMEOUT)
+    try:
+        yield backend
+    finally:
+        await backend.close()
+
+
+async def wait_until_gone(marker: str, within: float = 5.0) -> int:
+    for _ in range(int(within / 0.05)):
+        if not host_processes_with(marker):
+            break
+        await asyncio.sleep(0.05)
+    return host_processes_with(marker)
+
+
+async def test_a_command_that_stops_the_agent_gets_the_sandbox_killed(
+    impatient_backend: LocalBackend,
+) -> None:
+    """Finding 3: the agent (pid 2) stopped under a running command; the exec stream ends
+    a reply timeout after the command's own, and the host kills every process."""
+    marker = f"stopped-agent-{os.getpid()}"
+    sandbox = await impatient_backend.create("frozen")
+    await sandbox.write_file("kept.txt", b"still here")
+    attack = f"{sleeper(marker)} > /dev/null 2>&1 & kill -STOP 2; sleep 30"
+    started = time.monotonic()
+    with pytest.raises(SandboxError) as caught:
+        async with asyncio.timeout(30):  # main: forever
+            await run(sandbox, "sh", "-c", attack, timeout=1)
+    elapsed = time.monotonic() - started
+    assert caught.value.code == ErrorCode.UNAVAILABLE
+    assert "did not answer" in caught.value.message or "did not answer" in sandbox.detail
+    assert elapsed < 1 + AGENT_TIMEOUT + 10, elapsed
+    assert sandbox.status == "failed" and "killed" in sandbox.detail
+    assert await wait_until_gone(marker) == 0
+    restarted = await impatient_backend.create("frozen")
+    assert await restarted.read_file("kept.txt") == b"still here"
+
+
+async def test_a_request_to_a_stopped_agent_fails_at_its_deadline(
+    impatient_backend: LocalBackend,
+) -> None:
+    marker = f"stopped-idle-{os.getpid()}"
+    sandbox = await impatient_backend.create("idle")
+    later = "(sleep 0.3; kill -STOP 2) > /dev/null 2>&1 &"  # once this command has exited
+    await run(sandbox, "sh", "-c", f"{sleeper(marker)} > /dev/null 2>&1 & {later}")
+    _, agent = agent_of(marker.encode())
+    await wait_for_state(agent, "T")  # stopped
+    started = time.monotonic()
+    with pytest.raises(SandboxError) as caught:
+        async with asyncio.timeout(30):  # main: forever
+            await sandbox.running_commands()
+    assert caught.value.code == ErrorCode.UNAVAILABLE
+    assert time.monotonic() - started < AGENT_TIMEOUT + 10
+    assert await wait_until_gone(marker) == 0
+    assert not process_state(agent)
+    with pytest.raises(SandboxError) as caught:  # at once now: the sandbox is known dead
+        await sandbox.read_file("anything")
+    assert "did not answer" in caught.value.message

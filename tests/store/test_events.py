@@ -83,3 +83,19 @@ async def test_ownership_filter(engine: Database) -> None:
     assert await conversations.get(mine.id, owner_id=bob.id) is None
     assert (await conversations.get(mine.id, owner_id=alice.id)) == mine
     assert [c.id for c in await conversations.owned_by(bob.id)] == []
+
+
+async def test_a_byte_bounded_read_pages_losslessly_and_never_stalls(engine: Database) -> None:
+    cid = await _conversation(engine)
+    store = EventStore(engine)
+    texts = ["é" * 30_000, "x" * 10, "y" * 200_000, "z" * 10, "w" * 10]  # "é": 2 bytes each
+    batch = [NewEvent("tool.output", {"text": t}) for t in texts]
+    await store.append(cid, batch, projection_change(batch))
+    pages, after = [], 0
+    while page := await store.read(cid, after, limit=100, max_bytes=50_000):
+        pages.append([e.seq for e in page])
+        after = page[-1].seq
+    # 60 KB of "é" fill the first page (bytes, not 30,000 characters); the 200 KB event exceeds
+    # any page on its own and still comes, alone.
+    assert pages == [[1], [2], [3], [4, 5]]
+    assert [e.seq for e in await store.read(cid, 0, limit=2, max_bytes=10**9)] == [1, 2]

@@ -2,6 +2,7 @@
 import { useCallback, useEffect, useRef, useState } from "react";
 import { api, type ApprovalMode, type Conversation } from "./api/client";
 import { Composer } from "./composer/Composer";
+import { SecretsPicker, SecretsWarning } from "./conversations/ConversationSecrets";
 import { formatCost, formatTokens } from "./format";
 import { SidePanel, type Tab } from "./panel/SidePanel";
 import { type Item, runStatus, type RunStatus } from "./timeline/reducer";
@@ -193,6 +194,9 @@ export function ConversationView({
             mode={conversation?.approval_mode}
             onChanged={onChanged}
           />
+          {conversation && (
+            <SecretsPicker cid={cid} chosen={conversation.secrets ?? []} onChanged={onChanged} />
+          )}
           {!panelOpen && (
             <span className={`header-meta ${sandbox === "failed" ? "error-text" : "muted"}`} title="Sandbox">
               sandbox {sandbox}
@@ -217,6 +221,7 @@ export function ConversationView({
             ◧
           </button>
         </header>
+        <SecretsWarning cid={cid} chosen={conversation?.secrets ?? []} />
         <Timeline cid={cid} state={state} empty={emptyState} onShowPreview={showPreview} />
         <Composer
           running={status !== "idle"}

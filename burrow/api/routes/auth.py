@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from burrow.api.deps import SESSION_COOKIE, ServicesDep, UserDep
 from burrow.api.errors import ApiError, not_found
 from burrow.api.schemas import Me
-from burrow.api.throttle import LoginThrottle
+from burrow.api.throttle import LoginThrottle, TooManyAttempts
 from burrow.store.accounts import SESSION_LIFETIME, token_digest
 
 router = APIRouter(prefix="/api/auth", tags=["auth"])
@@ -37,24 +37,25 @@ class TokenOut(BaseModel):
     created_at: datetime
 
 
-def _secure(request: Request) -> bool:
-    return request.headers.get("x-forwarded-proto", request.url.scheme) == "https"
-
-
 @router.post("/login")
 async def login(body: Login, request: Request, response: Response, svc: ServicesDep) -> Me:
     throttle: LoginThrottle = request.app.state.login_throttle
+    # The peer, or what a trusted proxy forwarded (burrow.api.forwarded): never a header
+    # the client chose.
     client = request.client.host if request.client else "?"
-    wait = throttle.retry_after(client, body.username)
-    if wait > 0:
+    try:
+        attempt = throttle.attempt(client, body.username)
+    except TooManyAttempts as exc:
         raise ApiError(
-            429, "too_many_attempts", f"Too many failed logins: try again in {int(wait) + 1} s."
-        )
-    user = await svc.accounts.authenticate(body.username, body.password)
-    if user is None:
-        throttle.failed(client, body.username)
-        raise ApiError(401, "bad_credentials", "Wrong username or password.")
-    throttle.succeeded(client, body.username)
+            429, "too_many_attempts", str(exc), {"Retry-After": str(exc.retry_after)}
+        ) from None
+    with attempt:
+        # Too many checks queued: PasswordsBusy, a 503 (api/errors.py), and not a failure.
+        user = await svc.accounts.authenticate(body.username, body.password)
+        if user is None:
+            attempt.failed()
+            raise ApiError(401, "bad_credentials", "Wrong username or password.")
+        attempt.succeeded()
     token = await svc.accounts.issue(user.id, "session")
     response.set_cookie(
         SESSION_COOKIE,
@@ -62,7 +63,7 @@ async def login(body: Login, request: Request, response: Response, svc: Services
         max_age=int(SESSION_LIFETIME.total_seconds()),
         httponly=True,
         samesite="lax",
-        secure=_secure(request),
+        secure=request.url.scheme == "https",
         path="/",
     )
     return Me(id=user.id, username=user.username, is_admin=user.is_admin)

@@ -45,8 +45,16 @@ async def get_conversation(conversation: ConversationDep) -> ConversationOut:
 async def update_conversation(
     body: RenameConversation, conversation: ConversationDep, svc: ServicesDep
 ) -> ConversationOut:
+    if body.secrets is not None:
+        unknown = await svc.secrets.unknown(conversation.owner_id, body.secrets)
+        if unknown:
+            raise ApiError(
+                400,
+                "unknown_secrets",
+                f"No secret named {', '.join(unknown)}: set it first (PUT /api/secrets/{{name}}).",
+            )
     await svc.conversations.update(
-        conversation.id, title=body.title, approval_mode=body.approval_mode
+        conversation.id, title=body.title, approval_mode=body.approval_mode, secrets=body.secrets
     )
     if body.approval_mode is not None:
         svc.runtime.approvals.mode_changed(conversation.id, body.approval_mode)
@@ -59,6 +67,7 @@ async def update_conversation(
 @router.delete("/{cid}", status_code=204)
 async def delete_conversation(conversation: ConversationDep, svc: ServicesDep) -> Response:
     await svc.runtime.delete(conversation.id)
+    svc.secrets.forget(conversation.id)
     return Response(status_code=204)
 
 

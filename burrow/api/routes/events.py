@@ -6,10 +6,11 @@ from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Response
-from fastapi.responses import StreamingResponse
 
-from burrow.api.deps import ConversationDep, ServicesDep
+from burrow.api.deps import ConversationDep, ServicesDep, StreamCapDep, UserDep
 from burrow.api.schemas import EventOut
+from burrow.api.streams import HeldStreamingResponse, TooManyStreams
+from burrow.runs.journal import PAGE_BYTES
 
 router = APIRouter(prefix="/api/conversations", tags=["events"])
 
@@ -24,6 +25,8 @@ HEARTBEAT_SECONDS = 15.0
 async def events(
     conversation: ConversationDep,
     svc: ServicesDep,
+    user: UserDep,
+    streams: StreamCapDep,
     after: Annotated[int, Query(ge=0)] = 0,
     format: Annotated[str, Query(pattern="^(sse|json)$")] = "sse",
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
@@ -31,24 +34,30 @@ async def events(
 ) -> Response:
     """SSE of every event after `after` (or `Last-Event-ID`), then live events.
 
-    With `format=json`, one page of at most `limit` events as a JSON array instead.
+    With `format=json`, one page as a JSON array instead: at most `limit` events and about
+    1 MiB (always at least one event); ask again with `after` = the last seq for the next.
     """
     if last_event_id and last_event_id.strip().isdigit():
         after = max(after, int(last_event_id))
     cid = conversation.id
     if format == "json":
-        page = await svc.journal.read(cid, after, limit)
+        page = await svc.journal.read(cid, after, limit, PAGE_BYTES)
         body = "[" + ",".join(e.envelope_json() for e in page) + "]"
         return Response(body, media_type="application/json")
+    try:
+        slot = streams.acquire(user.id)  # held until the stream ends, however it ends
+    except TooManyStreams as exc:
+        raise exc.api_error() from None
 
     async def stream() -> AsyncIterator[bytes]:
         yield b": connected\n\n"
         async for batch in svc.journal.follow(cid, after, HEARTBEAT_SECONDS):
-            # Events that arrived together go out in one write.
+            # Events that arrived together (or one page of history) go out in one write.
             yield b"".join(e.sse_frame for e in batch) if batch else b": heartbeat\n\n"
 
-    return StreamingResponse(
+    return HeldStreamingResponse(
         stream(),
+        slot,
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

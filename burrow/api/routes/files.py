@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from burrow.api.deps import ConversationDep, ServicesDep
+from burrow.api.errors import nul_in_path
 from burrow.api.schemas import FileEntryOut
 
 router = APIRouter(prefix="/api/conversations", tags=["files"])
@@ -25,6 +26,17 @@ def _normal(path: str) -> str:
     return posixpath.normpath(path.lstrip("/")).removeprefix("./")
 
 
+def checked(path: str) -> str:
+    """`path`, refused at the edge when no file could ever have that name.
+
+    Passed on, a NUL byte makes the sandbox's agent reject the whole request frame, which
+    the caller would see as the sandbox being unavailable (503).
+    """
+    if "\0" in path:
+        raise nul_in_path()
+    return path
+
+
 @router.get("/{cid}/files")
 async def list_files(
     conversation: ConversationDep,
@@ -32,6 +44,7 @@ async def list_files(
     path: PathQuery = ".",
     internal: Annotated[bool, Query(description="Also list Burrow's own .burrow folders")] = False,
 ) -> list[FileEntryOut]:
+    path = checked(path)  # before the sandbox is woken for nothing
     sandbox = await svc.runtime.sandboxes.get(conversation.id)
     entries = await sandbox.list_dir(path)
     if not internal:
@@ -54,6 +67,7 @@ async def file_content(
     conversation: ConversationDep, svc: ServicesDep, path: PathQuery
 ) -> Response:
     """The file's bytes; never rendered by the browser (nosniff, sandboxing CSP)."""
+    path = checked(path)
     sandbox = await svc.runtime.sandboxes.get(conversation.id)
     data = await sandbox.read_file(path, 0, MAX_FILE_BYTES)
     try:

@@ -1,10 +1,12 @@
-"""The conversation's previews: what runs, and a fresh signed link for the owner's iframe."""
+"""The conversation's previews: what runs, and fresh signed links for the owner (a link
+opens its preview once)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Request
+from fastapi.responses import RedirectResponse
 from pydantic import BaseModel
 
 from burrow.api.deps import ConversationDep, ServicesDep, UserDep
@@ -18,13 +20,14 @@ router = APIRouter(prefix="/api/conversations", tags=["previews"])
 
 
 PreviewStatus = Literal["running", "stopped", "hibernated"]
+Port = Annotated[int, Path(ge=1, le=65535)]
 
 
 class PreviewOut(BaseModel):
     port: int
     url: str
-    """Opens the preview for the caller: carries a signed token valid for a short while,
-    exchanged for a cookie on that preview's own origin on first load."""
+    """Opens the preview for the caller: carries a signed token valid for a short while
+    and for one use, exchanged for a cookie on that preview's own origin."""
     status: PreviewStatus
     """`hibernated`: the sandbox sleeps; opening the URL wakes it and the service."""
     command: str
@@ -66,3 +69,16 @@ async def list_previews(
         )
         for port, (status, command) in sorted(found.items())
     ]
+
+
+@router.get("/{cid}/previews/{port}/open", response_class=RedirectResponse, status_code=303)
+async def open_preview(
+    request: Request, conversation: ConversationDep, svc: ServicesDep, user: UserDep, port: Port
+) -> RedirectResponse:
+    """Redirects to the preview through a freshly signed link: for "open in a new tab",
+    which cannot reuse the link the iframe has spent (and has no cookie of its own: the
+    iframe's is partitioned under the app's site)."""
+    url = preview_links(request, svc).signed_url(user.id, conversation.id, port)
+    return RedirectResponse(
+        url, 303, headers={"cache-control": "no-store", "referrer-policy": "no-referrer"}
+    )

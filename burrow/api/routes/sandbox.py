@@ -23,7 +23,12 @@ async def sandbox_status(conversation: ConversationDep, svc: ServicesDep) -> San
     if status == "none":  # not started by this server process: the journal's last word
         latest = await svc.conversations.get(conversation.id)
         status = latest.sandbox_status if latest else conversation.sandbox_status
-    return SandboxStatusOut(status=status, backend=pool.backend.name, detail=detail)
+    return SandboxStatusOut(
+        status=status,
+        backend=pool.backend.name,
+        detail=detail,
+        network=svc.settings.sandbox_network,
+    )
 
 
 @router.post("/{cid}/sandbox/restart", status_code=202)
@@ -33,4 +38,9 @@ async def restart_sandbox(conversation: ConversationDep, svc: ServicesDep) -> Sa
     pool = svc.runtime.sandboxes
     await pool.restart(conversation.id)
     state = pool.state(conversation.id)
-    return SandboxStatusOut(status=state.status, backend=pool.backend.name, detail=state.detail)
+    return SandboxStatusOut(
+        status=state.status,
+        backend=pool.backend.name,
+        detail=state.detail,
+        network=svc.settings.sandbox_network,
+    )

@@ -1,13 +1,17 @@
-"""Model settings from the browser. The key goes in; only a hint of it ever comes out."""
+"""Model settings from the browser. Keys go in; only a hint of them ever comes out."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from burrow.api.deps import ServicesDep, UserDep
 from burrow.api.errors import ApiError
-from burrow.runs.models import ModelView
+from burrow.llm.factory import PROVIDERS
+from burrow.runs.models import ModelView, ProviderView
+from burrow.store.records import User
 
 router = APIRouter(prefix="/api/settings", tags=["settings"])
 
@@ -46,3 +50,71 @@ async def put_model_settings(
     return ModelSettingsOut.of(
         await svc.models.update(model=body.model, base_url=body.base_url, api_key=body.api_key)
     )
+
+
+ProviderName = Literal["openai", "anthropic"]
+
+
+class ProviderIn(BaseModel):
+    api_key: str | None = Field(default=None, max_length=1000, description="'' clears it")
+    base_url: str | None = Field(default=None, max_length=2000, description="'' clears it")
+
+
+class ProviderOut(BaseModel):
+    provider: ProviderName
+    base_url: str | None
+    api_key_set: bool
+    api_key_hint: str | None
+
+    @classmethod
+    def of(cls, view: ProviderView) -> ProviderOut:
+        return cls(**view.__dict__)
+
+
+class ProviderTestOut(BaseModel):
+    ok: bool
+    detail: str
+    models: list[str] | None = None
+
+
+class ModelOut(BaseModel):
+    id: str = Field(description="provider:model, as BURROW_MODEL takes it")
+    context_window: int
+    vision: bool
+
+
+def _admin(user: User) -> None:
+    if not user.is_admin:
+        raise ApiError(403, "forbidden", "Only an administrator can change model providers.")
+
+
+@router.get("/providers")
+async def get_providers(svc: ServicesDep, user: UserDep) -> list[ProviderOut]:
+    return [ProviderOut.of(svc.models.provider_view(name)) for name in PROVIDERS]
+
+
+@router.put("/providers/{provider}")
+async def put_provider(
+    provider: ProviderName, body: ProviderIn, svc: ServicesDep, user: UserDep
+) -> ProviderOut:
+    _admin(user)
+    if body.base_url and not body.base_url.startswith(("http://", "https://")):
+        raise ApiError(422, "invalid_request", "base_url must start with http:// or https://")
+    view = await svc.models.update_provider(provider, api_key=body.api_key, base_url=body.base_url)
+    return ProviderOut.of(view)
+
+
+@router.post("/providers/{provider}/test")
+async def test_provider(provider: ProviderName, svc: ServicesDep, user: UserDep) -> ProviderTestOut:
+    """Ask the provider for its models with the stored key: proves key and URL work."""
+    _admin(user)
+    result = await svc.models.probe(provider)
+    return ProviderTestOut(ok=result.ok, detail=result.detail, models=result.models)
+
+
+@router.get("/models")
+async def get_models(svc: ServicesDep, user: UserDep) -> list[ModelOut]:
+    return [
+        ModelOut(id=m.id, context_window=m.context_window, vision=m.vision)
+        for m in svc.models.models()
+    ]

@@ -16,8 +16,9 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, Path, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, Field
 
-from burrow.api.deps import ConversationDep, ServicesDep, optional_user
+from burrow.api.deps import ConversationDep, ServicesDep, optional_user, stream_cap
 from burrow.api.errors import not_found
+from burrow.api.streams import CLOSE_TOO_MANY_STREAMS, TooManyStreams
 from burrow.sandbox.terminals import Attachment, Terminal
 
 router = APIRouter(prefix="/api/conversations", tags=["terminals"])
@@ -30,6 +31,7 @@ CLOSE_NOT_FOUND = 4404
 CLOSE_FORBIDDEN_ORIGIN = 4403
 CLOSE_ENDED = 4000  # the shell exited or the sandbox stopped
 CLOSE_LAGGING = 4008  # this socket fell too far behind; reconnect to get the scrollback
+# and CLOSE_TOO_MANY_STREAMS = 4429: the user's open streams are at the cap (api/streams.py)
 
 
 class TerminalIn(BaseModel):
@@ -80,8 +82,8 @@ async def terminal_socket(websocket: WebSocket, cid: str, tid: str) -> None:
     svc = websocket.app.state.services
     # Cookies ride along on cross-site WebSocket handshakes: a preview page must not get in.
     origin = websocket.headers.get("origin")
-    host = websocket.headers.get("x-forwarded-host", websocket.headers.get("host", ""))
-    if origin is not None and urlsplit(origin).netloc != host:
+    # The Host as a trusted proxy forwarded it (burrow.api.forwarded), or as sent.
+    if origin is not None and urlsplit(origin).netloc != websocket.headers.get("host", ""):
         await websocket.close(CLOSE_FORBIDDEN_ORIGIN, "cross-origin terminal refused")
         return
     user = await optional_user(websocket, svc)
@@ -94,28 +96,39 @@ async def terminal_socket(websocket: WebSocket, cid: str, tid: str) -> None:
     if terminal is None:
         await websocket.close(CLOSE_NOT_FOUND, "no such terminal")
         return
-    await websocket.accept()
+    await websocket.accept()  # before the cap check: a close code reaches only an open socket
+    try:
+        slot = stream_cap(websocket).acquire(user.id)
+    except TooManyStreams as exc:
+        await websocket.close(CLOSE_TOO_MANY_STREAMS, exc.close_reason)
+        return
     scrollback, attachment = terminal.attach()
     try:
-        if scrollback:
-            await websocket.send_bytes(scrollback)
-        sending = asyncio.create_task(_send_output(websocket, attachment))
+        sending = asyncio.create_task(_send_output(websocket, scrollback, attachment))
         receiving = asyncio.create_task(_receive_input(websocket, terminal))
-        done, pending = await asyncio.wait({sending, receiving}, return_when="FIRST_COMPLETED")
+        # A client too slow for the output is dropped even while a send to it is stuck.
+        dropped = asyncio.create_task(attachment.dropped.wait())
+        done, pending = await asyncio.wait(
+            {sending, receiving, dropped}, return_when="FIRST_COMPLETED"
+        )
         for task in pending:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        if sending in done and not sending.exception():
-            code = CLOSE_ENDED if terminal.exited else CLOSE_LAGGING
+        if dropped in done or (sending in done and not sending.exception()):
+            lagging = attachment.dropped.is_set()
+            code = CLOSE_LAGGING if lagging else CLOSE_ENDED
             with contextlib.suppress(Exception):
-                await websocket.close(code, "terminal ended" if terminal.exited else "too slow")
+                await websocket.close(code, "too slow" if lagging else "terminal ended")
     finally:
         terminal.detach(attachment)
+        slot.release()
 
 
-async def _send_output(websocket: WebSocket, attachment: Attachment) -> None:
-    while (data := await attachment.queue.get()) is not None:
+async def _send_output(websocket: WebSocket, scrollback: bytes, attachment: Attachment) -> None:
+    if scrollback:
+        await websocket.send_bytes(scrollback)
+    while (data := await attachment.get()) is not None:
         await websocket.send_bytes(data)
 
 

@@ -164,15 +164,16 @@ def check_hello(frame: Frame) -> None:
 class FrameDecoder:
     """Turns a byte stream into frames; feed it whatever the socket returned."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_payload: int = MAX_PAYLOAD_BYTES) -> None:
         self._buffer = bytearray()
+        self.max_payload = max_payload  # checked from a frame's prefix, before buffering it
 
     def feed(self, data: bytes) -> list[Frame]:
         self._buffer += data
         frames: list[Frame] = []
         while len(self._buffer) >= PREFIX.size:
             header_len, payload_len = PREFIX.unpack_from(self._buffer)
-            if header_len > MAX_HEADER_BYTES or payload_len > MAX_PAYLOAD_BYTES:
+            if header_len > MAX_HEADER_BYTES or payload_len > self.max_payload:
                 raise ProtocolError(f"frame too large ({header_len}+{payload_len} bytes)")
             end = PREFIX.size + header_len + payload_len
             if len(self._buffer) < end:

@@ -19,6 +19,7 @@ RECV_BYTES = 64 * 1024
 # Commands running now (not terminals): the host keeps a busy sandbox from hibernating.
 # A list mutated by one append/pop is atomic under the GIL, without importing threading.
 _running: list[None] = []
+_undumpable: list[None] = []  # one element once prctl(PR_SET_DUMPABLE, 0) is done
 
 
 def serve(listener: socket.socket, workspace: Workspace) -> None:
@@ -60,6 +61,8 @@ def _dispatch(
     workspace: Workspace,
 ) -> None:
     kind = request.kind
+    if kind in (protocol.SPAWN, protocol.PTY_OPEN, protocol.TUNNEL):
+        _make_undumpable()  # before the first command of the sandbox can run
     if kind == protocol.SPAWN:
         # Imported here so that the handshake, which gates sandbox readiness, does not
         # wait for subprocess and selectors to load.
@@ -90,6 +93,20 @@ def _dispatch(
         open_tunnel(conn, request.header, decoder.take_pending())
     else:
         raise AgentError("protocol", f"{kind!r} is not a request")
+
+
+def _make_undumpable() -> None:
+    """Close /proc/<agent>/mem, environ and fd to the sandbox's code, which runs as the
+    same uid: without CAP_SYS_PTRACE nothing may touch an undumpable process (seccomp
+    refuses ptrace itself). Children are dumpable again once they exec. Done on the first
+    request that runs code, not at start-up: ctypes costs the boot ~3 ms."""
+    if not _undumpable:
+        import ctypes
+
+        pr_set_dumpable = 4
+        if ctypes.CDLL(None, use_errno=True).prctl(pr_set_dumpable, 0, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+        _undumpable.append(None)
 
 
 def _next_frame(

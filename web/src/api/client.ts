@@ -5,6 +5,8 @@ type Schemas = components["schemas"];
 export type Conversation = Schemas["ConversationOut"];
 export type FileEntry = Schemas["FileEntryOut"];
 export type Health = Schemas["Health"];
+export type SecretName = Schemas["SecretOut"];
+export type SandboxInfo = Schemas["SandboxStatusOut"];
 
 // The settings route may be newer than the server this was built against.
 type Fallback<K extends string, T> = K extends keyof Schemas ? Schemas[K] : T;
@@ -23,6 +25,20 @@ export interface ModelSettingsUpdate {
   base_url?: string | null;
   api_key?: string | null;
 }
+
+export type ProviderSettings = Fallback<
+  "ProviderOut",
+  {
+    provider: "openai" | "anthropic";
+    base_url: string | null;
+    api_key_set: boolean;
+    api_key_hint: string | null;
+  }
+>;
+export type ProviderTest = Fallback<
+  "ProviderTestOut",
+  { ok: boolean; detail: string; models?: string[] | null }
+>;
 
 export type PreviewLink = Fallback<
   "PreviewOut",
@@ -91,6 +107,9 @@ export const api = {
     request<Conversation>("PATCH", conv(cid), { title }),
   setApprovalMode: (cid: string, approval_mode: ApprovalMode) =>
     request<Conversation>("PATCH", conv(cid), { approval_mode }),
+  /** Names of the caller's secrets the conversation's commands and terminals get. */
+  setConversationSecrets: (cid: string, secrets: string[]) =>
+    request<Conversation>("PATCH", conv(cid), { secrets }),
   deleteConversation: (cid: string) => request<void>("DELETE", conv(cid)),
   send: (cid: string, content: string) =>
     request<Schemas["MessageAccepted"]>("POST", `${conv(cid)}/messages`, { content }),
@@ -116,8 +135,11 @@ export const api = {
   fileUrl: (cid: string, path: string) => `${conv(cid)}/files/content${q(path)}`,
   eventsUrl: (cid: string, after = 0) =>
     `${conv(cid)}/events${after > 0 ? `?after=${after}` : ""}`,
+  sandbox: (cid: string) => request<SandboxInfo>("GET", `${conv(cid)}/sandbox`),
   restartSandbox: (cid: string) => request<unknown>("POST", `${conv(cid)}/sandbox/restart`, {}),
   previews: (cid: string) => request<PreviewLink[]>("GET", `${conv(cid)}/previews`),
+  /** Redirects to the preview with a fresh signed link (a link opens a preview once). */
+  previewOpenUrl: (cid: string, port: number) => `${conv(cid)}/previews/${port}/open`,
   createTerminal: (cid: string, cols: number, rows: number) =>
     request<{ terminal_id: string }>("POST", `${conv(cid)}/terminals`, { cols, rows }),
   terminals: (cid: string) => request<unknown>("GET", `${conv(cid)}/terminals`),
@@ -127,7 +149,17 @@ export const api = {
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
     return `${scheme}//${location.host}${conv(cid)}/terminals/${encodeURIComponent(tid)}/ws`;
   },
+  secrets: () => request<SecretName[]>("GET", "/api/secrets"),
+  /** Create or replace; the value is never sent back. */
+  putSecret: (name: string, value: string) =>
+    request<SecretName>("PUT", `/api/secrets/${encodeURIComponent(name)}`, { value }),
+  deleteSecret: (name: string) => request<void>("DELETE", `/api/secrets/${encodeURIComponent(name)}`),
   modelSettings: () => request<ModelSettings>("GET", "/api/settings/model"),
   saveModelSettings: (update: ModelSettingsUpdate) =>
     request<ModelSettings>("PUT", "/api/settings/model", update),
+  providers: () => request<ProviderSettings[]>("GET", "/api/settings/providers"),
+  saveProvider: (provider: string, update: { api_key?: string; base_url?: string }) =>
+    request<ProviderSettings>("PUT", `/api/settings/providers/${provider}`, update),
+  testProvider: (provider: string) =>
+    request<ProviderTest>("POST", `/api/settings/providers/${provider}/test`, {}),
 };

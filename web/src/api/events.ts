@@ -7,7 +7,25 @@ export type Envelope = components["schemas"]["EventOut"];
 export interface UsageData {
   prompt_tokens: number;
   completion_tokens: number;
+  cache_read_tokens?: number;
+  cache_write_tokens?: number;
   cost: number;
+}
+
+/** What a tool declares it may do (`tool.started` `kind`); a `shell` tool also does
+ * whatever its command does. Absent in events journaled before tools declared it. */
+export interface ToolKind {
+  reads: boolean;
+  writes: boolean;
+  destructive: boolean;
+  network: boolean;
+  shell: boolean;
+}
+
+export interface BudgetHit {
+  kind: "tokens" | "cost" | "steps" | "tool_seconds" | "total_cost";
+  limit: number;
+  used: number;
 }
 
 export interface EventData {
@@ -20,7 +38,7 @@ export interface EventData {
     thinking: string;
     tool_calls: { id: string; name: string; arguments: unknown }[];
   };
-  "tool.started": { call_id: string; name: string; arguments: unknown };
+  "tool.started": { call_id: string; name: string; arguments: unknown; kind?: ToolKind };
   "tool.output": { call_id: string; stream: "stdout" | "stderr"; text: string };
   "tool.finished": {
     call_id: string;
@@ -43,10 +61,12 @@ export interface EventData {
   "preview.opened": { port: number; url: string };
   usage: UsageData;
   "context.compacted": { tokens_before: number; tokens_after: number };
+  retry: { attempt: number; delay_s: number; reason: string };
   "run.finished": {
-    status: "completed" | "failed" | "canceled";
+    status: "completed" | "failed" | "canceled" | "budget_exceeded";
     error: string | null;
     usage: UsageData;
+    budget?: BudgetHit;
   };
 }
 
@@ -67,6 +87,7 @@ export const EVENT_TYPES: readonly EventType[] = [
   "preview.opened",
   "usage",
   "context.compacted",
+  "retry",
   "run.finished",
 ];
 
@@ -82,7 +103,7 @@ export type BurrowEvent = {
 }[EventType];
 
 /** How a payload field is checked at the edge; a wrong or missing value becomes the default. */
-type Field = "string" | "id" | "number" | "count" | "bool" | "usage" | "any";
+type Field = "string" | "id" | "number" | "count" | "bool" | "usage" | "object" | "any";
 
 // Only the fields the client reads are checked; any others pass through untouched.
 const SHAPES: { [K in EventType]: Partial<Record<keyof EventData[K], Field>> } = {
@@ -91,7 +112,7 @@ const SHAPES: { [K in EventType]: Partial<Record<keyof EventData[K], Field>> } =
   "assistant.thinking.delta": { text: "string" },
   "assistant.text.delta": { text: "string" },
   "assistant.message": { content: "string", thinking: "string" },
-  "tool.started": { call_id: "id", name: "string", arguments: "any" },
+  "tool.started": { call_id: "id", name: "string", arguments: "any", kind: "object" },
   "tool.output": { call_id: "id", text: "string" },
   "tool.finished": { call_id: "id", is_error: "bool", output: "string", truncated: "bool", duration_ms: "count" },
   "approval.requested": { request_id: "id", call_id: "string", tool: "string", arguments: "any", risk: "string", reason: "string" },
@@ -100,7 +121,8 @@ const SHAPES: { [K in EventType]: Partial<Record<keyof EventData[K], Field>> } =
   "preview.opened": { port: "count", url: "string" },
   usage: { prompt_tokens: "count", completion_tokens: "count", cost: "number" },
   "context.compacted": { tokens_before: "count", tokens_after: "count" },
-  "run.finished": { status: "string", usage: "usage" },
+  retry: { attempt: "count", delay_s: "number", reason: "string" },
+  "run.finished": { status: "string", usage: "usage", budget: "object" },
 };
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
@@ -131,6 +153,8 @@ function field(kind: Field, v: unknown): unknown {
       return v === true;
     case "usage":
       return asUsage(v);
+    case "object":
+      return isObject(v) ? v : undefined; // optional: absent rather than of the wrong type
     case "any":
       return v;
   }

@@ -100,8 +100,14 @@ export function Preview({
           {chosen?.command || preview.url}
         </code>
         {chosen && chosen.status !== "running" && <span className="badge warn">{chosen.status}</span>}
-        {src && (
-          <a className="button" href={src} target="_blank" rel="noopener noreferrer">
+        {src && port !== null && (
+          // Not `src`: the iframe has spent that link; this route signs a fresh one.
+          <a
+            className="button"
+            href={api.previewOpenUrl(cid, port)}
+            target="_blank"
+            rel="noopener noreferrer"
+          >
             Open ↗
           </a>
         )}

@@ -1,6 +1,7 @@
 // Model settings: stored on the server; the key is write-only (only a hint comes back).
 import { useEffect, useRef, useState } from "react";
-import { ApiError, api, type ModelSettings } from "../api/client";
+import { ApiError, api, type ModelSettings, type ProviderSettings } from "../api/client";
+import { SecretsSection } from "./Secrets";
 
 export type SettingsState = ModelSettings | "unavailable" | null;
 
@@ -29,6 +30,10 @@ export function SettingsDialog({
   const [clearKey, setClearKey] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [saving, setSaving] = useState(false);
+  const [anthropic, setAnthropic] = useState<ProviderSettings | null>(null);
+  const [anthropicKey, setAnthropicKey] = useState("");
+  const [anthropicUrl, setAnthropicUrl] = useState("");
+  const [tested, setTested] = useState<string | null>(null);
   const dialog = useRef<HTMLDialogElement>(null);
 
   useEffect(() => {
@@ -36,10 +41,41 @@ export function SettingsDialog({
     if (el && !el.open) el.showModal();
   }, []);
 
+  useEffect(() => {
+    if (!loaded) return;
+    api.providers().then(
+      (all) => {
+        const found = all.find((p) => p.provider === "anthropic") ?? null;
+        setAnthropic(found);
+        setAnthropicUrl(found?.base_url ?? "");
+      },
+      () => setAnthropic(null), // an older server: no per-provider settings
+    );
+  }, [loaded]);
+
+  const saveAnthropic = async () => {
+    const update: { api_key?: string; base_url?: string } = {};
+    if (anthropicKey) update.api_key = anthropicKey;
+    if (anthropicUrl.trim() !== (anthropic?.base_url ?? "")) update.base_url = anthropicUrl.trim();
+    if (Object.keys(update).length) setAnthropic(await api.saveProvider("anthropic", update));
+  };
+
+  const testAnthropic = async () => {
+    setTested("Testing…");
+    try {
+      await saveAnthropic();
+      const result = await api.testProvider("anthropic");
+      setTested(result.ok ? `✓ ${result.detail}` : `✗ ${result.detail}`);
+    } catch (e) {
+      setTested(e instanceof Error ? e.message : String(e));
+    }
+  };
+
   const save = async (update: { model?: string; base_url?: string; api_key?: string }) => {
     setSaving(true);
     setError(null);
     try {
+      if (anthropic) await saveAnthropic();
       onSaved(await api.saveModelSettings(update));
       onClose();
     } catch (e) {
@@ -74,16 +110,16 @@ export function SettingsDialog({
         ) : (
           <>
             <p className="muted">
-              Any OpenAI-compatible server (OpenAI, DeepSeek, vLLM, Ollama, LM Studio), or{" "}
-              <code>demo</code> for the offline demo model. The key stays on the server and never
-              enters a sandbox.
+              Any OpenAI-compatible server (OpenAI, DeepSeek, vLLM, Ollama, LM Studio), Claude as{" "}
+              <code>anthropic:claude-…</code>, or <code>demo</code> for the offline demo model.
+              Keys stay on the server and never enter a sandbox.
             </p>
             <label>
               Model name
               <input
                 value={model}
                 onChange={(e) => setModel(e.target.value)}
-                placeholder="e.g. gpt-4.1, deepseek-chat, demo"
+                placeholder="e.g. gpt-4.1, anthropic:claude-sonnet-4-6, demo"
                 autoComplete="off"
               />
             </label>
@@ -125,6 +161,43 @@ export function SettingsDialog({
                 Remove the stored key
               </label>
             )}
+            {anthropic && (
+              <fieldset>
+                <legend>Anthropic</legend>
+                <label>
+                  Anthropic key
+                  <input
+                    type="password"
+                    value={anthropicKey}
+                    onChange={(e) => setAnthropicKey(e.target.value)}
+                    placeholder={
+                      anthropic.api_key_set
+                        ? `set (${anthropic.api_key_hint ?? "hidden"}) — type to replace`
+                        : "not set"
+                    }
+                    autoComplete="off"
+                  />
+                </label>
+                <label>
+                  Anthropic endpoint
+                  <input
+                    value={anthropicUrl}
+                    onChange={(e) => setAnthropicUrl(e.target.value)}
+                    placeholder="https://api.anthropic.com (default)"
+                    autoComplete="off"
+                    inputMode="url"
+                  />
+                </label>
+                <button type="button" onClick={() => void testAnthropic()}>
+                  Test the Anthropic key
+                </button>
+                {tested && (
+                  <p className="muted" role="status">
+                    {tested}
+                  </p>
+                )}
+              </fieldset>
+            )}
           </>
         )}
         {error && (
@@ -154,6 +227,7 @@ export function SettingsDialog({
           )}
         </div>
       </form>
+      <SecretsSection />
     </dialog>
   );
 }

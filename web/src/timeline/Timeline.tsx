@@ -23,10 +23,11 @@ const Assistant = memo(function Assistant({ item }: { item: AssistantItem }) {
 function RunEnd({ item }: { item: RunEndItem }) {
   const tokens = item.usage.prompt_tokens + item.usage.completion_tokens;
   const usage = `${formatTokens(tokens)} tokens · ${formatCost(item.usage.cost)}`;
-  if (item.status === "failed") {
+  if (item.status === "failed" || item.status === "budget_exceeded") {
+    const title = item.status === "failed" ? "Run failed." : "Budget reached.";
     return (
       <div className="run-end failed" role="alert">
-        <strong>Run failed.</strong> {item.error}
+        <strong>{title}</strong> {item.error}
         <span className="muted"> · {usage}</span>
       </div>
     );

@@ -4,7 +4,6 @@ import { formatDuration } from "../format";
 import type { OutputChunk, ToolItem } from "./reducer";
 
 const TAIL_LINES = 120;
-const QUIET_TOOLS = new Set(["write_file", "edit_file", "read_file"]);
 const TAIL_CHARS = 12_000;
 
 function args(item: ToolItem): Record<string, unknown> {
@@ -111,9 +110,11 @@ function Arguments({ item }: { item: ToolItem }) {
 export const ToolCard = memo(function ToolCard({ item }: { item: ToolItem }) {
   const r = item.result;
   const state = !r ? "running" : r.isError ? "error" : "ok";
-  // null: open while it runs or when it failed; file tools fold away once they succeed.
+  // null: open while it runs or when it failed; a call that runs no command (a file tool)
+  // folds away once it succeeds: its output is not worth the space.
   const [chosen, setOpen] = useState<boolean | null>(null);
-  const open = chosen ?? (!r || r.isError || !QUIET_TOOLS.has(item.name));
+  const quiet = item.toolKind !== null && !item.toolKind.shell;
+  const open = chosen ?? (!r || r.isError || !quiet);
   return (
     <article className={`tool-card ${state}`} data-call-id={item.callId} data-state={state}>
       <header>

@@ -261,4 +261,59 @@ describe("reduce", () => {
     expect(end.kind === "run.finished" && end.usage).toEqual({ prompt_tokens: 0, completion_tokens: 0, cost: 0 });
     expect(state.activeRun).toBeNull();
   });
+
+  it("reads what a tool may do from its declared flags, not its name", () => {
+    seq = 0;
+    const flags = { reads: true, writes: false, destructive: false, network: false, shell: false };
+    const call = (id: string, kind?: Record<string, boolean>) => [
+      ev("tool.started", { call_id: id, name: `t_${id}`, arguments: {}, ...(kind ? { kind } : {}) }),
+      ev("tool.finished", {
+        call_id: id,
+        is_error: false,
+        exit_code: null,
+        output: "",
+        truncated: false,
+        duration_ms: 1,
+      }),
+    ];
+    const reads = reduce(initialState, call("a", flags));
+    expect(reads.filesVersion).toBe(0);
+    expect(reads.items[0]).toMatchObject({ kind: "tool", toolKind: flags });
+    expect(reduce(reads, call("b", { ...flags, writes: true })).filesVersion).toBe(1);
+    expect(reduce(reads, call("c", { ...flags, shell: true })).filesVersion).toBe(1);
+    const undeclared = reduce(reads, call("d"));
+    expect(undeclared.filesVersion).toBe(1); // journaled before flags: assume it may write
+    expect(undeclared.items[1]).toMatchObject({ toolKind: null });
+  });
+
+  it("ends a run that reached its budget with which limit", () => {
+    seq = 0;
+    const budget = { kind: "steps", limit: 3, used: 3 };
+    const s = reduce(initialState, [
+      ev("run.started", { run_id: "r1" }),
+      ev("run.finished", {
+        status: "budget_exceeded",
+        error: "Stopped: this run used 3 of its 3 model calls",
+        usage: { prompt_tokens: 5, completion_tokens: 1, cost: 0 },
+        budget,
+      }),
+    ]);
+    expect(runStatus(s)).toBe("idle");
+    expect(s.items[0]).toMatchObject({ kind: "run.finished", status: "budget_exceeded", budget });
+  });
+});
+
+describe("retry", () => {
+  it("shows each retry of a model call as a notice with its reason and wait", () => {
+    seq = 0;
+    const state = reduce(initialState, [
+      ev("run.started", { run_id: "r1" }),
+      ev("retry", { attempt: 1, delay_s: 2.5, reason: "The Anthropic API is overloaded." }),
+    ]);
+    expect(state.items.at(-1)).toMatchObject({
+      kind: "notice",
+      tone: "info",
+      text: "The Anthropic API is overloaded. Trying again in 2.5 s (attempt 2).",
+    });
+  });
 });

@@ -6,7 +6,14 @@
 // so feeding the same journal in one batch, one by one, or with repeats gives the same view.
 // It is total: every envelope is checked at the edge (`parseEvent`) first, so no sequence of
 // events, however partial, duplicated or malformed, can throw or put a non-number in usage.
-import { type BurrowEvent, type Envelope, parseEvent, type UsageData } from "../api/events";
+import {
+  type BudgetHit,
+  type BurrowEvent,
+  type Envelope,
+  parseEvent,
+  type ToolKind,
+  type UsageData,
+} from "../api/events";
 
 export type Stream = "stdout" | "stderr";
 
@@ -45,6 +52,8 @@ export interface ToolItem {
   callId: string;
   name: string;
   arguments: unknown;
+  /** what the tool declares it may do; null for calls journaled before tools declared it */
+  toolKind: ToolKind | null;
   output: readonly OutputChunk[];
   outputChars: number;
   result: ToolResult | null;
@@ -69,9 +78,10 @@ export interface RunEndItem {
   kind: "run.finished";
   key: string;
   runId: string | null;
-  status: "completed" | "failed" | "canceled";
+  status: "completed" | "failed" | "canceled" | "budget_exceeded";
   error: string | null;
   usage: UsageData;
+  budget: BudgetHit | null;
 }
 
 export interface NoticeItem {
@@ -104,7 +114,10 @@ export interface ViewState {
   filesVersion: number;
 }
 
-export const FILE_TOOLS = new Set(["write_file", "edit_file", "bash"]);
+/** Whether a finished call may have changed the workspace's files (unknown: assume so). */
+export function mayChangeFiles(kind: ToolKind | null): boolean {
+  return !kind || kind.writes || kind.destructive || kind.shell;
+}
 
 export const initialState: ViewState = {
   lastSeq: 0,
@@ -245,6 +258,7 @@ function apply(d: Draft, e: BurrowEvent): void {
         callId: e.data.call_id,
         name: e.data.name,
         arguments: e.data.arguments,
+        toolKind: e.data.kind ?? null,
         output: [],
         outputChars: 0,
         result: null,
@@ -278,7 +292,7 @@ function apply(d: Draft, e: BurrowEvent): void {
         truncated: !!e.data.truncated,
         durationMs: e.data.duration_ms ?? 0,
       };
-      if (FILE_TOOLS.has(tool.name)) d.s.filesVersion += 1;
+      if (mayChangeFiles(tool.toolKind)) d.s.filesVersion += 1;
       return;
     }
     case "approval.requested":
@@ -338,6 +352,14 @@ function apply(d: Draft, e: BurrowEvent): void {
       };
       return;
     }
+    case "retry":
+      d.push({
+        kind: "notice",
+        key,
+        tone: "info",
+        text: `${e.data.reason} Trying again in ${e.data.delay_s.toFixed(1)} s (attempt ${e.data.attempt + 1}).`,
+      });
+      return;
     case "context.compacted":
       d.push({
         kind: "notice",
@@ -365,6 +387,7 @@ function apply(d: Draft, e: BurrowEvent): void {
         status: e.data.status,
         error: e.data.error ?? null,
         usage: e.data.usage,
+        budget: e.data.budget ?? null,
       });
       return;
     default:

@@ -1,0 +1,74 @@
+"""What a conversation's journal has opened and not closed, and the events that close it.
+
+One copy for both ends a run can have: a run that stops (interrupt, failure, budget) pairs
+its own open calls and approvals, and recovery after a crash pairs whatever a dead server
+left open. Either way every `tool.started` gets its `tool.finished` and every
+`approval.requested` its `approval.resolved` (DESIGN.md §4).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from burrow.runs import events as ev
+from burrow.runs.events import EventType
+from burrow.store.records import Event, NewEvent
+
+
+class OpenWork:
+    def __init__(self) -> None:
+        self.runs: dict[str, None] = {}  # run_id, in order
+        self.calls: dict[str, tuple[str | None, datetime]] = {}  # call_id -> (run_id, started)
+        self.approvals: dict[str, str | None] = {}  # request_id -> run_id
+
+    def apply(self, event: Event | NewEvent) -> None:
+        """Follow one event: a committed one (recovery) or one about to be written (a run)."""
+        if event.type not in _TRACKED:
+            return
+        data = event.data
+        if event.type == EventType.RUN_STARTED and event.run_id:
+            self.runs[event.run_id] = None
+        elif event.type == EventType.RUN_FINISHED and event.run_id:
+            self.runs.pop(event.run_id, None)
+        elif event.type == EventType.TOOL_STARTED:
+            started = datetime.fromisoformat(event.ts) if isinstance(event, Event) else _now()
+            self.calls[str(data["call_id"])] = (event.run_id, started)
+        elif event.type == EventType.TOOL_FINISHED:
+            self.calls.pop(str(data["call_id"]), None)
+        elif event.type == EventType.APPROVAL_REQUESTED:
+            self.approvals[str(data["request_id"])] = event.run_id
+        elif event.type == EventType.APPROVAL_RESOLVED:
+            self.approvals.pop(str(data["request_id"]), None)
+
+    def closing(self, reason: str, *, timed: bool) -> list[NewEvent]:
+        """Each open approval answered no, then each open call finished with `reason`;
+        `timed`: with how long the call ran (not after a crash: the server was down)."""
+        events = [
+            ev.make(EventType.APPROVAL_RESOLVED, run_id, request_id=request_id, decision="deny")
+            for request_id, run_id in self.approvals.items()
+        ]
+        now = _now()
+        for call_id, (run_id, started) in self.calls.items():
+            ms = round((now - started).total_seconds() * 1000) if timed else 0
+            events.append(
+                ev.tool_finished(
+                    run_id or "", call_id, output=reason, is_error=True, duration_ms=max(0, ms)
+                )
+            )
+        self.approvals.clear()
+        self.calls.clear()
+        return events
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+_TRACKED = {
+    EventType.RUN_STARTED,
+    EventType.RUN_FINISHED,
+    EventType.TOOL_STARTED,
+    EventType.TOOL_FINISHED,
+    EventType.APPROVAL_REQUESTED,
+    EventType.APPROVAL_RESOLVED,
+}

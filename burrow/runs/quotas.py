@@ -1,0 +1,42 @@
+"""Per-user caps on what runs at once, so one account cannot starve the others of CPU,
+memory and processes: concurrent runs (`BURROW_MAX_RUNS_PER_USER`) and live sandboxes
+(`BURROW_MAX_SANDBOXES_PER_USER`). Admins are not exempt: an admin's runaway script
+starves everyone just the same, and an operator can raise the caps.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from burrow.sandbox.backend import ErrorCode, SandboxError
+
+
+class QuotaExceeded(Exception):
+    """A per-user cap refused a new run or sandbox; `error_code` names which."""
+
+    error_code: ClassVar[str]
+
+
+class RunQuotaExceeded(QuotaExceeded):
+    error_code = "too_many_runs"
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"You already have {limit} runs going (the limit, BURROW_MAX_RUNS_PER_USER): "
+            "wait for one to finish or stop one, then send again."
+        )
+
+
+class SandboxQuotaExceeded(QuotaExceeded, SandboxError):
+    """Also a SandboxError, so a tool call that needed the sandbox fails with this reason
+    instead of failing the run."""
+
+    error_code = "too_many_sandboxes"
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            ErrorCode.UNAVAILABLE,
+            f"You already have {limit} live sandboxes, all busy running commands (the limit, "
+            "BURROW_MAX_SANDBOXES_PER_USER): wait for a command to finish, or stop one, "
+            "and try again.",
+        )

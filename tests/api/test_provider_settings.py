@@ -1,0 +1,106 @@
+"""Provider settings (DESIGN §8): a key and base URL per provider, stored encrypted, tested
+against the provider, and the model list."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.api.harness import running_server
+from tests.fakes import FakeOpenAIServer
+from tests.fakes.anthropic_server import FakeAnthropicServer, message, text
+
+KEY = "sk-ant-settings-0123456789wxyz"
+
+
+async def test_anthropic_key_is_stored_encrypted_tested_and_used(tmp_path: Path) -> None:
+    with FakeAnthropicServer(api_key=KEY, models=["claude-test", "claude-other"]) as fake:
+        async with running_server(tmp_path, None) as srv:
+            put = await srv.client.put(
+                "/api/settings/providers/anthropic",
+                json={"api_key": KEY, "base_url": fake.base_url},
+            )
+            assert put.status_code == 200, put.text
+            assert put.json() == {
+                "provider": "anthropic",
+                "base_url": fake.base_url,
+                "api_key_set": True,
+                "api_key_hint": "…wxyz",
+            }
+            tested = await srv.client.post("/api/settings/providers/anthropic/test", json={})
+            assert tested.json() == {
+                "ok": True,
+                "detail": "anthropic: the key works; 2 models offered.",
+                "models": ["claude-test", "claude-other"],
+            }
+            chosen = await srv.client.put(
+                "/api/settings/model", json={"model": "anthropic:claude-haiku-4-5"}
+            )
+            assert chosen.json()["configured"] is True
+            models = (await srv.client.get("/api/settings/models")).json()
+            assert models[0] == {
+                "id": "anthropic:claude-haiku-4-5",
+                "context_window": 200_000,
+                "vision": True,
+            }
+            assert {m["id"].split(":")[0] for m in models} == {"anthropic"}  # no OpenAI key
+        assert KEY.encode() not in (tmp_path / "burrow.db").read_bytes()
+
+        fake.enqueue(message([text("Hello from Claude.")]))
+        async with running_server(tmp_path, None) as srv:  # a restart keeps the key
+            cid = await srv.create_conversation()
+            run = await srv.send(cid, "hi")
+            finished = await srv.run_finished(cid, run["run_id"])
+            assert finished["data"]["status"] == "completed", finished
+            assert fake.requests[-1]["model"] == "claude-haiku-4-5"
+            page = await srv.client.get(f"/api/conversations/{cid}/events?format=json")
+            assert "Hello from Claude." in page.text and KEY not in page.text
+
+
+async def test_a_bad_key_fails_the_test_with_what_to_do(tmp_path: Path) -> None:
+    with FakeAnthropicServer(api_key="sk-ant-the-right-key") as fake:
+        async with running_server(tmp_path, None) as srv:
+            await srv.client.put(
+                "/api/settings/providers/anthropic",
+                json={"api_key": "sk-ant-a-wrong-key", "base_url": fake.base_url},
+            )
+            tested = await srv.client.post("/api/settings/providers/anthropic/test", json={})
+    assert tested.json() == {
+        "ok": False,
+        "detail": f"The Anthropic API at {fake.base_url} rejected the API key (invalid x-api-key):"
+        " check ANTHROPIC_API_KEY, or set the key on the settings page.",
+        "models": None,
+    }
+
+
+async def test_without_a_key_the_test_says_where_to_set_one(tmp_path: Path) -> None:
+    async with running_server(tmp_path, None) as srv:
+        tested = await srv.client.post("/api/settings/providers/anthropic/test", json={})
+        assert tested.json()["ok"] is False
+        assert tested.json()["detail"] == (
+            "No API key for anthropic: set one here or ANTHROPIC_API_KEY."
+        )
+        unknown = await srv.client.put("/api/settings/providers/cohere", json={"api_key": "x"})
+        assert unknown.status_code == 422
+
+
+async def test_openai_provider_is_the_model_settings_key(tmp_path: Path) -> None:
+    with FakeOpenAIServer(api_key="sk-openai-0123456789") as fake:
+        async with running_server(tmp_path, None) as srv:
+            put = await srv.client.put(
+                "/api/settings/providers/openai",
+                json={"api_key": "sk-openai-0123456789", "base_url": fake.base_url},
+            )
+            assert put.json()["api_key_hint"] == "…6789"
+            view = (await srv.client.get("/api/settings/model")).json()
+            assert view["api_key_set"] is True and view["base_url"] == fake.base_url
+            tested = await srv.client.post("/api/settings/providers/openai/test", json={})
+            assert tested.json()["ok"] is True
+            assert tested.json()["models"] == ["fake-model"]
+            # Another server at the base URL: its own models, not OpenAI's list.
+            assert (await srv.client.get("/api/settings/models")).json() == []
+            await srv.client.put("/api/settings/model", json={"model": "fake-model"})
+            [listed] = (await srv.client.get("/api/settings/models")).json()
+            assert listed == {"id": "openai:fake-model", "context_window": 128_000, "vision": False}
+            await srv.client.put("/api/settings/providers/openai", json={"base_url": ""})
+            models = (await srv.client.get("/api/settings/models")).json()
+            assert "openai:gpt-4o" in [m["id"] for m in models]  # api.openai.com: the table

@@ -1,0 +1,49 @@
+"""OpenWork: what a journal left open, and the events that close it (run end and recovery)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from burrow.runs import events as ev
+from burrow.runs.closing import OpenWork
+from burrow.runs.events import EventType
+from burrow.runs.journal import Journal
+from burrow.store.accounts import AccountStore
+from burrow.store.conversations import ConversationStore
+from burrow.store.database import open_database
+from burrow.store.events import EventStore
+
+
+async def test_open_calls_approvals_and_runs_are_closed_once(tmp_path: Path) -> None:
+    db = await open_database(f"sqlite+aiosqlite:///{tmp_path / 'c.db'}")
+    user = await AccountStore(db).get_or_create("alice")
+    cid = (await ConversationStore(db).create(user.id, "t")).id
+    journal = Journal(EventStore(db))
+    started = [
+        ev.run_started("r1"),
+        ev.make(EventType.TOOL_STARTED, "r1", call_id="done", name="bash", arguments={}),
+        ev.tool_finished("r1", "done", output="ok", is_error=False),
+        ev.make(EventType.TOOL_STARTED, "r1", call_id="open", name="bash", arguments={}),
+        ev.make(EventType.APPROVAL_REQUESTED, "r1", request_id="ap1", call_id="open"),
+    ]
+    await journal.append(cid, *started)
+
+    recovered = OpenWork()
+    for event in await journal.read(cid):
+        recovered.apply(event)
+    as_written = OpenWork()  # a run follows the same events as it writes them
+    for new in started:
+        as_written.apply(new)
+    assert list(recovered.runs) == list(as_written.runs) == ["r1"]
+
+    for work, timed in ((recovered, False), (as_written, True)):
+        closing = work.closing("Run ended: test", timed=timed)
+        assert [(e.type, e.run_id) for e in closing] == [
+            ("approval.resolved", "r1"),
+            ("tool.finished", "r1"),
+        ]
+        assert closing[0].data == {"request_id": "ap1", "decision": "deny"}
+        assert closing[1].data["call_id"] == "open" and closing[1].data["is_error"]
+        assert closing[1].data["output"] == "Run ended: test"
+        assert work.closing("again", timed=timed) == []  # each is closed once
+    await db.close()

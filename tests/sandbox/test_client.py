@@ -1,0 +1,116 @@
+"""The host's agent client against a hostile agent: one that never answers, goes silent
+under a command, or sends malformed answers. Every wait ends at its deadline and every
+bad answer is a typed PROTOCOL error, never a hang or a crash."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from burrow.sandbox.agent import protocol
+from burrow.sandbox.backend import ErrorCode, ExecRequest, SandboxError
+from burrow.sandbox.client import AgentClient, AgentUnresponsive
+
+REPLY_TIMEOUT = 0.5
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@contextlib.asynccontextmanager
+async def fake_agent(path: Path, handler: Handler) -> AsyncIterator[AgentClient]:
+    """A hostile agent on a real Unix socket, and a client with a short reply timeout."""
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await handler(reader, writer)
+            while await reader.read(65536):  # until the client hangs up
+                pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_unix_server(connection, str(path))
+    try:
+        yield AgentClient(str(path), reply_timeout=REPLY_TIMEOUT)
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def request_kind(reader: asyncio.StreamReader) -> str:
+    """Reads the client's hello and request; the request's kind."""
+    decoder, frames = protocol.FrameDecoder(), list[protocol.Frame]()
+    while len(frames) < 2:
+        frames += decoder.feed(await reader.read(65536))
+    return frames[1].kind
+
+
+async def test_an_agent_that_accepts_but_never_answers_misses_its_deadline(
+    tmp_path: Path,
+) -> None:
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(tmp_path / "agent.sock"))
+    listener.listen(8)  # the kernel completes connects; nobody ever reads (a stopped agent)
+    client = AgentClient(str(tmp_path / "agent.sock"), reply_timeout=REPLY_TIMEOUT)
+    try:
+        for call in (client.ping, lambda: client.list_dir("."), lambda: client.open_pty(80, 24)):
+            started = time.monotonic()
+            with pytest.raises(AgentUnresponsive) as caught:
+                async with asyncio.timeout(10):  # main: forever
+                    await call()
+            assert time.monotonic() - started < REPLY_TIMEOUT * 10
+            assert caught.value.code == ErrorCode.UNAVAILABLE
+            assert "did not answer" in caught.value.message
+    finally:
+        listener.close()
+
+
+async def test_a_command_stream_gone_silent_is_ended_by_a_failed_ping(tmp_path: Path) -> None:
+    """A command without a timeout may rightly print nothing for hours; the agent must still
+    answer pings meanwhile, and one that does not ends the stream."""
+
+    async def spawn_then_freeze(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if await request_kind(reader) == protocol.SPAWN:
+            writer.write(protocol.hello_frame())  # then silence; pings get not even a hello
+
+    async with fake_agent(tmp_path / "agent.sock", spawn_then_freeze) as client:
+        started = time.monotonic()
+        with pytest.raises(AgentUnresponsive):
+            async with asyncio.timeout(10):  # main: forever
+                async for _ in client.exec(ExecRequest(argv=["sleep", "infinity"])):
+                    pass
+        assert time.monotonic() - started < REPLY_TIMEOUT * 10
+
+
+@pytest.mark.parametrize(
+    ("call", "answer"),
+    [
+        ("list", protocol.encode_frame(protocol.LIST_RESULT, entries="not a list")),
+        ("list", protocol.encode_frame(protocol.LIST_RESULT, entries=[{"name": 1}])),
+        ("stat", protocol.encode_frame(protocol.STAT_RESULT, entry={"kind": "device"})),
+        ("busy", protocol.encode_frame(protocol.PONG, busy="many")),
+        ("pty", protocol.encode_frame(protocol.PTY_STARTED, pid=[1])),
+    ],
+)
+async def test_malformed_answers_are_protocol_errors(
+    tmp_path: Path, call: str, answer: bytes
+) -> None:
+    async def hostile(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await request_kind(reader)
+        writer.write(protocol.hello_frame() + answer)
+
+    async with fake_agent(tmp_path / "agent.sock", hostile) as client:
+        requests: dict[str, Callable[[], Awaitable[object]]] = {
+            "list": lambda: client.list_dir("."),
+            "stat": lambda: client.stat("x"),
+            "busy": client.running_commands,
+            "pty": lambda: client.open_pty(80, 24),
+        }
+        with pytest.raises(SandboxError) as caught:
+            await requests[call]()
+        assert caught.value.code == ErrorCode.PROTOCOL, caught.value
+        assert "malformed" in caught.value.message

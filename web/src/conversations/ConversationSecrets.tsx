@@ -1,0 +1,106 @@
+// Which of the user's secrets a conversation's commands and terminals get, and a warning
+// when the sandbox could send them anywhere.
+import { useEffect, useState } from "react";
+import { api, type SecretName } from "../api/client";
+
+export function SecretsPicker({
+  cid,
+  chosen,
+  onChanged,
+}: {
+  cid: string;
+  chosen: string[];
+  onChanged: () => void;
+}) {
+  const [secrets, setSecrets] = useState<SecretName[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  // Shown at once; the server's answer (or its refusal) then sets it.
+  const [picked, setPicked] = useState(chosen);
+  const key = chosen.join(",");
+  useEffect(() => setPicked(chosen), [cid, key]);
+
+  const toggle = (name: string, on: boolean) => {
+    const next = on ? [...picked, name] : picked.filter((n) => n !== name);
+    setPicked(next);
+    setError(null);
+    api.setConversationSecrets(cid, next).then(
+      (c) => {
+        setPicked(c.secrets);
+        onChanged();
+      },
+      (e: unknown) => {
+        setPicked(chosen);
+        setError(e instanceof Error ? e.message : String(e));
+        onChanged();
+      },
+    );
+  };
+
+  return (
+    <details
+      className="secrets-picker"
+      onToggle={(e) => {
+        if ((e.currentTarget as HTMLDetailsElement).open) api.secrets().then(setSecrets, () => setSecrets([]));
+      }}
+    >
+      <summary title="Secrets given to this conversation's commands and terminals as environment variables">
+        Secrets{picked.length > 0 ? ` · ${picked.length}` : ""}
+      </summary>
+      <div className="secrets-menu" role="group" aria-label="Secrets for this conversation">
+        {secrets === null ? (
+          <p className="muted">Loading…</p>
+        ) : secrets.length === 0 ? (
+          <p className="muted">No secrets yet: add them in Settings.</p>
+        ) : (
+          secrets.map((s) => (
+            <label key={s.name} className="check">
+              <input
+                type="checkbox"
+                checked={picked.includes(s.name)}
+                onChange={(e) => toggle(s.name, e.target.checked)}
+              />
+              <code>{s.name}</code>
+            </label>
+          ))
+        )}
+        <p className="muted">The next command and new terminals get the change.</p>
+        {error && (
+          <p className="error-text" role="alert">
+            {error}
+          </p>
+        )}
+      </div>
+    </details>
+  );
+}
+
+/** Shown while secrets are chosen and the sandbox reaches any internet host. */
+export function SecretsWarning({ cid, chosen }: { cid: string; chosen: string[] }) {
+  const [network, setNetwork] = useState<string | null>(null);
+  const any = chosen.length > 0;
+  useEffect(() => {
+    if (!any) return;
+    let live = true;
+    api.sandbox(cid).then(
+      (s) => live && setNetwork(s.network ?? "none"),
+      () => live && setNetwork(null),
+    );
+    return () => {
+      live = false;
+    };
+  }, [cid, any]);
+  if (!any || network !== "egress") return null;
+  return (
+    <p className="secrets-warning" role="alert">
+      This sandbox holds {chosen.length === 1 ? "the secret" : "the secrets"}{" "}
+      {chosen.map((n, i) => (
+        <span key={n}>
+          {i > 0 && ", "}
+          <code>{n}</code>
+        </span>
+      ))}{" "}
+      and can reach any internet host: a command can send them anywhere. Unselect them, or run
+      the sandbox without egress or with a domain allowlist (<code>BURROW_SANDBOX_ALLOW_DOMAINS</code>).
+    </p>
+  );
+}

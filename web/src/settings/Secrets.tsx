@@ -1,0 +1,110 @@
+// The user's secrets: set, list by name, delete. A value goes to the server and never comes back.
+import { useEffect, useState } from "react";
+import { api, type SecretName } from "../api/client";
+import { relativeTime } from "../format";
+
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export function SecretsSection() {
+  const [secrets, setSecrets] = useState<SecretName[] | null>(null);
+  const [name, setName] = useState("");
+  const [value, setValue] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  const reload = () =>
+    api.secrets().then(setSecrets, (e: unknown) => setError(e instanceof Error ? e.message : String(e)));
+  useEffect(() => {
+    void reload();
+  }, []);
+
+  const act = async (action: () => Promise<unknown>) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await action();
+      await reload();
+    } catch (e) {
+      setError(e instanceof Error ? e.message : String(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <section className="secrets" aria-labelledby="secrets-title">
+      <h2 id="secrets-title">Secrets</h2>
+      <p className="muted">
+        Environment variables for the commands and terminals of the conversations you choose them
+        in. Their values are stored encrypted, never shown again, and appear as <code>****</code> in
+        output and in what the model sees.
+      </p>
+      {secrets && secrets.length > 0 ? (
+        <ul className="secret-list" aria-label="Your secrets">
+          {secrets.map((s) => (
+            <li key={s.name}>
+              <code>{s.name}</code>
+              <span className="muted">set {relativeTime(s.updated_at)}</span>
+              <span className="spacer" />
+              <button
+                type="button"
+                disabled={busy}
+                aria-label={`Delete ${s.name}`}
+                onClick={() => void act(() => api.deleteSecret(s.name))}
+              >
+                Delete
+              </button>
+            </li>
+          ))}
+        </ul>
+      ) : (
+        secrets && <p className="muted">No secrets yet.</p>
+      )}
+      <form
+        className="secret-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const chosen = name.trim();
+          if (!NAME.test(chosen)) {
+            setError("A name is an environment variable name: letters, digits and _, not starting with a digit.");
+            return;
+          }
+          void act(async () => {
+            await api.putSecret(chosen, value);
+            setName("");
+            setValue("");
+          });
+        }}
+      >
+        <label>
+          Name
+          <input
+            value={name}
+            onChange={(e) => setName(e.target.value)}
+            placeholder="e.g. GITHUB_TOKEN"
+            autoComplete="off"
+            spellCheck={false}
+          />
+        </label>
+        <label>
+          Value
+          <input
+            type="password"
+            value={value}
+            onChange={(e) => setValue(e.target.value)}
+            placeholder="set or replace"
+            autoComplete="new-password"
+          />
+        </label>
+        <button type="submit" disabled={busy || !name.trim() || !value}>
+          Set secret
+        </button>
+      </form>
+      {error && (
+        <p className="error-text" role="alert">
+          {error}
+        </p>
+      )}
+    </section>
+  );
+}
