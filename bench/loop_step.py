@@ -22,9 +22,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import p50, report
-from burrow.llm.base import Message, ScriptedTurn, StreamEvent, ToolCall, ToolSpec
+from burrow.llm.base import Message, Pricing, ScriptedTurn, StreamEvent, ToolCall, ToolSpec
 from burrow.llm.scripted import ScriptedProvider
 from burrow.runs.budget import Budget, BudgetHook
+from burrow.runs.compaction import CompactionPolicy, Compactor
 from burrow.runs.context import ModelContext
 from burrow.runs.guard import LoopGuard
 from burrow.runs.hooks import PreviewOpened, SystemPrompt
@@ -114,6 +115,7 @@ async def agent_loop(data: Path, steps: int) -> list[float]:
             PreviewOpened(),
             LoopGuard(),
             BudgetHook(Budget(steps=steps + 5)),
+            Compactor(provider, CompactionPolicy(window=10_000_000), Pricing()),
         ],
     )
     with journal.subscribe(cid) as feed:

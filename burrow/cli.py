@@ -130,6 +130,11 @@ def _render(event: Event, as_json: bool) -> str | None:
             return f"[{mark}, exit {data['exit_code']}, {data['duration_ms']} ms]\n"
         case "retry":
             return f"\n[{data['reason']} Trying again in {data['delay_s']:.1f} s.]\n"
+        case "context.compacted":
+            before, after = data["tokens_before"], data["tokens_after"]
+            return f"\n[context compacted: {before} -> {after} tokens]\n"
+        case "instructions.loaded":
+            return f"[project instructions: {data['path']}]\n"
         case "sandbox.status" if data["status"] == "failed":
             return f"sandbox failed: {data['detail']}\n"
         case "run.finished":

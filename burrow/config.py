@@ -68,6 +68,12 @@ class Settings(BaseSettings):
     share of the prompt price (Anthropic 0.1, OpenAI 0.5)."""
     price_cache_write: float | None = None
     """Dollars per million prompt tokens written to the cache (Anthropic 1.25x)."""
+    context_window: int | None = Field(default=None, ge=1)
+    """Tokens of the model's context window; default: the model catalog's entry (128,000
+    for a model it does not know)."""
+    compact_at: float = Field(default=0.8, gt=0.0, le=1.0)
+    """Share of the context window past which the older turns are summarized before the
+    next request (compaction)."""
     run_max_steps: int | None = Field(
         default=50, validation_alias=AliasChoices("BURROW_RUN_MAX_STEPS", "BURROW_MAX_STEPS")
     )
@@ -78,6 +84,8 @@ class Settings(BaseSettings):
     """Dollars per run, priced with BURROW_PRICE_*; unset: no limit."""
     run_max_tool_seconds: float | None = None
     """Seconds tools may run per run (approval waits excluded); unset: no limit."""
+    upload_max_mb: float = 25.0
+    """Largest file `POST .../uploads` takes, in MB; counted while it streams in."""
     admin_password: str | None = None
     """The first admin's password (user `admin`); generated and printed once when unset."""
     secret_key: str | None = None

@@ -23,6 +23,7 @@ from burrow.runs.models import ModelSettings
 from burrow.runs.runtime import Runtime, RuntimeOptions
 from burrow.runs.sandboxes import SandboxPool
 from burrow.runs.secrets import ConversationSecrets, MaskingEventStore
+from burrow.runs.window import context_window
 from burrow.sandbox.backend import Backend
 from burrow.sandbox.cgroups import Limits
 from burrow.sandbox.local import LocalBackend
@@ -145,6 +146,11 @@ async def open_services(
             ),
             preview_url=PreviewHosts.from_settings(settings).url,
             max_runs_per_user=settings.max_runs_per_user,
+            models=None if provider else models,  # a conversation's own model, if it chose one
+            context_window=lambda chosen: context_window(
+                chosen or models.config.model, settings.context_window
+            ),
+            compact_at=settings.compact_at,
         ),
     )
     await runtime.recover()

@@ -23,6 +23,7 @@ from burrow.api.routes import (
     secrets,
     settings,
     terminals,
+    uploads,
     users,
 )
 from burrow.api.streams import StreamCap
@@ -65,6 +66,7 @@ def create_app(
         settings,
         terminals,
         previews,
+        uploads,
     ):
         app.include_router(module.router)
     web.mount(app)  # last: the UI's catch-all never shadows /api/*

@@ -7,10 +7,15 @@ we never approve, nor pass the Origin check.
 from __future__ import annotations
 
 import json
+import re
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 STATE_CHANGING = {"POST", "PUT", "PATCH", "DELETE"}
+# The one route that takes a form: a cross-origin page *can* post multipart without a
+# preflight, so there the Origin must be ours, or absent on a Bearer request (no cookie
+# is sent by a script on its own; a browser always sends Origin on a cross-site POST).
+UPLOADS = re.compile(r"/api/conversations/[^/]+/uploads")
 
 
 class CSRFGuard:
@@ -32,6 +37,16 @@ class CSRFGuard:
         if origin is not None and origin != own_origin(scope, headers):
             return 403, "cross_origin", f"Cross-origin request refused (Origin: {origin})."
         content_type = headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type == "multipart/form-data" and UPLOADS.fullmatch(scope["path"]):
+            # No cookie and no token: the login check answers (401).
+            if origin is None and "cookie" in headers and not _bearer(headers):
+                return (
+                    403,
+                    "origin_required",
+                    "Uploads come from the app's own page (with its Origin) or carry "
+                    "an Authorization: Bearer token.",
+                )
+            return None
         has_body = (
             headers.get("content-length", "0") not in ("", "0") or "transfer-encoding" in headers
         )
@@ -43,6 +58,11 @@ class CSRFGuard:
                 "(send {} when there is nothing to say).",
             )
         return None
+
+
+def _bearer(headers: dict[str, str]) -> bool:
+    scheme, _, token = headers.get("authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and bool(token.strip())
 
 
 def own_origin(scope: Scope, headers: dict[str, str]) -> str:

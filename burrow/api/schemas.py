@@ -18,6 +18,22 @@ class Usage(BaseModel):
     cost: float
 
 
+class Budget(BaseModel):
+    """Limits overriding the server's (BURROW_RUN_MAX_*) for this conversation's runs;
+    `total_cost` caps what the whole conversation spends. Absent: the server's limit."""
+
+    tokens: int | None = Field(default=None, ge=1)
+    cost: float | None = Field(default=None, gt=0)
+    steps: int | None = Field(default=None, ge=1)
+    tool_seconds: float | None = Field(default=None, gt=0)
+    total_cost: float | None = Field(default=None, gt=0)
+
+
+class ContextUse(BaseModel):
+    used: int  # tokens: the provider's count for the last answer, or after a compaction
+    window: int  # tokens the model accepts (catalog or BURROW_CONTEXT_WINDOW)
+
+
 class ConversationOut(BaseModel):
     id: str
     title: str
@@ -30,11 +46,15 @@ class ConversationOut(BaseModel):
     usage: Usage
     secrets: list[str]
     """Names of the owner's secrets its sandbox's commands and terminals get."""
+    model: str | None
+    """`[provider:]model` this conversation uses; null: the server's model."""
+    budget: Budget
+    context: ContextUse
     last_run_failed: bool = False
     """The conversation is at rest ("idle") and its last run ended "failed"."""
 
     @classmethod
-    def of(cls, c: Conversation) -> ConversationOut:
+    def of(cls, c: Conversation, context: ContextUse) -> ConversationOut:
         return cls(
             id=c.id,
             title=c.title,
@@ -52,16 +72,21 @@ class ConversationOut(BaseModel):
                 cost=c.cost,
             ),
             secrets=list(c.secrets),
+            model=c.model,
+            budget=Budget.model_validate(c.budget),
+            context=context,
         )
 
 
 class CreateConversation(BaseModel):
     title: str | None = Field(default=None, max_length=200)
     profile: str | None = Field(default=None, max_length=100)
+    model: str | None = Field(default=None, min_length=1, max_length=200)
+    approval_mode: ApprovalMode | None = None
 
 
 class RenameConversation(BaseModel):
-    """Change the title, the approval mode, the chosen secrets, or several."""
+    """Change what is given: title, approval mode, chosen secrets, model, budget."""
 
     title: str | None = Field(default=None, min_length=1, max_length=200)
     approval_mode: ApprovalMode | None = None
@@ -70,6 +95,23 @@ class RenameConversation(BaseModel):
         max_length=100,
         description="Names of the caller's secrets, given to the next command and terminal",
     )
+    model: str | None = Field(
+        default=None,
+        max_length=200,
+        description="`[provider:]model` for the next runs; an empty string: the server's model",
+    )
+    budget: Budget | None = Field(
+        default=None,
+        description="Fields given replace the stored ones; a field given as null goes "
+        "back to the server's limit",
+    )
+
+
+class Compacted(BaseModel):
+    seq: int  # of the context.compacted event
+    tokens_before: int
+    tokens_after: int
+    upto_seq: int
 
 
 class ApprovalAnswer(BaseModel):
@@ -83,6 +125,11 @@ class ApprovalAnswered(BaseModel):
 
 class SendMessage(BaseModel):
     content: str = Field(max_length=200_000)
+    attachments: list[str] = Field(
+        default_factory=list,
+        max_length=20,
+        description="Workspace-relative paths of uploaded files (POST .../uploads)",
+    )
 
     @field_validator("content")
     @classmethod
@@ -136,3 +183,8 @@ class Me(BaseModel):
     id: str
     username: str
     is_admin: bool
+
+
+class Uploaded(BaseModel):
+    files: list[str]
+    """Workspace-relative paths of the files written."""

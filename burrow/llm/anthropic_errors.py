@@ -11,9 +11,8 @@ from typing import Any
 
 import anthropic
 
-from burrow.llm.base import ModelError
+from burrow.llm.base import CONTEXT_TOO_LONG, ModelError
 
-CONTEXT_TOO_LONG = "context_too_long"
 STATUS_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",

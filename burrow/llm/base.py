@@ -53,6 +53,9 @@ class Message:
     name: str = ""  # tool only: the tool's name
     thinking_blocks: tuple[ThinkingBlock, ...] = ()  # assistant only: sent back as they came
     images: tuple[Image, ...] = ()  # user only
+    # User only: workspace paths of attached files. Providers ignore them; a run hook
+    # (runs/attachments.py) turns them into `images` or a note before each request.
+    attachments: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,9 @@ class Retry:
 
 
 StreamEvent = TextDelta | ThinkingDelta | ThinkingBlock | ToolCallDelta | Usage | Retry | Done
+
+
+CONTEXT_TOO_LONG = "context_too_long"  # ModelError.code: the request exceeded the window
 
 
 class ModelError(Exception):

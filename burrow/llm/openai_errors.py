@@ -11,7 +11,7 @@ from typing import Any
 
 import openai
 
-from burrow.llm.base import ModelError
+from burrow.llm.base import CONTEXT_TOO_LONG, ModelError
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,14 @@ def status_error(
         return ModelError(
             f"Model {model!r} was not found at {base_url} ({said}): set {names.model} to a "
             f"model that server offers, or {names.base_url} to the server that has it."
+        )
+    if status in (400, 413) and (
+        _error_code(exc) == "context_length_exceeded" or "maximum context length" in said
+    ):  # OpenAI names the code; vLLM and others only say it
+        return ModelError(
+            f"The conversation is too long for {model} ({said}): compact it or start a new "
+            "conversation.",
+            code=CONTEXT_TOO_LONG,
         )
     if status == 429 and _error_code(exc) == "insufficient_quota":
         return ModelError(

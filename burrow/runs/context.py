@@ -12,9 +12,14 @@ from typing import Any
 
 from burrow.llm.base import Message, ThinkingBlock, ToolCall
 from burrow.runs.events import EventType
+from burrow.runs.window import estimate_message
 from burrow.store.records import Event
 
 NOT_RUN = "(not run: the run ended before this tool call was carried out)"
+SUMMARY_HEADER = (
+    "[Burrow compacted the earlier part of this conversation to fit the model's context. "
+    "The user's messages above are verbatim; this summary replaces the turns between them.]"
+)
 
 
 def arguments_json(arguments: Any) -> str:
@@ -49,13 +54,23 @@ def thinking_blocks_of(data: dict[str, Any]) -> tuple[ThinkingBlock, ...]:
     )
 
 
+def summary_message(summary: str) -> Message:
+    return Message(role="user", content=f"{SUMMARY_HEADER}\n\n{summary}")
+
+
 @dataclass
 class ModelContext:
     messages: list[Message] = field(default_factory=list)
+    origins: list[int] = field(default_factory=list)  # per message: the seq of its event
     last_seq: int = 0
     user_messages: int = 0  # how many user messages have been seen, for steering checks
+    estimated: int = 0  # tokens of `messages` by estimate (runs/window.py)
+    # The size the provider last reported (prompt + completion tokens of the last answer)
+    # and `estimated` then; None when nothing was reported since the last compaction.
+    reported: tuple[int, int] | None = None
+    _summaries: set[int] = field(default_factory=set)  # origins of summary messages
     _pending_calls: dict[str, str] = field(default_factory=dict)  # call_id -> tool name
-    _deferred: list[Message] = field(default_factory=list)
+    _deferred: list[tuple[Message, int]] = field(default_factory=list)
 
     def apply(self, event: Event) -> None:
         if event.seq <= self.last_seq:
@@ -64,54 +79,117 @@ class ModelContext:
         data = event.data
         if event.type == EventType.USER_MESSAGE:
             self.user_messages += 1
-            message = Message(role="user", content=str(data.get("content", "")))
+            message = Message(
+                role="user",
+                content=str(data.get("content", "")),
+                attachments=tuple(str(p) for p in data.get("attachments") or ()),
+            )
             if self._pending_calls:
                 # Steering that arrived while tools ran goes after their results: the
                 # chat format wants tool results right after the assistant's calls.
-                self._deferred.append(message)
+                self._deferred.append((message, event.seq))
             else:
-                self.messages.append(message)
+                self._add(message, event.seq)
+        elif event.type == EventType.USAGE:
+            tokens = int(data.get("prompt_tokens") or 0) + int(data.get("completion_tokens") or 0)
+            # Only an answer's usage says how big the context is, not a summary call's.
+            if tokens and not data.get("compaction"):
+                self.reported = (tokens, self.estimated)
+        elif event.type == EventType.CONTEXT_COMPACTED:
+            self._compact(int(data.get("upto_seq") or 0), str(data.get("summary", "")), event.seq)
         elif event.type == EventType.ASSISTANT_MESSAGE:
-            self._close_pending()
+            self._close_pending(event.seq)
             calls = tuple(
                 ToolCall(id=c["id"], name=c["name"], arguments=arguments_json(c["arguments"]))
                 for c in data.get("tool_calls") or []
             )
-            self.messages.append(
+            self._add(
                 Message(
                     role="assistant",
                     content=str(data.get("content") or ""),
                     thinking=str(data.get("thinking") or ""),
                     tool_calls=calls,
                     thinking_blocks=thinking_blocks_of(data),
-                )
+                ),
+                event.seq,
             )
             self._pending_calls = {c.id: c.name for c in calls}
         elif event.type == EventType.TOOL_FINISHED:
             call_id = str(data.get("call_id"))
             name = self._pending_calls.pop(call_id, None)
             if name is not None:
-                self.messages.append(
+                self._add(
                     Message(
                         role="tool",
                         content=str(data.get("output", "")),
                         tool_call_id=call_id,
                         name=name,
-                    )
+                    ),
+                    event.seq,
                 )
                 if not self._pending_calls:
                     self._flush_deferred()
         elif event.type == EventType.RUN_FINISHED:
-            self._close_pending()
+            self._close_pending(event.seq)
 
-    def _close_pending(self) -> None:
+    def size(self, overhead: int) -> int:
+        """Tokens of the next request: the last reported size plus an estimate of what
+        came after it; with no report, all estimated plus `overhead` (the system prompt and
+        tools, which a report includes)."""
+        if self.reported is not None:
+            tokens, then = self.reported
+            return tokens + self.estimated - then
+        return overhead + self.estimated
+
+    def cuts(self) -> list[int]:
+        """Indexes where the context may be split into summarized and kept: before a
+        message that is not a tool result, with every earlier message from earlier events
+        (so a call and its result, or steering deferred past them, stay on one side)."""
+        found = []
+        highest = 0
+        lowest_after = [0] * (len(self.origins) + 1)
+        lowest_after[-1] = self.last_seq + 1
+        for i in range(len(self.origins) - 1, -1, -1):
+            lowest_after[i] = min(self.origins[i], lowest_after[i + 1])
+        for i, message in enumerate(self.messages):
+            if i and message.role != "tool" and highest < lowest_after[i]:
+                found.append(i)
+            highest = max(highest, self.origins[i])
+        return found
+
+    def compacted(self, upto_seq: int, summary: str, seq: int) -> list[tuple[Message, int]]:
+        """(message, origin) after a compaction record: the messages from events up to
+        `upto_seq` become the user's own messages (verbatim) and the summary; later stay."""
+        kept: list[tuple[Message, int]] = []
+        older: list[tuple[Message, int]] = []
+        for message, origin in zip(self.messages, self.origins, strict=True):
+            if origin > upto_seq:
+                kept.append((message, origin))
+            elif message.role == "user" and origin not in self._summaries:
+                older.append((message, origin))  # an earlier summary is summarized again
+        return [*older, (summary_message(summary), seq), *kept]
+
+    def _compact(self, upto_seq: int, summary: str, seq: int) -> None:
+        self._close_pending(seq)
+        after = self.compacted(upto_seq, summary, seq)
+        self.messages, self.origins, self.estimated = [], [], 0
+        self._summaries = {seq}
+        for message, origin in after:
+            self._add(message, origin)
+        self.reported = None  # measured again by the next answer
+
+    def _add(self, message: Message, origin: int) -> None:
+        self.messages.append(message)
+        self.origins.append(origin)
+        self.estimated += estimate_message(message)
+
+    def _close_pending(self, seq: int) -> None:
         for call_id, name in self._pending_calls.items():
-            self.messages.append(
-                Message(role="tool", content=NOT_RUN, tool_call_id=call_id, name=name)
-            )
+            self._add(Message(role="tool", content=NOT_RUN, tool_call_id=call_id, name=name), seq)
         self._pending_calls = {}
         self._flush_deferred()
 
     def _flush_deferred(self) -> None:
-        self.messages.extend(self._deferred)
+        for message, origin in self._deferred:
+            self._add(message, origin)
         self._deferred = []

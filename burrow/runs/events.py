@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from typing import Any
 
 from burrow.store.records import NewEvent
@@ -25,14 +26,20 @@ class EventType(enum.StrEnum):
     CONTEXT_COMPACTED = "context.compacted"
     RUN_FINISHED = "run.finished"
     RETRY = "retry"
+    MODEL_CHANGED = "model.changed"
+    INSTRUCTIONS_LOADED = "instructions.loaded"
 
 
 def make(kind: EventType, run_id: str | None = None, /, **data: Any) -> NewEvent:
     return NewEvent(type=kind.value, data=data, run_id=run_id)
 
 
-def user_message(content: str, *, steering: bool, run_id: str | None) -> NewEvent:
-    return make(EventType.USER_MESSAGE, run_id, content=content, steering=steering)
+def user_message(
+    content: str, *, steering: bool, run_id: str | None, attachments: Sequence[str] = ()
+) -> NewEvent:
+    """`attachments`: workspace paths of uploaded files (references, never their bytes)."""
+    extra = {"attachments": list(attachments)} if attachments else {}
+    return make(EventType.USER_MESSAGE, run_id, content=content, steering=steering, **extra)
 
 
 def run_started(run_id: str) -> NewEvent:

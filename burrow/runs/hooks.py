@@ -1,9 +1,10 @@
 """The seams of the agent loop, and the small hooks every run has.
 
 The loop asks the model and runs tools; everything a run may add to that (approvals,
-budgets, the loop guard, side events of a tool, later compaction and MCP gating) is a
-`Hook`: before a model call, transforming the context it is sent, before a tool call,
-after a tool call, and when the run closes. A hook ends the run by raising `RunStop`.
+budgets, the loop guard, side events of a tool, compaction, project instructions) is a
+`Hook`: before a model call, transforming the context it is sent, when the model found
+that context too long, before a tool call, after a tool call, and when the run closes.
+A hook ends the run by raising `RunStop`.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from burrow.llm.base import Message
+from burrow.llm.base import Message, ToolSpec, Usage
 from burrow.runs import events as ev
+from burrow.runs.context import ModelContext
 from burrow.runs.events import EventType
 from burrow.store.records import NewEvent
 from burrow.tools.base import Tool, ToolResult
@@ -42,6 +44,13 @@ class Tally:
     cache_write_tokens: int = 0
     cost: float = 0.0
     tool_seconds: float = 0.0  # time tools ran
+
+    def add(self, usage: Usage, cost: float) -> None:
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        self.cache_read_tokens += usage.cache_read_tokens
+        self.cache_write_tokens += usage.cache_write_tokens
+        self.cost += cost
 
     @property
     def tokens(self) -> int:
@@ -83,8 +92,14 @@ class Run(Protocol):
     cid: str
     run_id: str
     tally: Tally
+    context: ModelContext
 
     async def emit(self, *events: NewEvent) -> None: ...
+
+    def request(self) -> tuple[list[Message], list[ToolSpec]]:
+        """What the next model call would send: the context after every hook's transform,
+        and the tools."""
+        ...
 
 
 class Hook:
@@ -95,6 +110,11 @@ class Hook:
 
     def transform_context(self, messages: list[Message]) -> list[Message]:
         return messages
+
+    async def context_too_long(self, run: Run) -> bool:
+        """The model refused the context as too long: True when this hook made it shorter
+        (the call is then tried once more)."""
+        return False
 
     async def before_tool_call(self, run: Run, call: Call) -> str | None:
         """None when the call may run, else why not (shown to the model and the user)."""

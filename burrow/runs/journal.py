@@ -170,6 +170,10 @@ class Journal:
             else:
                 self._pending.pop(cid, None)
 
+    async def last_of(self, cids: Sequence[str], *types: EventType) -> dict[str, Event]:
+        """Each conversation's latest committed event of one of `types`."""
+        return await self._store.last_of(cids, [t.value for t in types])
+
     async def read(
         self, cid: str, after: int = 0, limit: int | None = None, max_bytes: int | None = None
     ) -> list[Event]:

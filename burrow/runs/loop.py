@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from burrow.llm.base import (
+    CONTEXT_TOO_LONG,
     Done,
     Message,
     ModelError,
@@ -125,6 +126,7 @@ class AgentRun:
         self._feed = feed
         self._out = Coalescer(env.journal, cid, run_id)
         self._open = OpenWork()  # this run's calls and approvals not yet closed
+        self._specs = [tool.spec for tool in env.tools.values()]
         self._partial: _Answer | None = None  # the answer being streamed, if any
         self._answer_events: list[NewEvent] = []  # the model's answer, not yet written
 
@@ -171,18 +173,20 @@ class AgentRun:
             for event in await self.env.journal.read(self.cid, self.context.last_seq):
                 self.context.apply(event)
 
+    def request(self) -> tuple[list[Message], list[ToolSpec]]:
+        messages = list(self.context.messages)
+        for hook in self.env.hooks:
+            messages = hook.transform_context(messages)
+        return messages, self._specs
+
     async def _steps(self) -> None:
-        specs = [tool.spec for tool in self.env.tools.values()]
         while True:
             await self._catch_up()
             for hook in self.env.hooks:
                 await hook.before_model_call(self)
-            seen_user_messages = self.context.user_messages
-            messages = list(self.context.messages)
-            for hook in self.env.hooks:
-                messages = hook.transform_context(messages)
+            await self._catch_up()  # what a hook wrote (a compaction) is context too
             self.tally.steps += 1
-            answer = await self._ask(messages, specs)
+            answer, seen_user_messages = await self._ask_fitting()
             calls = answer.tool_calls()
             # Written with the first tool.started (one commit less per step), or now.
             self._answer_events = [
@@ -199,6 +203,28 @@ class AgentRun:
                 return
             for call in calls:
                 await self._call_tool(call)
+
+    async def _ask_fitting(self) -> tuple[_Answer, int]:
+        """The model's answer, and how many user messages the context it answered held; a
+        context the model finds too long is shortened by the hooks (compaction) and tried
+        exactly once more."""
+        try:
+            seen = self.context.user_messages
+            return await self._ask(*self.request()), seen
+        except ModelError as exc:
+            shown = self._partial
+            if exc.code != CONTEXT_TOO_LONG or (
+                shown is not None and (shown.text or shown.thinking or shown.calls)
+            ):
+                raise
+            shortened = False
+            for hook in self.env.hooks:
+                shortened = await hook.context_too_long(self) or shortened
+            if not shortened:
+                raise
+        await self._catch_up()
+        seen = self.context.user_messages
+        return await self._ask(*self.request()), seen
 
     async def _ask(self, messages: list[Message], specs: list[ToolSpec]) -> _Answer:
         answer = _Answer()
@@ -260,11 +286,7 @@ class AgentRun:
 
     def _usage_event(self, answer: _Answer) -> NewEvent:
         cost = self.env.pricing.cost(answer.usage)
-        self.tally.prompt_tokens += answer.usage.prompt_tokens
-        self.tally.completion_tokens += answer.usage.completion_tokens
-        self.tally.cache_read_tokens += answer.usage.cache_read_tokens
-        self.tally.cache_write_tokens += answer.usage.cache_write_tokens
-        self.tally.cost += cost
+        self.tally.add(answer.usage, cost)
         return ev.make(
             EventType.USAGE,
             self.run_id,

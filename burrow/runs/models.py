@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from burrow.llm.base import ModelError, Provider, Usage
+from burrow.llm.base import ModelError, Pricer, Provider, Usage
 from burrow.llm.catalog import ModelInfo, describe, known_models
 from burrow.llm.factory import (
     PROVIDERS,
@@ -66,6 +66,7 @@ class ModelSettings:
         self._box = box
         self._config = defaults
         self._provider: tuple[ModelConfig, Provider] | None = None
+        self._chosen: dict[ModelConfig, Provider] = {}  # providers of conversations' models
 
     async def load(self) -> None:
         stored = await self._store.all()
@@ -134,6 +135,45 @@ class ModelSettings:
         if self._provider is None or self._provider[0] != self._config:
             self._provider = (self._config, provider_from_config(self._config))
         return self._provider[1]
+
+    def problem_with(self, model: str) -> str | None:
+        """Why a conversation cannot use `model` (`[provider:]model` or `demo`), or None."""
+        provider, name = split_model(model)
+        if provider == "scripted" and model.strip() != (self._config.model or ""):
+            # A script is a file on the server: only the operator names one (--model).
+            return "A conversation cannot choose a scripted model: use demo or [provider:]model."
+        if provider in PROVIDERS and not name:
+            return f"No model name after {provider}: write e.g. {provider}:<model>."
+        config = replace(self._config, model=model.strip())
+        problem = missing(config)
+        if problem is None:
+            try:
+                self.provider_for(model)
+            except (ModelError, ValueError, OSError) as exc:
+                problem = str(exc)
+        return problem
+
+    def provider_for(self, model: str | None) -> Provider:
+        """The provider a conversation that chose `model` (None: the server's) talks to."""
+        if model is None:
+            return self.provider()
+        config = replace(self._config, model=model)
+        built = self._chosen.get(config)
+        if built is None:
+            if len(self._chosen) >= 64:  # distinct models chosen since the settings changed
+                self._chosen.clear()
+            built = self._chosen[config] = provider_from_config(config)
+        return built
+
+    def pricing_for(self, model: str | None) -> Pricer:
+        if model is None:
+            return self
+        return replace(self._config, model=model).pricing()
+
+    def describe(self, model: str | None) -> ModelInfo:
+        """What the catalog knows of `model` (None: the server's), e.g. whether it sees images."""
+        provider, name = split_model(model or self._config.model or "")
+        return describe(provider, name)
 
     def cost(self, usage: Usage) -> float:
         """Dollars for `usage` at the current model's prices (table or BURROW_PRICE_*)."""

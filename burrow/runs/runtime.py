@@ -12,6 +12,7 @@ import secrets
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from burrow.llm.base import (
     Message,
@@ -22,19 +23,26 @@ from burrow.llm.base import (
     StreamEvent,
     ToolSpec,
 )
+from burrow.llm.catalog import DEFAULT_CONTEXT_WINDOW, ModelInfo
 from burrow.runs import events as ev
 from burrow.runs.approvals import ApprovalGate, Approvals
+from burrow.runs.attachments import Attachments
 from burrow.runs.budget import Budget, BudgetHook
 from burrow.runs.closing import OpenWork
+from burrow.runs.compaction import CompactionPolicy, Compactor, compact
 from burrow.runs.context import ModelContext
 from burrow.runs.events import EventType
 from burrow.runs.guard import LoopGuard
 from burrow.runs.hooks import Hook, PreviewOpened, SystemPrompt
+from burrow.runs.instructions import ProjectInstructions
 from burrow.runs.journal import Journal, Subscription
 from burrow.runs.loop import AgentRun, LoopConfig, RunEnv
 from burrow.runs.quotas import RunQuotaExceeded
 from burrow.runs.sandboxes import SandboxPool
+from burrow.runs.window import estimate
 from burrow.store.conversations import ConversationStore
+from burrow.store.events import ConversationGone
+from burrow.store.records import Conversation, Event
 from burrow.tools.base import ShellState, Tool, ToolLimits
 
 log = logging.getLogger(__name__)
@@ -54,6 +62,16 @@ class _Active:
     )  # set after the run's last event and its follow-up decision
 
 
+class ModelChooser(Protocol):
+    """Builds what a conversation's own `model` needs (runs/models.py's ModelSettings)."""
+
+    def provider_for(self, model: str | None) -> Provider: ...
+
+    def pricing_for(self, model: str | None) -> Pricer: ...
+
+    def describe(self, model: str | None) -> ModelInfo: ...
+
+
 @dataclass
 class RuntimeOptions:
     limits: ToolLimits = field(default_factory=ToolLimits)
@@ -62,6 +80,28 @@ class RuntimeOptions:
     budget: Budget = field(default_factory=Budget)  # each run's limits
     preview_url: Callable[[str, int], str] | None = None  # (cid, port) -> preview address
     max_runs_per_user: int = 0  # runs going at once per conversation owner; 0: no cap
+    models: ModelChooser | None = None  # None: every run uses `provider` and `pricing`
+    # Tokens the model accepts in one request, by the conversation's model (None: the
+    # server's); BURROW_CONTEXT_WINDOW overrides it.
+    context_window: Callable[[str | None], int] = lambda _model: DEFAULT_CONTEXT_WINDOW
+    compact_at: float = 0.8  # share of the window past which a request compacts first
+
+    def compaction(self, model: str | None) -> CompactionPolicy:
+        return CompactionPolicy(self.context_window(model), self.compact_at)
+
+
+class RunActive(Exception):
+    """The conversation has a run going; what was asked must wait for it to end."""
+
+
+@dataclass(frozen=True)
+class _Model:
+    """What a conversation's model brings to a run: its provider, prices and abilities."""
+
+    provider: Provider
+    pricing: Pricer
+    compaction: CompactionPolicy
+    vision: bool
 
 
 class Runtime:
@@ -89,12 +129,15 @@ class Runtime:
         self._closing = False
         self._owners: dict[str, str] = {}  # cid -> owner, as learned (owners never change)
         self._run_owners: dict[str, str] = {}  # cid -> owner, while a run is starting or going
+        self._budgets: dict[str, BudgetHook] = {}  # cid -> the active run's budget check
 
     def active_run(self, cid: str) -> str | None:
         active = self._active.get(cid)
         return active.run_id if active else None
 
-    async def send(self, cid: str, content: str) -> tuple[str, int]:
+    async def send(
+        self, cid: str, content: str, attachments: Sequence[str] = ()
+    ) -> tuple[str, int]:
         """Journal a user message and start a run, or steer the active one. -> (run_id, seq)
 
         A message sent while a run is being stopped waits for it to end and starts the next
@@ -111,7 +154,10 @@ class Runtime:
                     continue  # stopped while we waited for the lock
                 if active is not None:
                     [event] = await self.journal.append(
-                        cid, ev.user_message(content, steering=True, run_id=active.run_id)
+                        cid,
+                        ev.user_message(
+                            content, steering=True, run_id=active.run_id, attachments=attachments
+                        ),
                     )
                     return active.run_id, event.seq
                 await self._admit_run(cid)
@@ -120,7 +166,9 @@ class Runtime:
                     # The message and the start of its run go out in one commit.
                     event, _ = await self.journal.append(
                         cid,
-                        ev.user_message(content, steering=False, run_id=run_id),
+                        ev.user_message(
+                            content, steering=False, run_id=run_id, attachments=attachments
+                        ),
                         ev.run_started(run_id),
                     )
                 except BaseException:
@@ -182,33 +230,110 @@ class Runtime:
             await self.journal.append(cid, ev.run_finished(run_id, status, error, {}))
 
     async def _prepare(self, cid: str, run_id: str, feed: Subscription) -> AgentRun:
-        # The projection of earlier runs is kept, so a run only reads what is new.
-        context = self._contexts.pop(cid, None) or ModelContext()
-        for event in await self.journal.read(cid, context.last_seq):
-            context.apply(event)
+        context = await self._context(cid)
+        conversation = await self.conversations.get(cid)
+        if conversation is None:
+            raise ConversationGone(cid)
+        # The conversation's settings as they are when the run starts: a model changed
+        # later is the next run's; a budget changed later applies at the next check.
+        model = self._model(conversation)
+        budget = BudgetHook(
+            self.options.budget.overridden(conversation.budget), spent_before=conversation.cost
+        )
+        self._budgets[cid] = budget
+        bare = lambda: self.sandboxes.get(cid)  # noqa: E731
         env = RunEnv(
             journal=self.journal,
-            provider=_LazyProvider(self._provider),
+            provider=model.provider,
             tools=self.tools,
-            sandbox=lambda: self.sandboxes.commands(cid),
+            sandbox=lambda: self.sandboxes.commands(cid),  # secrets in, masked out
             shell=self._shells.setdefault(cid, ShellState()),
             limits=self.options.limits,
-            pricing=self.options.pricing,
-            hooks=self._hooks(cid),
+            pricing=model.pricing,
+            hooks=[
+                *self._hooks(cid),
+                # The budget before attachments: a stopped run need not wake the sandbox.
+                budget,
+                Attachments(context, bare, vision=model.vision),
+                # Last: it measures the request as the hooks before it shaped it.
+                Compactor(model.provider, model.compaction, model.pricing),
+            ],
             preview_url=self.options.preview_url,
         )
         return AgentRun(env, cid, run_id, context, feed)
 
+    def _model(self, conversation: Conversation) -> _Model:
+        models, chosen = self.options.models, conversation.model
+        if models is None:
+            return _Model(
+                _LazyProvider(self._provider),
+                self.options.pricing,
+                self.options.compaction(chosen),
+                vision=False,
+            )
+        return _Model(
+            _LazyProvider(lambda: models.provider_for(chosen)),
+            models.pricing_for(chosen),
+            self.options.compaction(chosen),
+            vision=models.describe(chosen).vision,
+        )
+
+    async def _context(self, cid: str) -> ModelContext:
+        # The projection of earlier runs is kept, so a run only reads what is new.
+        context = self._contexts.pop(cid, None) or ModelContext()
+        for event in await self.journal.read(cid, context.last_seq):
+            context.apply(event)
+        return context
+
     def _hooks(self, cid: str) -> list[Hook]:
-        """A run's hooks, fresh for each run (budgets and the guard count per run). A
-        conversation's own budget, once stored, is the one place to change here."""
+        """The hooks every run has, fresh for each run (the guard counts per run)."""
         return [
             SystemPrompt(self.options.loop.system_prompt),
+            ProjectInstructions(lambda: self.sandboxes.get(cid)),
             Approvals(self.approvals),
             PreviewOpened(),
             LoopGuard(),
-            BudgetHook(self.options.budget),
         ]
+
+    def budget_changed(self, cid: str, overrides: dict[str, float]) -> None:
+        """A PATCHed budget reaches the conversation's active run at its next check."""
+        hook = self._budgets.get(cid)
+        if hook is not None:
+            hook.budget = self.options.budget.overridden(overrides)
+
+    async def compact(self, cid: str) -> Event:
+        """Compact the conversation now (`POST …/compact`); its context.compacted event.
+
+        Raises RunActive while a run goes (its own compaction happens when it needs one),
+        NothingToCompact, or the summary call's ModelError. A message sent meanwhile
+        waits for the compaction, then starts its run on the compacted context.
+        """
+        async with self._locks[cid]:
+            if cid in self._active:
+                raise RunActive(cid)
+            conversation = await self.conversations.get(cid)
+            if conversation is None:
+                raise ConversationGone(cid)
+            model = self._model(conversation)
+            context = await self._context(cid)
+            try:
+                specs = [tool.spec for tool in self.tools.values()]
+                system = Message(role="system", content=self.options.loop.system_prompt)
+                events, _, _ = await compact(
+                    context,
+                    model.provider,
+                    model.compaction,
+                    model.pricing,
+                    overhead=estimate([system], specs),
+                    run_id=None,
+                    keep_tokens=0,  # asked for: all but the latest turn
+                )
+                written = await self.journal.append(cid, *events)
+                for event in written:
+                    context.apply(event)
+                return written[-1]
+            finally:
+                self._keep_context(cid, context)
 
     def _keep_context(self, cid: str, context: ModelContext) -> None:
         self._contexts[cid] = context
@@ -219,6 +344,7 @@ class Runtime:
         async with self._locks[cid]:
             if self._active.get(cid) is active:
                 del self._active[cid]
+                self._budgets.pop(cid, None)
             try:
                 if self._closing or active.run is None or active.stopping:
                     return  # after Stop, steering the stopped run had is not answered

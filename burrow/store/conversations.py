@@ -38,14 +38,31 @@ def _conversation(row: Any) -> Conversation:
         completion_tokens=row.completion_tokens,
         cost=row.cost,
         secrets=tuple(json.loads(row.secrets)),
+        model=row.model,
+        budget=json.loads(row.budget or "{}"),
     )
+
+
+class _Keep:
+    """The default of an update field: leave the stored value as it is."""
+
+
+KEEP = _Keep()
 
 
 class ConversationStore:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def create(self, owner_id: str, title: str, profile: str = "default") -> Conversation:
+    async def create(
+        self,
+        owner_id: str,
+        title: str,
+        profile: str = "default",
+        *,
+        model: str | None = None,
+        approval_mode: str = "ask",
+    ) -> Conversation:
         ts = now()
         cid = new_id("c")
         await self._db.run(
@@ -55,7 +72,8 @@ class ConversationStore:
                     owner_id=owner_id,
                     title=title,
                     profile=profile,
-                    approval_mode="ask",
+                    approval_mode=approval_mode,
+                    model=model,
                     created_at=ts,
                     updated_at=ts,
                     status="idle",
@@ -106,9 +124,17 @@ class ConversationStore:
         title: str | None = None,
         approval_mode: str | None = None,
         secrets: list[str] | None = None,
+        model: str | _Keep | None = KEEP,
+        budget: dict[str, float] | None = None,
     ) -> None:
-        # Not updated_at: the list is ordered by activity, and a rename is not activity.
+        """Change what is given; `model=None` goes back to the server's model, `budget`
+        replaces the stored overrides as a whole."""
+        # Not updated_at: the list is ordered by activity, and a setting is not activity.
         values: dict[str, object] = {}
+        if not isinstance(model, _Keep):
+            values["model"] = model
+        if budget is not None:
+            values["budget"] = json.dumps(budget, sort_keys=True)
         if title is not None:
             values["title"] = title
         if approval_mode is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.compiler import compiles
@@ -156,16 +157,36 @@ class EventStore:
                 if last is None:
                     return []
                 query = query.where(events.c.seq <= last)
-            return [
-                Event(
-                    conversation_id=cid,
-                    seq=r.seq,
-                    type=r.type,
-                    ts=r.ts,
-                    run_id=r.run_id,
-                    data_json=r.data,
-                )
-                for r in conn.execute(query)
-            ]
+            return [_event(cid, r) for r in conn.execute(query)]
 
         return await self._db.run(fetch)
+
+    async def last_of(self, cids: Sequence[str], types: Sequence[str]) -> dict[str, Event]:
+        """Each conversation's latest event of one of `types` (conversations with none are
+        left out). One indexed backward scan per conversation, stopping at the first hit."""
+
+        def fetch(conn: sa.Connection) -> dict[str, Event]:
+            found = {}
+            for cid in cids:
+                row = conn.execute(
+                    sa.select(events)
+                    .where(events.c.conversation_id == cid, events.c.type.in_(types))
+                    .order_by(events.c.seq.desc())
+                    .limit(1)
+                ).first()
+                if row is not None:
+                    found[cid] = _event(cid, row)
+            return found
+
+        return await self._db.run(fetch)
+
+
+def _event(cid: str, row: Any) -> Event:
+    return Event(
+        conversation_id=cid,
+        seq=row.seq,
+        type=row.type,
+        ts=row.ts,
+        run_id=row.run_id,
+        data_json=row.data,
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,6 +37,8 @@ class Conversation:
     completion_tokens: int
     cost: float
     secrets: tuple[str, ...] = ()  # names of the owner's secrets its commands get
+    model: str | None = None  # `[provider:]model`; None: the server's model
+    budget: dict[str, float] = field(default_factory=dict)  # overrides of the run limits
 
 
 @dataclass(frozen=True)

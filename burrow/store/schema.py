@@ -42,6 +42,10 @@ conversations = sa.Table(
     sa.Column("cost", sa.Float, nullable=False, default=0.0),
     # Names of the owner's secrets its sandbox's commands get: a JSON list, names only.
     sa.Column("secrets", sa.Text, nullable=False, default="[]", server_default="[]"),
+    # `[provider:]model` chosen for this conversation; NULL: the server's model.
+    sa.Column("model", sa.String(200), nullable=True),
+    # Budget overrides as a JSON object ({tokens?, cost?, steps?, tool_seconds?, total_cost?}).
+    sa.Column("budget", sa.Text, nullable=False, default="{}", server_default="{}"),
     sa.Index("ix_conversations_owner_updated", "owner_id", "updated_at"),
 )
 

@@ -11,6 +11,7 @@ import re
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.async_api import Page, expect
@@ -27,10 +28,15 @@ TICKS = "for i in 1 2 3 4 5 6 7 8 9 10; do echo tick $i; sleep 0.3; done"
 
 @contextlib.asynccontextmanager
 async def serving(
-    tmp_path: Path, page: Page, provider: ScriptedProvider, *, preview: bool = False
+    tmp_path: Path,
+    page: Page,
+    provider: ScriptedProvider,
+    *,
+    preview: bool = False,
+    **settings: Any,
 ) -> AsyncIterator[RunningServer]:
     """A server for `page`; the page's streams are closed first so the server can stop."""
-    async with running_server(tmp_path, lambda: provider, preview=preview) as srv:
+    async with running_server(tmp_path, lambda: provider, preview=preview, **settings) as srv:
         try:
             yield srv
         finally:

@@ -18,8 +18,8 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from starlette.requests import Request
@@ -171,15 +171,44 @@ def error_reply(status: int, message: str | None = None, **kwargs: Any) -> Error
     return ErrorReply(status, message or defaults.get(status, f"HTTP {status}"), **kwargs)
 
 
+def request_tokens(body: dict[str, Any]) -> int:
+    """The fake's tokenizer: characters / 4 of the request's messages and tools as JSON
+    (stricter than Burrow's estimate, which does not count the JSON around them)."""
+    return len(json.dumps(body.get("messages", [])) + json.dumps(body.get("tools", []))) // 4
+
+
+def context_length_error(window: int, tokens: int) -> ErrorReply:
+    """What OpenAI answers to a request over the model's window (400, code and message as
+    the API sends them)."""
+    return ErrorReply(
+        400,
+        f"This model's maximum context length is {window} tokens. However, your messages "
+        f"resulted in {tokens} tokens. Please reduce the length of the messages.",
+        code="context_length_exceeded",
+    )
+
+
 class FakeOpenAIServer(ThreadedServer):
-    """`api_key`: answer 401 unless the request carries it. `models`: answer 404 for others."""
+    """`api_key`: answer 401 unless the request carries it. `models`: answer 404 for others.
+    `context_window`: reject a request over that many tokens (`request_tokens`) as OpenAI
+    does, and report each answer's prompt tokens by that count. `responder`: chooses each
+    reply from the request body instead of the queue."""
 
     thread_name = "fake-openai"
 
-    def __init__(self, *, api_key: str | None = None, models: set[str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        models: set[str] | None = None,
+        context_window: int | None = None,
+        responder: Callable[[dict[str, Any]], Reply] | None = None,
+    ) -> None:
         super().__init__()
         self.api_key = api_key
         self.models = models
+        self.context_window = context_window
+        self.responder = responder
         self.requests: list[dict[str, Any]] = []  # every request body, in order
         self.headers: list[dict[str, str]] = []
         self._replies: deque[Reply] = deque()
@@ -219,7 +248,11 @@ class FakeOpenAIServer(ThreadedServer):
         with self._lock:
             self.requests.append(body)
             self.headers.append(dict(request.headers))
-            reply = self._replies.popleft() if self._replies else None
+            if self.responder is not None:
+                reply: Reply | None = self.responder(body)
+            else:
+                reply = self._replies.popleft() if self._replies else None
+        tokens = request_tokens(body)
         given = request.headers.get("authorization", "")
         if self.api_key is not None and given != f"Bearer {self.api_key}":
             # Echo the key back, as careless servers do, so redaction can be tested.
@@ -227,12 +260,34 @@ class FakeOpenAIServer(ThreadedServer):
         elif self.models is not None and body.get("model") not in self.models:
             message = f"The model `{body.get('model')}` does not exist."
             reply = error_reply(404, message, code="model_not_found")
+        elif self.context_window is not None and tokens > self.context_window:
+            reply = context_length_error(self.context_window, tokens)
         if reply is None:
             reply = text_reply("(fake server: no reply queued)")
+        if self.context_window is not None and isinstance(reply, StreamReply):
+            reply = with_prompt_tokens(reply, tokens)
         if isinstance(reply, ErrorReply):
-            error = {"message": reply.message, "type": reply.type, "code": reply.code}
+            error = {
+                "message": reply.message,
+                "type": reply.type,
+                "param": None,
+                "code": reply.code,
+            }
+            if reply.code == "context_length_exceeded":
+                error["param"] = "messages"
             return JSONResponse({"error": error}, reply.status, headers=reply.headers)
         return StreamingResponse(_sse(reply), media_type="text/event-stream")
+
+
+def with_prompt_tokens(reply: StreamReply, tokens: int) -> StreamReply:
+    """`reply` with its usage chunk counting `tokens` prompt tokens."""
+    chunks: list[dict[str, Any] | str] = []
+    for item in reply.chunks:
+        if isinstance(item, dict) and "usage" in item:
+            item = {**item, "usage": {**item["usage"], "prompt_tokens": tokens}}
+            item["usage"]["total_tokens"] = tokens + item["usage"]["completion_tokens"]
+        chunks.append(item)
+    return replace(reply, chunks=chunks)
 
 
 async def _sse(reply: StreamReply) -> AsyncIterator[bytes]:

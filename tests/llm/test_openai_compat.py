@@ -8,6 +8,7 @@ import socket
 import pytest
 
 from burrow.llm.base import (
+    CONTEXT_TOO_LONG,
     Done,
     Image,
     Message,
@@ -30,6 +31,7 @@ from tests.fakes import (
     tool_call_reply,
     tool_fragment,
 )
+from tests.fakes.openai_server import context_length_error
 
 KEY = "sk-test-0123456789"
 HELLO = [Message(role="user", content="hello")]
@@ -343,3 +345,17 @@ def test_images_go_as_data_urls_before_the_text() -> None:
             {"type": "text", "text": "what is this?"},
         ],
     }
+
+
+async def test_a_context_over_the_window_is_named_so_it_can_be_compacted(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    fake_openai.enqueue(
+        context_length_error(8192, 9000),  # OpenAI: the code says it
+        error_reply(400, "This model's maximum context length is 4096 tokens."),  # vLLM
+        error_reply(400, "Invalid 'messages[1].content': string too long."),  # something else
+    )
+    first, second, other = [await failure(fake_openai) for _ in range(3)]
+    assert first.code == second.code == CONTEXT_TOO_LONG
+    assert not first.retryable and "maximum context length is 8192" in first.message
+    assert other.code == ""

@@ -99,3 +99,18 @@ async def test_a_byte_bounded_read_pages_losslessly_and_never_stalls(engine: Dat
     # any page on its own and still comes, alone.
     assert pages == [[1], [2], [3], [4, 5]]
     assert [e.seq for e in await store.read(cid, 0, limit=2, max_bytes=10**9)] == [1, 2]
+
+
+async def test_last_of_finds_each_conversations_latest_event_of_the_types(
+    engine: Database,
+) -> None:
+    store = EventStore(engine)
+    first, second, empty = [await _conversation(engine) for _ in range(3)]
+    for cid, kinds in ((first, ["usage", "x", "compacted", "x"]), (second, ["usage", "x"])):
+        batch = [NewEvent(type=kind, data={"n": i}) for i, kind in enumerate(kinds)]
+        await store.append(cid, batch, projection_change(batch))
+    found = await store.last_of([first, second, empty], ["usage", "compacted"])
+    assert {cid: (e.seq, e.type, e.data) for cid, e in found.items()} == {
+        first: (3, "compacted", {"n": 2}),
+        second: (1, "usage", {"n": 0}),
+    }

@@ -59,9 +59,9 @@ async def test_schema_py_is_what_the_migrations_make(engine: Database) -> None:
 
 
 async def test_the_authoring_check_sees_a_column_without_migration(engine: Database) -> None:
-    changed = with_column(sa.Column("model", sa.String(200), nullable=True))
+    changed = with_column(sa.Column("pinned_note", sa.String(200), nullable=True))
     differences = await engine.run(lambda conn: schema_diff(conn, changed))
-    assert differences == ["missing column conversations.model"]
+    assert differences == ["missing column conversations.pinned_note"]
 
 
 def test_revision_files_are_numbered_as_the_start_up_check_expects() -> None:
@@ -175,7 +175,7 @@ down_revision = "{down}"
 def upgrade() -> None:
     # recreate="always": the copy-drop-rename that every SQLite change but ADD COLUMN needs
     with op.batch_alter_table("conversations", recreate="always") as batch:
-        batch.add_column(sa.Column("model", sa.String(200), nullable=True))
+        batch.add_column(sa.Column("pinned_note", sa.String(200), nullable=True))
 """
 
 
@@ -189,21 +189,21 @@ async def test_a_batch_migration_rebuilds_a_parent_table_on_sqlite_keeping_its_c
     extra = tmp_path / "versions"
     extra.mkdir()
     revision = f"{int(head_revision()) + 1:04d}"
-    (extra / f"{revision}_add_model.py").write_text(
+    (extra / f"{revision}_add_pinned_note.py").write_text(
         ADD_MODEL.format(revision=revision, down=head_revision())
     )
     db = await open_database(url)  # main's file, now at head
     try:
         await ensure_schema(db, versions=(VERSIONS, extra))
         assert (await db.run(read_state)).revisions == (revision,)
-        changed = with_column(sa.Column("model", sa.String(200), nullable=True))
+        changed = with_column(sa.Column("pinned_note", sa.String(200), nullable=True))
         assert await db.run(lambda conn: schema_diff(conn, changed)) == []
     finally:
         await db.close()
     with sqlite3.connect(path) as conn:
         conn.execute("PRAGMA foreign_keys=ON")
         assert conn.execute("SELECT count(*) FROM events").fetchone() == (5,)
-        assert conn.execute("SELECT title, model FROM conversations").fetchall() == [
+        assert conn.execute("SELECT title, pinned_note FROM conversations").fetchall() == [
             ("Made before migrations", None)
         ]
         with pytest.raises(sqlite3.IntegrityError):  # the foreign keys still hold
@@ -216,12 +216,14 @@ async def test_burrow_db_revision_writes_a_batch_migration_that_upgrades(
     tmp_path: Path,
 ) -> None:
     """The authoring workflow: change schema.py, autogenerate, upgrade a database."""
-    changed = with_column(sa.Column("model", sa.String(200), nullable=True))
+    changed = with_column(sa.Column("pinned_note", sa.String(200), nullable=True))
     extra = tmp_path / "versions"
     extra.mkdir()
-    written = await write_revision("conversations: add model", metadata=changed, directory=extra)
+    written = await write_revision(
+        "conversations: add pinned_note", metadata=changed, directory=extra
+    )
     revision = f"{int(head_revision()) + 1:04d}"
-    assert written.name == f"{revision}_conversations_add_model.py"
+    assert written.name == f"{revision}_conversations_add_pinned_note.py"
     source = written.read_text()
     assert 'batch_alter_table("conversations"' in source and "add_column" in source
     url = make_sqlite(tmp_path / "burrow.db")

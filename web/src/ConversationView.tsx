@@ -1,8 +1,10 @@
 // One open conversation: header, timeline, composer, and the sandbox panel beside them.
 import { useCallback, useEffect, useRef, useState } from "react";
 import { api, type ApprovalMode, type Conversation } from "./api/client";
+import { ContextMeter } from "./ContextMeter";
 import { Composer } from "./composer/Composer";
 import { SecretsPicker, SecretsWarning } from "./conversations/ConversationSecrets";
+import { ModelSelect } from "./conversations/ModelSelect";
 import { formatCost, formatTokens } from "./format";
 import { SidePanel, type Tab } from "./panel/SidePanel";
 import { type Item, runStatus, type RunStatus } from "./timeline/reducer";
@@ -120,9 +122,9 @@ export function ConversationView({
     setTab("preview");
   }, []);
 
-  const send = async (content: string) => {
+  const send = async (content: string, attachments: string[] = []) => {
     await attached(); // subscribed before sending: nothing of the run can be missed
-    await api.send(cid, content);
+    await api.send(cid, content, attachments);
     onSent(cid, content);
   };
 
@@ -189,6 +191,7 @@ export function ConversationView({
             </span>
           )}
           <span className="spacer" />
+          <ModelSelect cid={cid} model={conversation ? conversation.model : undefined} onChanged={onChanged} />
           <ApprovalModeSelect
             cid={cid}
             mode={conversation?.approval_mode}
@@ -207,6 +210,12 @@ export function ConversationView({
               Restart sandbox
             </button>
           )}
+          <ContextMeter
+            cid={cid}
+            used={state.contextUsed ?? conversation?.context.used ?? 0}
+            window={conversation?.context.window}
+            running={status !== "idle"}
+          />
           <span className="header-meta muted" title={`${state.usage.prompt_tokens} prompt + ${state.usage.completion_tokens} completion tokens`}>
             {formatTokens(tokens)} tok · {formatCost(state.usage.cost)}
           </span>
@@ -226,6 +235,8 @@ export function ConversationView({
         <Composer
           running={status !== "idle"}
           onSend={send}
+          onUpload={(file) => api.upload(cid, file)}
+          thumbnail={(path) => api.attachmentUrl(cid, path)}
           onStop={async () => {
             await api.interrupt(cid);
           }}

@@ -1,44 +1,78 @@
-"""Conversations and what a person does to them: send, steer, interrupt."""
+"""Conversations and what a person does to them: send, steer, interrupt, compact."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fastapi import APIRouter, Response
 
+from burrow.api.conversation_settings import (
+    ConversationSettings,
+    attachment_paths,
+    checked_model,
+)
 from burrow.api.deps import ConversationDep, ServicesDep, UserDep
 from burrow.api.errors import ApiError, not_found
 from burrow.api.schemas import (
     Accepted,
     ApprovalAnswer,
     ApprovalAnswered,
+    Compacted,
+    ContextUse,
     ConversationOut,
     CreateConversation,
     MessageAccepted,
     RenameConversation,
     SendMessage,
 )
+from burrow.llm.base import ModelError
+from burrow.runs.compaction import NothingToCompact
+from burrow.runs.runtime import RunActive
+from burrow.runs.window import context_used
+from burrow.services import Services
 from burrow.store.events import ConversationGone
+from burrow.store.records import Conversation
 
 router = APIRouter(prefix="/api/conversations", tags=["conversations"])
 
 
+async def views(svc: Services, conversations: Sequence[Conversation]) -> list[ConversationOut]:
+    used = await context_used(svc.journal, [c.id for c in conversations])
+    window = svc.runtime.options.context_window
+    return [
+        ConversationOut.of(c, ContextUse(used=used.get(c.id, 0), window=window(c.model)))
+        for c in conversations
+    ]
+
+
+async def view(svc: Services, conversation: Conversation) -> ConversationOut:
+    [out] = await views(svc, [conversation])
+    return out
+
+
 @router.get("")
 async def list_conversations(svc: ServicesDep, user: UserDep) -> list[ConversationOut]:
-    return [ConversationOut.of(c) for c in await svc.conversations.owned_by(user.id)]
+    return await views(svc, await svc.conversations.owned_by(user.id))
 
 
 @router.post("", status_code=201)
 async def create_conversation(
     body: CreateConversation, svc: ServicesDep, user: UserDep
 ) -> ConversationOut:
+    model = checked_model(svc, body.model) if body.model is not None else None
     created = await svc.conversations.create(
-        user.id, body.title or "New conversation", body.profile or "default"
+        user.id,
+        body.title or "New conversation",
+        body.profile or "default",
+        model=model,
+        approval_mode=body.approval_mode or "ask",
     )
-    return ConversationOut.of(created)
+    return await view(svc, created)
 
 
 @router.get("/{cid}")
-async def get_conversation(conversation: ConversationDep) -> ConversationOut:
-    return ConversationOut.of(conversation)
+async def get_conversation(conversation: ConversationDep, svc: ServicesDep) -> ConversationOut:
+    return await view(svc, conversation)
 
 
 @router.patch("/{cid}")
@@ -53,15 +87,24 @@ async def update_conversation(
                 "unknown_secrets",
                 f"No secret named {', '.join(unknown)}: set it first (PUT /api/secrets/{{name}}).",
             )
+    settings = ConversationSettings(svc, conversation)
+    model = settings.model(body.model)
+    budget = settings.budget(body.budget)
     await svc.conversations.update(
-        conversation.id, title=body.title, approval_mode=body.approval_mode, secrets=body.secrets
+        conversation.id,
+        title=body.title,
+        approval_mode=body.approval_mode,
+        secrets=body.secrets,
+        **model,
+        **budget,
     )
     if body.approval_mode is not None:
         svc.runtime.approvals.mode_changed(conversation.id, body.approval_mode)
+    await settings.announce()
     renamed = await svc.conversations.get(conversation.id)
     if renamed is None:
         raise not_found(f"Conversation {conversation.id}")
-    return ConversationOut.of(renamed)
+    return await view(svc, renamed)
 
 
 @router.delete("/{cid}", status_code=204)
@@ -76,7 +119,8 @@ async def send_message(
     body: SendMessage, conversation: ConversationDep, svc: ServicesDep
 ) -> MessageAccepted:
     try:
-        run_id, seq = await svc.runtime.send(conversation.id, body.content)
+        paths = attachment_paths(body.attachments)
+        run_id, seq = await svc.runtime.send(conversation.id, body.content, paths)
     except ConversationGone as exc:
         raise not_found(f"Conversation {conversation.id}") from exc
     return MessageAccepted(run_id=run_id, seq=seq)
@@ -102,3 +146,40 @@ async def interrupt(conversation: ConversationDep, svc: ServicesDep) -> Accepted
     run_id = svc.runtime.active_run(conversation.id)
     await svc.runtime.interrupt(conversation.id)
     return Accepted(run_id=run_id)
+
+
+@router.post("/{cid}/compact", status_code=202)
+async def compact(conversation: ConversationDep, svc: ServicesDep) -> Compacted:
+    """Summarize the older turns now; answers once `context.compacted` is in the journal.
+
+    While a run goes this is refused (409 `run_active`), not queued: the run compacts on
+    its own when its context needs it, and a queued request could only compact after the
+    run, when the person can simply ask again.
+    """
+    try:
+        event = await svc.runtime.compact(conversation.id)
+    except RunActive as exc:
+        raise ApiError(
+            409,
+            "run_active",
+            "A run is going in this conversation: it compacts its context itself when "
+            "needed. Compact after it ends, or stop it first.",
+        ) from exc
+    except NothingToCompact as exc:
+        raise ApiError(
+            409,
+            "nothing_to_compact",
+            "Nothing to compact yet: the conversation holds only its latest turn and the "
+            "user's own messages (which compaction keeps).",
+        ) from exc
+    except ModelError as exc:
+        raise ApiError(502, "model_error", f"The summary call failed: {exc.message}") from exc
+    except ConversationGone as exc:
+        raise not_found(f"Conversation {conversation.id}") from exc
+    data = event.data
+    return Compacted(
+        seq=event.seq,
+        tokens_before=data["tokens_before"],
+        tokens_after=data["tokens_after"],
+        upto_seq=data["upto_seq"],
+    )

@@ -110,10 +110,41 @@ export const api = {
   /** Names of the caller's secrets the conversation's commands and terminals get. */
   setConversationSecrets: (cid: string, secrets: string[]) =>
     request<Conversation>("PATCH", conv(cid), { secrets }),
+  /** `""`: back to the server's model. */
+  setModel: (cid: string, model: string) => request<Conversation>("PATCH", conv(cid), { model }),
+  models: () => request<Schemas["ModelOut"][]>("GET", "/api/settings/models"),
   deleteConversation: (cid: string) => request<void>("DELETE", conv(cid)),
-  send: (cid: string, content: string) =>
-    request<Schemas["MessageAccepted"]>("POST", `${conv(cid)}/messages`, { content }),
+  send: (cid: string, content: string, attachments: string[] = []) =>
+    request<Schemas["MessageAccepted"]>("POST", `${conv(cid)}/messages`, {
+      content,
+      ...(attachments.length ? { attachments } : {}),
+    }),
+  /** Uploads one file into the workspace (.burrow/attachments/); resolves to its path. */
+  upload: async (cid: string, file: File): Promise<string> => {
+    const form = new FormData();
+    form.append("file", file, file.name || "pasted");
+    let response: Response;
+    try {
+      response = await fetch(`${conv(cid)}/uploads`, { method: "POST", body: form });
+    } catch {
+      throw new ApiError(0, "network", "The server cannot be reached. Is `burrow serve` running?");
+    }
+    const payload = (await response.json().catch(() => ({}))) as {
+      files?: string[];
+      error?: { code: string; message: string };
+    };
+    const path = payload.files?.[0];
+    if (!response.ok || path === undefined) {
+      const error = payload.error ?? { code: "http_error", message: `Upload failed (${response.status})` };
+      throw new ApiError(response.status, error.code, error.message);
+    }
+    return path;
+  },
+  /** A thumbnail of an uploaded image (a path under .burrow/attachments/). */
+  attachmentUrl: (cid: string, path: string) =>
+    `${conv(cid)}/attachments/${encodeURIComponent(path.split("/").pop() ?? "")}`,
   interrupt: (cid: string) => request<Schemas["Accepted"]>("POST", `${conv(cid)}/interrupt`, {}),
+  compact: (cid: string) => request<Schemas["Compacted"]>("POST", `${conv(cid)}/compact`, {}),
   decide: (cid: string, requestId: string, decision: Decision) =>
     request<unknown>("POST", `${conv(cid)}/approvals/${encodeURIComponent(requestId)}`, {
       decision,

@@ -10,6 +10,8 @@ export interface UsageData {
   cache_read_tokens?: number;
   cache_write_tokens?: number;
   cost: number;
+  /** set on the usage of a compaction's summary call (not the context's size) */
+  compaction?: boolean;
 }
 
 /** What a tool declares it may do (`tool.started` `kind`); a `shell` tool also does
@@ -29,7 +31,7 @@ export interface BudgetHit {
 }
 
 export interface EventData {
-  "user.message": { content: string; steering: boolean };
+  "user.message": { content: string; steering: boolean; attachments?: string[] };
   "run.started": { run_id: string };
   "assistant.thinking.delta": { text: string };
   "assistant.text.delta": { text: string };
@@ -60,8 +62,15 @@ export interface EventData {
   "sandbox.status": { status: string; detail: string | null };
   "preview.opened": { port: number; url: string };
   usage: UsageData;
-  "context.compacted": { tokens_before: number; tokens_after: number };
+  "context.compacted": {
+    tokens_before: number;
+    tokens_after: number;
+    summary: string;
+    upto_seq: number;
+  };
+  "instructions.loaded": { path: string; bytes?: number; truncated?: boolean };
   retry: { attempt: number; delay_s: number; reason: string };
+  "model.changed": { model: string };
   "run.finished": {
     status: "completed" | "failed" | "canceled" | "budget_exceeded";
     error: string | null;
@@ -87,7 +96,9 @@ export const EVENT_TYPES: readonly EventType[] = [
   "preview.opened",
   "usage",
   "context.compacted",
+  "instructions.loaded",
   "retry",
+  "model.changed",
   "run.finished",
 ];
 
@@ -120,7 +131,9 @@ const SHAPES: { [K in EventType]: Partial<Record<keyof EventData[K], Field>> } =
   "sandbox.status": { status: "string" },
   "preview.opened": { port: "count", url: "string" },
   usage: { prompt_tokens: "count", completion_tokens: "count", cost: "number" },
-  "context.compacted": { tokens_before: "count", tokens_after: "count" },
+  "context.compacted": { tokens_before: "count", tokens_after: "count", summary: "string" },
+  "instructions.loaded": { path: "string", truncated: "bool" },
+  "model.changed": { model: "string" },
   retry: { attempt: "count", delay_s: "number", reason: "string" },
   "run.finished": { status: "string", usage: "usage", budget: "object" },
 };

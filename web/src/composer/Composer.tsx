@@ -1,18 +1,26 @@
 // The message box: Enter sends, Shift+Enter adds a line; during a run a message steers it.
+// Files pasted or dropped on it are uploaded at once and go with the next message.
 import { useEffect, useRef, useState } from "react";
+import { filesOf, isUploadedImage } from "./attachments";
 
 export function Composer({
   running,
   onSend,
   onStop,
+  onUpload,
+  thumbnail,
   disabled,
 }: {
   running: boolean;
-  onSend: (text: string) => Promise<void>;
+  onSend: (text: string, attachments: string[]) => Promise<void>;
   onStop: () => Promise<void>;
+  onUpload?: (file: File) => Promise<string>; // -> the workspace path
+  thumbnail?: (path: string) => string;
   disabled?: boolean;
 }) {
   const [text, setText] = useState("");
+  const [attachments, setAttachments] = useState<string[]>([]);
+  const [uploading, setUploading] = useState(0);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const box = useRef<HTMLTextAreaElement>(null);
@@ -26,14 +34,31 @@ export function Composer({
 
   useEffect(() => box.current?.focus(), []);
 
+  const upload = async (files: File[]) => {
+    if (!onUpload || files.length === 0) return;
+    setError(null);
+    setUploading((n) => n + files.length);
+    for (const file of files) {
+      try {
+        const path = await onUpload(file);
+        setAttachments((list) => [...list, path]);
+      } catch (e) {
+        setError(`${file.name}: ${e instanceof Error ? e.message : String(e)}`);
+      } finally {
+        setUploading((n) => n - 1);
+      }
+    }
+  };
+
   const send = async () => {
-    const content = text.trim();
-    if (!content || busy) return;
+    const content = text.trim() || (attachments.length ? "(see the attached files)" : "");
+    if (!content || busy || uploading) return;
     setBusy(true);
     setError(null);
     try {
-      await onSend(content);
+      await onSend(content, attachments);
       setText("");
+      setAttachments([]);
     } catch (e) {
       setError(e instanceof Error ? e.message : String(e));
     } finally {
@@ -58,11 +83,45 @@ export function Composer({
         e.preventDefault();
         void send();
       }}
+      onDragOver={(e) => {
+        if (onUpload && e.dataTransfer.types.includes("Files")) e.preventDefault();
+      }}
+      onDrop={(e) => {
+        const files = filesOf(e.dataTransfer);
+        if (files.length && onUpload) {
+          e.preventDefault();
+          void upload(files);
+        }
+      }}
     >
       {error && (
         <p className="error-text" role="alert">
           {error}
         </p>
+      )}
+      {(attachments.length > 0 || uploading > 0) && (
+        <div className="attachments pending" aria-label="Attached files">
+          {attachments.map((path) => (
+            <span key={path} className="attachment-pending">
+              {isUploadedImage(path) && thumbnail ? (
+                <img className="thumbnail" src={thumbnail(path)} alt={path} title={path} />
+              ) : (
+                <span className="attachment-chip" title={path}>
+                  {path.split("/").pop()}
+                </span>
+              )}
+              <button
+                type="button"
+                className="link"
+                aria-label={`Remove ${path}`}
+                onClick={() => setAttachments((list) => list.filter((p) => p !== path))}
+              >
+                ×
+              </button>
+            </span>
+          ))}
+          {uploading > 0 && <span className="muted">Uploading {uploading}…</span>}
+        </div>
       )}
       <div className="composer-box">
         <textarea
@@ -77,6 +136,13 @@ export function Composer({
               : "Describe what you want to build…"
           }
           onChange={(e) => setText(e.target.value)}
+          onPaste={(e) => {
+            const files = filesOf(e.clipboardData);
+            if (files.length && onUpload) {
+              e.preventDefault(); // a pasted image is a file, not text
+              void upload(files);
+            }
+          }}
           onKeyDown={(e) => {
             if (e.key === "Enter" && !e.shiftKey && !e.nativeEvent.isComposing) {
               e.preventDefault();
@@ -90,13 +156,13 @@ export function Composer({
               Stop
             </button>
           )}
-          <button type="submit" className="primary" disabled={disabled || busy || !text.trim()}>
+          <button type="submit" className="primary" disabled={disabled || busy || uploading > 0 || (!text.trim() && !attachments.length)}>
             {running ? "Steer" : "Send"}
           </button>
         </div>
       </div>
       <p className="composer-hint muted">
-        Enter to send · Shift+Enter for a new line{running ? " · messages now steer the run" : ""}
+        Enter to send · Shift+Enter for a new line{onUpload ? " · paste or drop files to attach" : ""}{running ? " · messages now steer the run" : ""}
       </p>
     </form>
   );

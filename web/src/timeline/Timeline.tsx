@@ -1,5 +1,7 @@
 // The conversation as a person reads it: one row per item of the reduced view state.
 import { memo, useEffect, useLayoutEffect, useRef, useState } from "react";
+import { api } from "../api/client";
+import { isUploadedImage } from "../composer/attachments";
 import { formatCost, formatTokens } from "../format";
 import { ApprovalCard } from "./ApprovalCard";
 import { Markdown } from "./Markdown";
@@ -39,6 +41,23 @@ function RunEnd({ item }: { item: RunEndItem }) {
   );
 }
 
+/** A message's attachments: uploaded images as thumbnails, other files by name. */
+function Attachments({ cid, paths }: { cid: string; paths: string[] }) {
+  return (
+    <div className="attachments">
+      {paths.map((path) =>
+        isUploadedImage(path) ? (
+          <img key={path} className="thumbnail" src={api.attachmentUrl(cid, path)} alt={path} title={path} />
+        ) : (
+          <span key={path} className="attachment-chip" title={path}>
+            {path.split("/").pop()}
+          </span>
+        ),
+      )}
+    </div>
+  );
+}
+
 const Row = memo(function Row({
   cid,
   item,
@@ -54,6 +73,7 @@ const Row = memo(function Row({
         <div className="user">
           {item.steering && <span className="badge">steering</span>}
           <div className="user-text">{item.content}</div>
+          {item.attachments.length > 0 && <Attachments cid={cid} paths={item.attachments} />}
         </div>
       );
     case "assistant":
@@ -64,6 +84,16 @@ const Row = memo(function Row({
       return <ApprovalCard cid={cid} item={item} />;
     case "run.finished":
       return <RunEnd item={item} />;
+    case "compaction":
+      return (
+        <details className="compaction-marker" data-testid="compaction-marker">
+          <summary role="separator" aria-label="Context compacted">
+            Context compacted · {formatTokens(item.tokensBefore)} → {formatTokens(item.tokensAfter)}{" "}
+            tokens
+          </summary>
+          <div className="compaction-summary">{item.summary}</div>
+        </details>
+      );
     case "notice":
       return (
         <div className={`notice ${item.tone}`} role={item.tone === "error" ? "alert" : undefined}>

@@ -54,6 +54,10 @@ const data = fc.oneof(
       cost: value(fc.double({ min: 0, max: 1, noNaN: true })),
       usage,
       tokens_before: value(fc.nat()),
+      summary: value(fc.string({ maxLength: 8 })),
+      path: value(fc.string({ maxLength: 8 })),
+      model: value(fc.constantFrom("demo", "openai:gpt-test")),
+      attachments: value(fc.array(fc.string({ maxLength: 4 }), { maxLength: 2 })),
       tokens_after: value(fc.nat()),
     },
     { requiredKeys: [] },
@@ -95,6 +99,8 @@ function usable(item: Item): boolean {
       return [item.usage.prompt_tokens, item.usage.completion_tokens, item.usage.cost].every(finite);
     case "notice":
       return typeof item.text === "string";
+    case "compaction":
+      return finite(item.tokensBefore) && finite(item.tokensAfter) && typeof item.summary === "string";
   }
 }
 

@@ -317,3 +317,45 @@ describe("retry", () => {
     });
   });
 });
+
+describe("attachments and model changes", () => {
+  it("keeps a message's attachment paths and shows a model change as a notice", () => {
+    seq = 0;
+    const state = reduce(initialState, [
+      ev("user.message", { content: "see", steering: false, attachments: [".burrow/attachments/ab-x.png"] }, null),
+      ev("user.message", { content: "no files", steering: false }, null),
+      ev("model.changed", { model: "anthropic:claude-haiku-4-5" }, null),
+    ]);
+    const [first, second, notice] = state.items;
+    expect(first).toMatchObject({ kind: "user", attachments: [".burrow/attachments/ab-x.png"] });
+    expect(second).toMatchObject({ kind: "user", attachments: [] });
+    expect(notice).toMatchObject({ kind: "notice", text: "Model: anthropic:claude-haiku-4-5 (from the next run)" });
+  });
+});
+
+describe("context", () => {
+  it("follows the last answer's usage and a compaction, which is a marker in the timeline", () => {
+    seq = 0;
+    const s = reduce(initialState, [
+      ev("user.message", { content: "go", steering: false }, null),
+      ev("usage", { prompt_tokens: 900, completion_tokens: 100, cost: 0 }),
+      ev("instructions.loaded", { path: "AGENTS.md", bytes: 10, truncated: false }),
+      ev("usage", { prompt_tokens: 50, completion_tokens: 5, cost: 0, compaction: true }),
+      ev("context.compacted", {
+        tokens_before: 1000,
+        tokens_after: 200,
+        summary: "did things",
+        upto_seq: 2,
+      }),
+    ]);
+    expect(s.contextUsed).toBe(200);
+    expect(s.usage.prompt_tokens).toBe(950); // the summary call is spent like any other
+    const marker = s.items.find((i) => i.kind === "compaction");
+    expect(marker).toMatchObject({ tokensBefore: 1000, tokensAfter: 200, summary: "did things" });
+    expect(s.items.some((i) => i.kind === "notice" && i.text.includes("AGENTS.md"))).toBe(true);
+
+    const next = reduce(s, [ev("usage", { prompt_tokens: 300, completion_tokens: 10, cost: 0 })]);
+    expect(next.contextUsed).toBe(310);
+    expect(reduce(next, [ev("usage", { prompt_tokens: 1, completion_tokens: 1, cost: 0, compaction: true })]).contextUsed).toBe(310);
+  });
+});

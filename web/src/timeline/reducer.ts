@@ -27,6 +27,7 @@ export interface UserItem {
   key: string;
   content: string;
   steering: boolean;
+  attachments: string[]; // workspace paths of uploaded files
 }
 
 export interface AssistantItem {
@@ -92,7 +93,23 @@ export interface NoticeItem {
   url?: string;
 }
 
-export type Item = UserItem | AssistantItem | ToolItem | ApprovalItem | RunEndItem | NoticeItem;
+/** The point where the older turns were summarized to fit the model's context. */
+export interface CompactionItem {
+  kind: "compaction";
+  key: string;
+  tokensBefore: number;
+  tokensAfter: number;
+  summary: string;
+}
+
+export type Item =
+  | UserItem
+  | AssistantItem
+  | ToolItem
+  | ApprovalItem
+  | RunEndItem
+  | NoticeItem
+  | CompactionItem;
 
 export type RunStatus = "idle" | "running" | "waiting_approval";
 
@@ -108,6 +125,8 @@ export interface ViewState {
   activeRun: string | null;
   pendingApprovals: readonly string[];
   usage: UsageData;
+  /** tokens the model context holds, from the events (null: none said yet) */
+  contextUsed: number | null;
   sandbox: { status: string; detail: string | null };
   preview: { port: number; url: string } | null;
   /** bumps when a tool that may change the workspace finishes */
@@ -128,6 +147,7 @@ export const initialState: ViewState = {
   activeRun: null,
   pendingApprovals: [],
   usage: { prompt_tokens: 0, completion_tokens: 0, cost: 0 },
+  contextUsed: null,
   sandbox: { status: "none", detail: null },
   preview: null,
   filesVersion: 0,
@@ -219,7 +239,13 @@ function apply(d: Draft, e: BurrowEvent): void {
       // Steering waits for the next model call: the answer streaming now is not cut by it,
       // its later deltas keep going to the same item (above the steering bubble).
       if (!e.data.steering) d.closeAssistant();
-      d.push({ kind: "user", key, content: e.data.content, steering: !!e.data.steering });
+      d.push({
+        kind: "user",
+        key,
+        content: e.data.content,
+        steering: !!e.data.steering,
+        attachments: Array.isArray(e.data.attachments) ? e.data.attachments.map(String) : [],
+      });
       return;
     case "run.started":
       d.s.activeRun = e.data.run_id || e.run_id;
@@ -350,6 +376,9 @@ function apply(d: Draft, e: BurrowEvent): void {
         completion_tokens: u.completion_tokens + (e.data.completion_tokens ?? 0),
         cost: u.cost + (e.data.cost ?? 0),
       };
+      if (!e.data.compaction) {
+        d.s.contextUsed = (e.data.prompt_tokens ?? 0) + (e.data.completion_tokens ?? 0);
+      }
       return;
     }
     case "retry":
@@ -360,12 +389,27 @@ function apply(d: Draft, e: BurrowEvent): void {
         text: `${e.data.reason} Trying again in ${e.data.delay_s.toFixed(1)} s (attempt ${e.data.attempt + 1}).`,
       });
       return;
+    case "model.changed":
+      d.push({ kind: "notice", key, tone: "info", text: `Model: ${e.data.model} (from the next run)` });
+      return;
     case "context.compacted":
+      d.s.contextUsed = e.data.tokens_after;
+      d.push({
+        kind: "compaction",
+        key,
+        tokensBefore: e.data.tokens_before,
+        tokensAfter: e.data.tokens_after,
+        summary: e.data.summary ?? "",
+      });
+      return;
+    case "instructions.loaded":
       d.push({
         kind: "notice",
         key,
         tone: "info",
-        text: `Context compacted: ${e.data.tokens_before} → ${e.data.tokens_after} tokens`,
+        text:
+          `Project instructions from ${e.data.path} are in use` +
+          (e.data.truncated ? " (cut to their first 32 KiB)" : ""),
       });
       return;
     case "run.finished":
