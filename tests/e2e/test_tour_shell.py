@@ -106,6 +106,7 @@ async def test_the_list_follows_activity_and_keeps_no_empties(
             listed = (await srv.client.get("/api/conversations")).json()
             return [c["title"] for c in listed]
 
+        await srv.services.runtime.sandboxes.hibernate(older)  # so viewing it wakes it
         assert await order() == ["Newer", "Older"]
         await sign_in(page, base_of(srv), f"/c/{older}")
         nav = page.get_by_role("navigation", name="Conversations")
