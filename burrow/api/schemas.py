@@ -50,6 +50,8 @@ class ConversationOut(BaseModel):
     """`[provider:]model` this conversation uses; null: the server's model."""
     budget: Budget
     context: ContextUse
+    last_run_failed: bool = False
+    """The conversation is at rest ("idle") and its last run ended "failed"."""
 
     @classmethod
     def of(cls, c: Conversation, context: ContextUse) -> ConversationOut:
@@ -58,10 +60,12 @@ class ConversationOut(BaseModel):
             title=c.title,
             created_at=c.created_at,
             updated_at=c.updated_at,
-            status=c.status,  # type: ignore[arg-type]
+            # The row's rest state "failed" is "idle" on the wire, plus last_run_failed.
+            status="idle" if c.status == "failed" else c.status,  # type: ignore[arg-type]
             approval_mode=c.approval_mode,  # type: ignore[arg-type]
             sandbox_status=c.sandbox_status,
             last_seq=c.last_seq,
+            last_run_failed=c.status == "failed",
             usage=Usage(
                 prompt_tokens=c.prompt_tokens,
                 completion_tokens=c.completion_tokens,

@@ -73,6 +73,9 @@ def next_turn(messages: Sequence[Message], tools: set[str]) -> ScriptedTurn:
         )
     if "write_file" not in names:
         return write_site(prompt)
+    refusals = [m.content for m in recent if m.role == "tool" and m.content.startswith(REFUSED)]
+    if refusals:
+        return refused(refusals[0])
     if "preview" in names:
         return finish(f"open the preview of port {PORT} to see it")
     if "http.server" not in commands:
@@ -117,6 +120,21 @@ def serve(with_preview: bool) -> ScriptedTurn:
         "background with bash.",
         text=f"The files are in place. Now I'll start a web server on port {PORT}.",
         tool_calls=[("bash", {"command": BACKGROUND_SERVE})],
+    )
+
+
+# How a tool result begins when the call was not run: refused by the approval mode or a
+# rule (runs/approvals.py), or denied by the person.
+REFUSED = ("Refused:", "Denied by the user.")
+
+
+def refused(reason: str) -> ScriptedTurn:
+    """Stop and say so: claiming the page was written when it was not would mislead."""
+    return ScriptedTurn(
+        text="I could not build the page: my calls were not run, so nothing was written "
+        f"and no server was started.\n\n> {reason.splitlines()[0]}\n\n"
+        "To let it run, set the conversation's approval mode (the selector at the top) to "
+        f"ask or auto, or allow the calls, and send your request again.\n\n{CONFIGURE}"
     )
 
 

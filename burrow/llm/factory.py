@@ -35,6 +35,8 @@ class ModelConfig:
     """The OpenAI-compatible server's key."""
     base_url: str | None = None
     """An OpenAI-compatible server; None means api.openai.com."""
+    on_settings_page: frozenset[str] = frozenset()
+    """Which of model, api_key, base_url were saved on the settings page (errors name them)."""
     anthropic: Endpoint = field(default_factory=Endpoint)
     prices: Pricing | None = None
     """Overrides of the price table (BURROW_PRICE_*); zero or None: the table's price."""
@@ -123,6 +125,9 @@ def provider_from_config(cfg: ModelConfig) -> Provider:
         )
     # Imported here: the SDKs cost more start-up time than the rest of the server.
     from burrow.llm.openai_compat import PLACEHOLDER_KEY, OpenAICompatProvider
+    from burrow.llm.openai_errors import ON_SETTINGS_PAGE, SettingNames
+
+    names = SettingNames(**{f: getattr(ON_SETTINGS_PAGE, f) for f in cfg.on_settings_page})
 
     return RetryingProvider(
         OpenAICompatProvider(
@@ -131,5 +136,6 @@ def provider_from_config(cfg: ModelConfig) -> Provider:
             cfg.base_url,
             first_token_timeout=cfg.limits.first_token,
             idle_timeout=cfg.limits.idle,
+            names=names,
         )
     )

@@ -19,7 +19,7 @@ from burrow.llm.base import (
     Usage,
     redact,
 )
-from burrow.llm.openai_errors import status_error, transport_error
+from burrow.llm.openai_errors import IN_ENVIRONMENT, SettingNames, status_error, transport_error
 from burrow.llm.openai_wire import ToolCallIndexes, thinking_of, wire_messages, wire_tools
 from burrow.llm.stalls import StallLimits, guard
 
@@ -44,8 +44,10 @@ class OpenAICompatProvider:
         idle_timeout: float = 120.0,
         connect_timeout: float = 10.0,
         include_usage: bool = True,
+        names: SettingNames = IN_ENVIRONMENT,
     ) -> None:
         self.model = model
+        self.names = names  # how its errors name the settings to check
         self.name = f"openai:{model}"
         self.base_url = (base_url or OPENAI_BASE_URL).rstrip("/")
         self.limits = StallLimits(first_token_timeout, idle_timeout)
@@ -92,11 +94,11 @@ class OpenAICompatProvider:
                 raise
             raise redacted from exc
         except openai.APIStatusError as exc:
-            error = status_error(exc, base_url=self.base_url, model=self.model)
+            error = status_error(exc, base_url=self.base_url, model=self.model, names=self.names)
             raise self._redacted(error) from exc
         except openai.APIConnectionError as exc:
             raise self._redacted(
-                transport_error(exc, base_url=self.base_url, started=started)
+                transport_error(exc, base_url=self.base_url, started=started, names=self.names)
             ) from exc
         except openai.APIError as exc:  # an error event inside the stream
             raise self._redacted(

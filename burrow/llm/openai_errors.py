@@ -6,11 +6,30 @@ the journal or the logs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import openai
 
 from burrow.llm.base import CONTEXT_TOO_LONG, ModelError, retry_after
+
+
+@dataclass(frozen=True)
+class SettingNames:
+    """What an error tells the person to check, named where they set it: the environment
+    variables by default, the settings page's fields for what was saved there."""
+
+    api_key: str = "OPENAI_API_KEY"
+    model: str = "BURROW_MODEL"
+    base_url: str = "OPENAI_BASE_URL"
+
+
+IN_ENVIRONMENT = SettingNames()
+ON_SETTINGS_PAGE = SettingNames(
+    api_key="the API key in Settings",
+    model="the model name in Settings",
+    base_url="the base URL in Settings",
+)
 
 
 def server_message(exc: openai.APIStatusError) -> str:
@@ -36,22 +55,28 @@ def _error_code(exc: openai.APIStatusError) -> str:
     return code if isinstance(code, str) else ""
 
 
-def status_error(exc: openai.APIStatusError, *, base_url: str, model: str) -> ModelError:
+def status_error(
+    exc: openai.APIStatusError,
+    *,
+    base_url: str,
+    model: str,
+    names: SettingNames = IN_ENVIRONMENT,
+) -> ModelError:
     status = exc.status_code
     said = server_message(exc)
     if status == 401:
         return ModelError(
-            f"The model server at {base_url} rejected the API key: check OPENAI_API_KEY."
+            f"The model server at {base_url} rejected the API key: check {names.api_key}."
         )
     if status == 403:
         return ModelError(
             f"The model server at {base_url} refused the request (403: {said}): check that "
-            f"OPENAI_API_KEY may use model {model!r}."
+            f"{names.api_key} may use model {model!r}."
         )
     if status == 404:
         return ModelError(
-            f"Model {model!r} was not found at {base_url} ({said}): set BURROW_MODEL to a "
-            "model that server offers, or OPENAI_BASE_URL to the server that has it."
+            f"Model {model!r} was not found at {base_url} ({said}): set {names.model} to a "
+            f"model that server offers, or {names.base_url} to the server that has it."
         )
     if status in (400, 413) and (
         _error_code(exc) == "context_length_exceeded" or "maximum context length" in said
@@ -64,7 +89,7 @@ def status_error(exc: openai.APIStatusError, *, base_url: str, model: str) -> Mo
     if status == 429 and _error_code(exc) == "insufficient_quota":
         return ModelError(
             f"The model server at {base_url} says the account is out of quota ({said}): "
-            "check its billing, or use another OPENAI_API_KEY."
+            f"check its billing, or use another key in {names.api_key}."
         )
     if status == 429:
         return ModelError(
@@ -79,7 +104,13 @@ def status_error(exc: openai.APIStatusError, *, base_url: str, model: str) -> Mo
     return ModelError(f"The model server at {base_url} rejected the request ({status}: {said}).")
 
 
-def transport_error(exc: openai.APIConnectionError, *, base_url: str, started: bool) -> ModelError:
+def transport_error(
+    exc: openai.APIConnectionError,
+    *,
+    base_url: str,
+    started: bool,
+    names: SettingNames = IN_ENVIRONMENT,
+) -> ModelError:
     cause = exc.__cause__ or exc
     detail = f"{type(cause).__name__}: {cause}".rstrip(": ")
     if started:
@@ -90,7 +121,7 @@ def transport_error(exc: openai.APIConnectionError, *, base_url: str, started: b
     if isinstance(exc, openai.APITimeoutError):
         return ModelError(f"The model server at {base_url} did not answer in time.", retryable=True)
     return ModelError(
-        f"Could not reach the model server at {base_url} ({detail}): check OPENAI_BASE_URL "
+        f"Could not reach the model server at {base_url} ({detail}): check {names.base_url} "
         "and that the server is running.",
         retryable=True,
     )

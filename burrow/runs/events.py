@@ -68,8 +68,13 @@ def tool_finished(
     )
 
 
+USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "cost")
+
+
 def run_finished(
     run_id: str, status: str, error: str | None, usage: dict[str, Any], **extra: Any
 ) -> NewEvent:
     """`extra`: fields some endings add, e.g. `budget` for budget_exceeded."""
+    # Always a full usage object (a run that never reached the model spent 0): clients show it.
+    usage = dict.fromkeys(USAGE_FIELDS, 0) | usage
     return make(EventType.RUN_FINISHED, run_id, status=status, error=error, usage=usage, **extra)

@@ -97,16 +97,23 @@ class _Pending:
     )
 
 
+# Events that do not move a conversation up the list: the sandbox waking or sleeping.
+_NOT_ACTIVITY = frozenset({EventType.SANDBOX_STATUS})
+
+
 def projection_change(batch: Sequence[NewEvent]) -> ProjectionChange:
     """What these events do to the conversation row (status, sandbox status, usage)."""
     change = ProjectionChange()
     for e in batch:
+        if e.type not in _NOT_ACTIVITY:
+            change.activity = True
         if e.type == EventType.RUN_STARTED or e.type == EventType.APPROVAL_RESOLVED:
             change.status = "running"
         elif e.type == EventType.APPROVAL_REQUESTED:
             change.status = "waiting_approval"
         elif e.type == EventType.RUN_FINISHED:
-            change.status = "idle"
+            # At rest either way; "failed" is kept so the list can say the last run failed.
+            change.status = "failed" if e.data.get("status") == "failed" else "idle"
         elif e.type == EventType.SANDBOX_STATUS:
             change.sandbox_status = str(e.data["status"])
         elif e.type == EventType.USAGE:

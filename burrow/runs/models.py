@@ -71,17 +71,23 @@ class ModelSettings:
     async def load(self) -> None:
         stored = await self._store.all()
         config = self._defaults
+        saved: set[str] = set()  # the OpenAI-compatible settings saved here (errors name them)
         if stored.get(MODEL):
             config = replace(config, model=stored[MODEL])
+            saved.add("model")
         for provider, (key_row, url_row) in ROWS.items():
             endpoint = config.endpoint(provider)
             if url_row in stored:
                 endpoint = replace(endpoint, base_url=stored[url_row] or None)
+                if provider == "openai":
+                    saved.add("base_url")
             if stored.get(key_row):
                 endpoint = replace(endpoint, api_key=self._box.open(str(stored[key_row])))
+                if provider == "openai":
+                    saved.add("api_key")
             config = _with_endpoint(config, provider, endpoint)
             self._redactor.add(endpoint.api_key)
-        self._config = config
+        self._config = replace(config, on_settings_page=frozenset(saved))
 
     @property
     def config(self) -> ModelConfig:

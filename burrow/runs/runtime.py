@@ -389,13 +389,22 @@ class Runtime:
 
     async def _repair(self, cid: str) -> None:
         work = OpenWork()
+        spent: dict[str, dict[str, float]] = {}  # each run's usage so far, for its run.finished
         for event in await self.journal.read(cid):
             work.apply(event)
+            if event.type == EventType.USAGE and event.run_id:
+                usage = spent.setdefault(event.run_id, {})
+                for name, value in event.data.items():
+                    if isinstance(value, int | float) and not isinstance(value, bool):
+                        usage[name] = usage.get(name, 0) + value
         for request_id in work.approvals:
             await self.approvals.abandon(request_id)
         open_runs = list(work.runs)
         closing = work.closing(RESTARTED, timed=False)
-        closing += [ev.run_finished(run_id, "failed", RESTARTED, {}) for run_id in open_runs]
+        closing += [
+            ev.run_finished(run_id, "failed", RESTARTED, spent.get(run_id, {}))
+            for run_id in open_runs
+        ]
         if closing:
             await self.journal.append(cid, *closing)
         else:  # the row said running but every run was closed: only the status is stale

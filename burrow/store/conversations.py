@@ -129,7 +129,8 @@ class ConversationStore:
     ) -> None:
         """Change what is given; `model=None` goes back to the server's model, `budget`
         replaces the stored overrides as a whole."""
-        values: dict[str, object] = {"updated_at": now()}
+        # Not updated_at: the list is ordered by activity, and a setting is not activity.
+        values: dict[str, object] = {}
         if not isinstance(model, _Keep):
             values["model"] = model
         if budget is not None:
@@ -140,6 +141,8 @@ class ConversationStore:
             values["approval_mode"] = approval_mode
         if secrets is not None:
             values["secrets"] = json.dumps(sorted(set(secrets)))
+        if not values:
+            return
         query = conversations.update().where(conversations.c.id == cid).values(**values)
         await self._db.run(lambda conn: conn.execute(query))
 

@@ -31,7 +31,9 @@ _RESERVE_SEQS = (
     .where(conversations.c.id == sa.bindparam("p_cid"))
     .values(
         last_seq=conversations.c.last_seq + sa.bindparam("p_count", type_=sa.Integer),
-        updated_at=sa.bindparam("p_now", type_=sa.DateTime(timezone=True)),
+        updated_at=sa.func.coalesce(
+            sa.bindparam("p_now", type_=sa.DateTime(timezone=True)), conversations.c.updated_at
+        ),
         prompt_tokens=conversations.c.prompt_tokens + sa.bindparam("p_prompt", type_=sa.BigInteger),
         completion_tokens=conversations.c.completion_tokens
         + sa.bindparam("p_completion", type_=sa.BigInteger),
@@ -88,7 +90,7 @@ class EventStore:
         params = {
             "p_cid": cid,
             "p_count": len(batch),
-            "p_now": datetime.now(UTC),
+            "p_now": datetime.now(UTC) if change.activity else None,
             "p_prompt": change.prompt_tokens,
             "p_completion": change.completion_tokens,
             "p_cost": change.cost,

@@ -87,3 +87,6 @@ class ProjectionChange:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
+    # Whether the batch is conversation activity (messages, runs), which orders the list;
+    # sandbox wakes and hibernations are not.
+    activity: bool = False

@@ -33,6 +33,7 @@ conversations = sa.Table(
     sa.Column("approval_mode", sa.String(20), nullable=False, default="ask"),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    # "idle", "failed" (at rest after a failed run), "running" or "waiting_approval"
     sa.Column("status", sa.String(20), nullable=False, default="idle"),
     sa.Column("sandbox_status", sa.String(20), nullable=False, default="none"),
     sa.Column("last_seq", sa.Integer, nullable=False, default=0),

@@ -160,7 +160,8 @@ class PreviewTool:
             url = default_preview_url(ctx.conversation_id or "local", args.port)
         shown = f"\n\nOutput so far ({log_name}):\n{tail}" if tail else ""
         return ToolResult(
-            output=f"Port {args.port} is open; the user sees it in the preview at {url}{shown}",
+            # Read by the model and by the person in the tool card: true for both.
+            output=f"Serving on port {args.port}, shown in the preview panel at {url}{shown}",
             extra={"preview": {"port": args.port, "url": url}},
         )
 

@@ -65,6 +65,12 @@ async def test_a_run_cut_off_by_a_killed_server_is_repaired_on_start(tmp_path: P
         assert events[-1]["type"] == "run.finished"
         assert events[-1]["data"]["status"] == "failed"
         assert "restarted" in events[-1]["data"]["error"]
+        # A full usage object (the web UI shows it), summing the run's usage events so far.
+        spent = [e["data"] for e in events if e["type"] == "usage"]
+        assert spent and events[-1]["data"]["usage"] == {
+            name: sum(u.get(name, 0) for u in spent)
+            for name in {"prompt_tokens", "completion_tokens", "cost"}.union(*spent)
+        }
         started = [e["data"]["call_id"] for e in events if e["type"] == "tool.started"]
         finished = [e["data"]["call_id"] for e in events if e["type"] == "tool.finished"]
         assert started == finished

@@ -3,10 +3,11 @@ import { useCallback, useEffect, useState } from "react";
 import { ApiError, api, type Conversation, type Health, type Me } from "./api/client";
 import { Composer } from "./composer/Composer";
 import { ConversationView } from "./ConversationView";
+import { ErrorBoundary } from "./ErrorBoundary";
 import { Sidebar } from "./conversations/Sidebar";
 import { Login } from "./settings/Login";
 import { FirstRun, loadModelSettings, SettingsDialog, type SettingsState } from "./settings/Settings";
-import type { RunStatus } from "./timeline/reducer";
+import type { LiveStatus } from "./ConversationView";
 
 const POLL_MS = 3000;
 const DEFAULT_TITLE = "New conversation";
@@ -20,9 +21,9 @@ export function App() {
   const [me, setMe] = useState<Me | null | undefined>(undefined);
   const [conversations, setConversations] = useState<Conversation[] | null>(null);
   const [activeId, setActiveId] = useState<string | null>(routeId);
-  const [live, setLive] = useState<{ cid: string; status: RunStatus; sandbox: string } | null>(
-    null,
-  );
+  const [live, setLive] = useState<LiveStatus | null>(null);
+  // The server cannot be reached: no status shown is current (the list says so, not a toast).
+  const [offline, setOffline] = useState(false);
   const [health, setHealth] = useState<Health | null>(null);
   const [settings, setSettings] = useState<SettingsState>(null);
   const [settingsOpen, setSettingsOpen] = useState(false);
@@ -34,8 +35,10 @@ export function App() {
     try {
       setConversations(await api.conversations());
       setError(null);
+      setOffline(false);
     } catch (e) {
       if (e instanceof ApiError && e.status === 401) setMe(null);
+      else if (e instanceof ApiError && e.status === 0) setOffline(true);
       else setError(e instanceof Error ? e.message : String(e));
     }
   }, []);
@@ -47,8 +50,9 @@ export function App() {
     });
   }, []);
 
-  // Optimistic: everything loads in parallel with /api/me; a 401 anywhere shows sign-in.
-  const signedIn = me !== null;
+  // /api/me first: signed out, it is the one request that answers 401 (the sign-in screen
+  // would otherwise log a 401 for every route loaded beside it).
+  const signedIn = me !== null && me !== undefined;
   useEffect(() => {
     if (!signedIn) return;
     void refresh();
@@ -70,6 +74,14 @@ export function App() {
     setMenuOpen(false);
   }, []);
 
+  // Out of a conversation that failed or is gone: the list is what is offered (a drawer on
+  // a phone, so it is opened).
+  const leave = () => {
+    open(null);
+    void refresh();
+    setMenuOpen(true);
+  };
+
   const create = async (firstMessage?: string) => {
     const created = await api.createConversation(firstMessage ? titleFrom(firstMessage) : undefined);
     setConversations((list) => [created, ...(list ?? [])]);
@@ -77,10 +89,7 @@ export function App() {
     open(created.id);
   };
 
-  const onStatus = useCallback(
-    (cid: string, status: RunStatus, sandbox: string) => setLive({ cid, status, sandbox }),
-    [],
-  );
+  const onStatus = useCallback((next: LiveStatus) => setLive(next), []);
   const onSent = useCallback(
     (cid: string, content: string) => {
       const c = conversations?.find((x) => x.id === cid);
@@ -96,8 +105,10 @@ export function App() {
   // The open conversation's status comes from its event stream, fresher than the poll.
   const shown =
     conversations?.map((c) =>
-      live && c.id === live.cid && (c.status !== live.status || c.sandbox_status !== live.sandbox)
-        ? { ...c, status: live.status, sandbox_status: live.sandbox }
+      live &&
+      c.id === live.cid &&
+      (c.status !== live.status || c.sandbox_status !== live.sandbox || c.last_run_failed !== live.failed)
+        ? { ...c, status: live.status, sandbox_status: live.sandbox, last_run_failed: live.failed }
         : c,
     ) ?? null;
   const active = shown?.find((c) => c.id === activeId);
@@ -126,8 +137,14 @@ export function App() {
       <Sidebar
         conversations={shown}
         activeId={activeId}
+        offline={offline}
         onOpen={open}
-        onCreate={() => void create().catch((e: unknown) => setError(String(e)))}
+        onCreate={() => {
+          // An untouched conversation is reused: each click must not store another empty one.
+          const empty = conversations?.find((c) => c.last_seq === 0 && c.title === DEFAULT_TITLE);
+          if (empty) open(empty.id);
+          else void create().catch((e: unknown) => setError(String(e)));
+        }}
         onRename={async (cid, title) => {
           await api.renameConversation(cid, title);
           await refresh();
@@ -152,17 +169,19 @@ export function App() {
         </div>
       )}
       {activeId ? (
-        <ConversationView
-          key={activeId}
-          cid={activeId}
-          conversation={active}
-          initialMessage={pending?.cid === activeId ? pending.text : null}
-          onStatus={onStatus}
-          onSent={onSent}
-          onMenu={() => setMenuOpen(true)}
-          onChanged={() => void refresh()}
-          emptyState={firstRun ?? <Welcome />}
-        />
+        <ErrorBoundary key={activeId} what="this conversation" onLeave={leave}>
+          <ConversationView
+            cid={activeId}
+            conversation={active}
+            initialMessage={pending?.cid === activeId ? pending.text : null}
+            onStatus={onStatus}
+            onSent={onSent}
+            onMenu={() => setMenuOpen(true)}
+            onChanged={() => void refresh()}
+            onLeave={leave}
+            emptyState={firstRun ?? <Welcome />}
+          />
+        </ErrorBoundary>
       ) : (
         <div className="workspace">
           <main className="conversation home">

@@ -7,7 +7,7 @@ import { SecretsPicker, SecretsWarning } from "./conversations/ConversationSecre
 import { ModelSelect } from "./conversations/ModelSelect";
 import { formatCost, formatTokens } from "./format";
 import { SidePanel, type Tab } from "./panel/SidePanel";
-import { runStatus, type RunStatus } from "./timeline/reducer";
+import { type Item, runStatus, type RunStatus } from "./timeline/reducer";
 import { useConversationEvents } from "./timeline/stream";
 import { Timeline } from "./timeline/Timeline";
 
@@ -48,6 +48,23 @@ function ApprovalModeSelect({
 
 const narrow = window.matchMedia("(max-width: 1100px)");
 
+/** What the open conversation's stream says, fresher than the list's poll. */
+export interface LiveStatus {
+  cid: string;
+  status: RunStatus;
+  sandbox: string;
+  /** at rest after a failed run */
+  failed: boolean;
+}
+
+function lastRunFailed(items: readonly Item[]): boolean {
+  for (let i = items.length - 1; i >= 0; i--) {
+    const item = items[i]!;
+    if (item.kind === "run.finished") return item.status === "failed";
+  }
+  return false;
+}
+
 const STATUS_TEXT: Record<RunStatus, string> = {
   idle: "Idle",
   running: "Running",
@@ -62,15 +79,18 @@ export function ConversationView({
   onSent,
   onMenu,
   onChanged,
+  onLeave,
   emptyState,
 }: {
   cid: string;
   conversation: Conversation | undefined;
   initialMessage: string | null;
-  onStatus: (cid: string, status: RunStatus, sandbox: string) => void;
+  onStatus: (live: LiveStatus) => void;
   onSent: (cid: string, content: string) => void;
   onMenu: () => void;
   onChanged: () => void;
+  /** Back to the list of conversations (this one is gone). */
+  onLeave: () => void;
   emptyState: React.ReactNode;
 }) {
   const { state, connection, attached } = useConversationEvents(cid);
@@ -116,7 +136,8 @@ export function ConversationView({
     }
   }, [initialMessage]);
 
-  useEffect(() => onStatus(cid, status, sandbox), [cid, status, sandbox, onStatus]);
+  const failed = status === "idle" && lastRunFailed(state.items);
+  useEffect(() => onStatus({ cid, status, sandbox, failed }), [cid, status, sandbox, failed, onStatus]);
 
   // The tab's title tells a person in another tab when the agent needs them or is done.
   const title = conversation?.title;
@@ -129,6 +150,27 @@ export function ConversationView({
   }, [status, title]);
 
   const tokens = state.usage.prompt_tokens + state.usage.completion_tokens;
+  if (connection === "gone") {
+    return (
+      <div className="workspace">
+        <main className="conversation">
+          <header className="conv-header">
+            <button type="button" className="icon menu" aria-label="Conversations" onClick={onMenu}>
+              ☰
+            </button>
+            <h1>Conversation not found</h1>
+          </header>
+          <section className="gone" role="alert" aria-label="Conversation not found">
+            <h2>This conversation does not exist.</h2>
+            <p className="muted">It was deleted, or the link is wrong.</p>
+            <button type="button" className="primary" onClick={onLeave}>
+              Show conversations
+            </button>
+          </section>
+        </main>
+      </div>
+    );
+  }
   return (
     <div className={`workspace ${panelOpen ? "with-panel" : ""}`}>
       <main className="conversation">
@@ -137,9 +179,12 @@ export function ConversationView({
             ☰
           </button>
           <h1 title={conversation?.title}>{conversation?.title ?? "Conversation"}</h1>
-          <span className={`pill ${status}`} role="status" data-status={status}>
-            {STATUS_TEXT[status]}
-          </span>
+          {/* Cut off from the server, the run's last known state would be a guess. */}
+          {connection !== "reconnecting" && (
+            <span className={`pill ${status}`} role="status" data-status={status}>
+              {STATUS_TEXT[status]}
+            </span>
+          )}
           {connection !== "live" && (
             <span className="pill connection" role="status" data-connection={connection}>
               {connection === "connecting" ? "Connecting…" : "Reconnecting…"}

@@ -1,12 +1,17 @@
 // Small formatting helpers shared by the views.
 
-export function formatTokens(n: number): string {
+// Numbers shown may come from any server version: a missing one reads as 0, never throws.
+const num = (n: number): number => (Number.isFinite(n) ? n : 0);
+
+export function formatTokens(value: number): string {
+  const n = num(value);
   if (n < 1000) return String(n);
   if (n < 100_000) return `${(n / 1000).toFixed(1)}k`;
   return `${Math.round(n / 1000)}k`;
 }
 
-export function formatCost(cost: number): string {
+export function formatCost(value: number): string {
+  const cost = num(value);
   if (cost === 0) return "$0";
   if (cost < 0.01) return `$${cost.toFixed(4)}`;
   return `$${cost.toFixed(2)}`;

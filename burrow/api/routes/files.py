@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
@@ -18,6 +19,14 @@ MAX_FILE_BYTES = 20 * 1024 * 1024
 PathQuery = Annotated[str, Query(max_length=4096, description="Workspace-relative path")]
 
 
+# Burrow's own folders in the workspace (DESIGN.md §8): tool output logs and preview services.
+INTERNAL = frozenset({".burrow/outputs", ".burrow/services"})
+
+
+def _normal(path: str) -> str:
+    return posixpath.normpath(path.lstrip("/")).removeprefix("./")
+
+
 def checked(path: str) -> str:
     """`path`, refused at the edge when no file could ever have that name.
 
@@ -31,11 +40,20 @@ def checked(path: str) -> str:
 
 @router.get("/{cid}/files")
 async def list_files(
-    conversation: ConversationDep, svc: ServicesDep, path: PathQuery = "."
+    conversation: ConversationDep,
+    svc: ServicesDep,
+    path: PathQuery = ".",
+    internal: Annotated[bool, Query(description="Also list Burrow's own .burrow folders")] = False,
 ) -> list[FileEntryOut]:
     path = checked(path)  # before the sandbox is woken for nothing
     sandbox = await svc.runtime.sandboxes.get(conversation.id)
     entries = await sandbox.list_dir(path)
+    if not internal:
+        entries = [e for e in entries if _normal(e.path) not in INTERNAL]
+        if any(_normal(e.path) == ".burrow" for e in entries):
+            inside = await sandbox.list_dir(".burrow")
+            if all(_normal(e.path) in INTERNAL for e in inside):  # nothing of the user's
+                entries = [e for e in entries if _normal(e.path) != ".burrow"]
     return [
         FileEntryOut(name=e.name, path=e.path, kind=e.kind, size=e.size, mtime=e.mtime)
         for e in sorted(entries, key=lambda e: (e.kind != "dir", e.name))

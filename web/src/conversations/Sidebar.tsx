@@ -3,9 +3,15 @@ import { useState } from "react";
 import type { Conversation } from "../api/client";
 import { relativeTime } from "../format";
 
-export function statusLabel(c: Pick<Conversation, "status" | "sandbox_status">): string {
+/** The list's word for a conversation; `offline`: the server cannot be reached. */
+export function statusLabel(
+  c: Pick<Conversation, "status" | "sandbox_status" | "last_run_failed">,
+  offline = false,
+): string {
+  if (offline) return "server unreachable";
   if (c.status === "running") return "running";
   if (c.status === "waiting_approval") return "needs approval";
+  if (c.last_run_failed) return "last run failed";
   if (c.sandbox_status === "hibernated") return "hibernated";
   if (c.sandbox_status === "failed") return "sandbox failed";
   if (c.sandbox_status === "starting") return "starting";
@@ -15,12 +21,14 @@ export function statusLabel(c: Pick<Conversation, "status" | "sandbox_status">):
 function Entry({
   c,
   active,
+  offline,
   onOpen,
   onRename,
   onDelete,
 }: {
   c: Conversation;
   active: boolean;
+  offline: boolean;
   onOpen: () => void;
   onRename: (title: string) => Promise<void>;
   onDelete: () => Promise<void>;
@@ -28,7 +36,8 @@ function Entry({
   const [editing, setEditing] = useState(false);
   const [title, setTitle] = useState(c.title);
   const [confirming, setConfirming] = useState(false);
-  const label = statusLabel(c);
+  const label = statusLabel(c, offline);
+  const dot = offline ? "offline" : c.last_run_failed && c.status === "idle" ? "failed" : c.status;
 
   if (editing) {
     return (
@@ -62,7 +71,7 @@ function Entry({
           setEditing(true);
         }}
       >
-        <span className={`dot ${c.status} sb-${c.sandbox_status}`} aria-hidden="true" />
+        <span className={`dot ${dot} sb-${c.sandbox_status}`} aria-hidden="true" />
         <span className="conv-title">{c.title}</span>
         <span className="conv-sub muted">
           <span className="conv-status">{label}</span> · {relativeTime(c.updated_at)}
@@ -102,6 +111,7 @@ function Entry({
 export function Sidebar({
   conversations,
   activeId,
+  offline,
   onOpen,
   onCreate,
   onRename,
@@ -113,6 +123,7 @@ export function Sidebar({
 }: {
   conversations: Conversation[] | null;
   activeId: string | null;
+  offline: boolean;
   onOpen: (cid: string) => void;
   onCreate: () => void;
   onRename: (cid: string, title: string) => Promise<void>;
@@ -142,6 +153,7 @@ export function Sidebar({
             key={c.id}
             c={c}
             active={c.id === activeId}
+            offline={offline}
             onOpen={() => onOpen(c.id)}
             onRename={(title) => onRename(c.id, title)}
             onDelete={() => onDelete(c.id)}

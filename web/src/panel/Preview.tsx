@@ -1,14 +1,17 @@
 // The app the agent started, on its own origin (DESIGN.md §5). The iframe opens a fresh
 // signed link from GET /previews (the journal's URL carries no credentials).
-import { useEffect, useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import { ApiError, api, type PreviewLink } from "../api/client";
 
 export function Preview({
   cid,
   preview,
+  sandbox,
 }: {
   cid: string;
   preview: { port: number; url: string } | null;
+  /** The sandbox's live status: a link listed "hibernated" is stale once it woke. */
+  sandbox: string;
 }) {
   const [links, setLinks] = useState<PreviewLink[] | null>(null);
   const [port, setPort] = useState<number | null>(preview?.port ?? null);
@@ -19,7 +22,11 @@ export function Preview({
     if (preview) setPort(preview.port);
   }, [preview]);
 
-  // A new link on every reload: the token in it is short-lived.
+  const frames = useRef(new Map<string, string>());
+  const [relists, setRelists] = useState(0);
+
+  // A new link on every reload: the token in it is short-lived. Listed again when the
+  // sandbox wakes or sleeps, so a status shown is never the one from before.
   useEffect(() => {
     if (!preview) return;
     let live = true;
@@ -38,7 +45,16 @@ export function Preview({
     return () => {
       live = false;
     };
-  }, [cid, preview, reloads]);
+  }, [cid, preview, reloads, sandbox, relists]);
+
+  // A woken sandbox starts its services again a moment after it is ready: look again
+  // (a few times) rather than keep saying "stopped" about a service that is starting.
+  const settling = sandbox === "ready" && links?.some((l) => l.status !== "running") && relists < 10;
+  useEffect(() => {
+    if (!settling) return;
+    const timer = setTimeout(() => setRelists((n) => n + 1), 1500);
+    return () => clearTimeout(timer);
+  }, [settling, links]);
 
   if (!preview) {
     return (
@@ -48,7 +64,11 @@ export function Preview({
     );
   }
   const chosen = links?.find((l) => l.port === port);
-  const src = chosen?.url ?? (links !== null && port === preview.port ? preview.url : null);
+  // The frame keeps the link it opened with: a relisting must not reload the app.
+  const frameKey = `${port}#${reloads}`;
+  const fresh = chosen?.url ?? (links !== null && port === preview.port ? preview.url : null);
+  if (fresh && !frames.current.has(frameKey)) frames.current.set(frameKey, fresh);
+  const src = frames.current.get(frameKey) ?? null;
   return (
     <div className="preview">
       <div className="panel-toolbar">

@@ -64,7 +64,7 @@ export function SidePanel({
         </button>
       </div>
       <div className="tab-body" role="tabpanel" id={`tabpanel-${tab}`} aria-labelledby={`tab-${tab}`}>
-        {tab === "preview" && <Preview cid={cid} preview={preview} />}
+        {tab === "preview" && <Preview cid={cid} preview={preview} sandbox={sandbox} />}
         {tab === "files" && <Files cid={cid} version={filesVersion} sandbox={sandbox} />}
         {terminalSeen && (
           <div className="terminal-slot" hidden={tab !== "terminal"}>

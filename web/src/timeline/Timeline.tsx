@@ -111,6 +111,11 @@ const Row = memo(function Row({
   }
 });
 
+/** A denied request is told by its tool card ("denied"): a second card would repeat it. */
+function shownElsewhere(state: ViewState, item: Item): boolean {
+  return item.kind === "approval" && item.decision === "deny" && Object.hasOwn(state.tools, item.callId);
+}
+
 /** Rows rendered at first; earlier ones come in pages as the reader scrolls up. */
 const WINDOW = 150;
 
@@ -177,6 +182,27 @@ export function Timeline({
     if (el && pinned.current) el.scrollTop = el.scrollHeight;
   }, [state]);
 
+  // Rows are laid out late (content-visibility skips off-screen rows, code is highlighted
+  // after it loads): a conversation opened at its end must stay there as they grow.
+  useEffect(() => {
+    const el = scroller.current;
+    const inner = el?.firstElementChild;
+    if (!el || !inner) return;
+    const observer = new ResizeObserver(() => {
+      if (pinned.current) el.scrollTop = el.scrollHeight;
+    });
+    observer.observe(inner);
+    return () => observer.disconnect();
+  }, []);
+
+  // A new request for a decision is shown, wherever the reader was.
+  const waiting = state.pendingApprovals[state.pendingApprovals.length - 1];
+  useEffect(() => {
+    if (!waiting) return;
+    const card = scroller.current?.querySelector(`[data-request-id="${CSS.escape(waiting)}"]`);
+    card?.scrollIntoView({ block: "nearest" });
+  }, [waiting]);
+
   const running = state.activeRun !== null;
   const last = state.items[state.items.length - 1];
   const waitingForModel = running && (!last || last.kind === "user" || (last.kind === "tool" && last.result));
@@ -191,11 +217,13 @@ export function Timeline({
             </button>
           </div>
         )}
-        {state.items.slice(start).map((item) => (
-          <div className={`row row-${item.kind}`} key={item.key}>
-            <Row cid={cid} item={item} onShowPreview={onShowPreview} />
-          </div>
-        ))}
+        {state.items.slice(start).map((item) =>
+          shownElsewhere(state, item) ? null : (
+            <div className={`row row-${item.kind}`} key={item.key}>
+              <Row cid={cid} item={item} onShowPreview={onShowPreview} />
+            </div>
+          ),
+        )}
         {waitingForModel && <div className="working pulse">Working…</div>}
       </div>
     </div>

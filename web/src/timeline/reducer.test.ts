@@ -235,6 +235,33 @@ describe("reduce", () => {
     expect(batch.items).toHaveLength(800);
   });
 
+  it("keeps an answer whole when steering arrives while it streams", () => {
+    seq = 0;
+    const state = reduce(initialState, [
+      ev("user.message", { content: "write a poem", steering: false }, null),
+      ev("run.started", { run_id: "r1" }),
+      ev("assistant.text.delta", { text: "Roses are " }),
+      ev("user.message", { content: "make it short", steering: true }, null),
+      ev("assistant.text.delta", { text: "red." }),
+      ev("assistant.message", { content: "Roses are red.", thinking: "", tool_calls: [] }),
+      ev("assistant.text.delta", { text: "Short." }),
+      ev("assistant.message", { content: "Short.", thinking: "", tool_calls: [] }),
+    ]);
+    const shown = state.items.map((i) => (i.kind === "assistant" ? i.text : i.kind === "user" ? `> ${i.content}` : i.kind));
+    expect(shown).toEqual(["> write a poem", "Roses are red.", "> make it short", "Short."]);
+  });
+
+  it("shows a repaired run.finished without usage as zero usage", () => {
+    seq = 0;
+    const state = reduce(initialState, [
+      ev("run.started", { run_id: "r1" }),
+      ev("run.finished", { status: "failed", error: "The server restarted", usage: {} }),
+    ]);
+    const end = state.items[0]!;
+    expect(end.kind === "run.finished" && end.usage).toEqual({ prompt_tokens: 0, completion_tokens: 0, cost: 0 });
+    expect(state.activeRun).toBeNull();
+  });
+
   it("reads what a tool may do from its declared flags, not its name", () => {
     seq = 0;
     const flags = { reads: true, writes: false, destructive: false, network: false, shell: false };

@@ -4,7 +4,16 @@
 // their identity (so memoized rows do not re-render). Events at or below the last seen seq
 // are duplicates or stale (a reconnect, a replay overlapping the live stream) and are ignored,
 // so feeding the same journal in one batch, one by one, or with repeats gives the same view.
-import type { BudgetHit, BurrowEvent, Envelope, ToolKind, UsageData } from "../api/events";
+// It is total: every envelope is checked at the edge (`parseEvent`) first, so no sequence of
+// events, however partial, duplicated or malformed, can throw or put a non-number in usage.
+import {
+  type BudgetHit,
+  type BurrowEvent,
+  type Envelope,
+  parseEvent,
+  type ToolKind,
+  type UsageData,
+} from "../api/events";
 
 export type Stream = "stdout" | "stderr";
 
@@ -149,6 +158,15 @@ export function runStatus(state: ViewState): RunStatus {
   return state.activeRun ? "running" : "idle";
 }
 
+/** An index by id: only the map's own keys count (an id may be any string, "__proto__" too). */
+function lookup(map: Readonly<Record<string, number>>, id: string): number | undefined {
+  return Object.hasOwn(map, id) ? map[id] : undefined;
+}
+
+function remember(map: Record<string, number>, id: string, index: number): void {
+  Object.defineProperty(map, id, { value: index, enumerable: true, writable: true, configurable: true });
+}
+
 /** A copy-on-write view of the state for one batch: each item is copied at most once. */
 class Draft {
   items: Item[];
@@ -205,7 +223,7 @@ class Draft {
   }
 
   markTool(callId: string, approval: string): void {
-    const index = this.tools[callId];
+    const index = lookup(this.tools, callId);
     if (index !== undefined) this.edit<ToolItem>(index).approval = approval;
   }
 
@@ -218,7 +236,9 @@ function apply(d: Draft, e: BurrowEvent): void {
   const key = String(e.seq);
   switch (e.type) {
     case "user.message":
-      d.closeAssistant();
+      // Steering waits for the next model call: the answer streaming now is not cut by it,
+      // its later deltas keep going to the same item (above the steering bubble).
+      if (!e.data.steering) d.closeAssistant();
       d.push({
         kind: "user",
         key,
@@ -228,7 +248,7 @@ function apply(d: Draft, e: BurrowEvent): void {
       });
       return;
     case "run.started":
-      d.s.activeRun = e.data.run_id ?? e.run_id;
+      d.s.activeRun = e.data.run_id || e.run_id;
       return;
     case "assistant.thinking.delta":
       d.assistantFor(e.run_id).thinking += e.data.text;
@@ -258,7 +278,7 @@ function apply(d: Draft, e: BurrowEvent): void {
     }
     case "tool.started":
       d.closeAssistant();
-      d.tools[e.data.call_id] = d.push({
+      remember(d.tools, e.data.call_id, d.push({
         kind: "tool",
         key,
         callId: e.data.call_id,
@@ -269,10 +289,10 @@ function apply(d: Draft, e: BurrowEvent): void {
         outputChars: 0,
         result: null,
         approval: null,
-      });
+      }));
       return;
     case "tool.output": {
-      const index = d.tools[e.data.call_id];
+      const index = lookup(d.tools, e.data.call_id);
       if (index === undefined || !e.data.text) return;
       const tool = d.edit<ToolItem>(index);
       const chunks = tool.output as OutputChunk[];
@@ -287,7 +307,7 @@ function apply(d: Draft, e: BurrowEvent): void {
       return;
     }
     case "tool.finished": {
-      const index = d.tools[e.data.call_id];
+      const index = lookup(d.tools, e.data.call_id);
       if (index === undefined) return;
       const tool = d.edit<ToolItem>(index);
       if (tool.result) return;
@@ -303,7 +323,7 @@ function apply(d: Draft, e: BurrowEvent): void {
     }
     case "approval.requested":
       d.closeAssistant();
-      d.approvals[e.data.request_id] = d.push({
+      remember(d.approvals, e.data.request_id, d.push({
         kind: "approval",
         key,
         requestId: e.data.request_id,
@@ -314,12 +334,12 @@ function apply(d: Draft, e: BurrowEvent): void {
         reason: e.data.reason ?? "",
         decision: null,
         expired: false,
-      });
+      }));
       d.s.pendingApprovals = [...d.s.pendingApprovals, e.data.request_id];
       d.markTool(e.data.call_id, "pending");
       return;
     case "approval.resolved": {
-      const index = d.approvals[e.data.request_id];
+      const index = lookup(d.approvals, e.data.request_id);
       if (index !== undefined) {
         const approval = d.edit<ApprovalItem>(index);
         approval.decision = e.data.decision;
@@ -395,7 +415,7 @@ function apply(d: Draft, e: BurrowEvent): void {
     case "run.finished":
       d.closeAssistant();
       for (const id of d.s.pendingApprovals) {
-        const index = d.approvals[id];
+        const index = lookup(d.approvals, id);
         if (index !== undefined) {
           const approval = d.edit<ApprovalItem>(index);
           approval.expired = true;
@@ -410,7 +430,7 @@ function apply(d: Draft, e: BurrowEvent): void {
         runId: e.run_id,
         status: e.data.status,
         error: e.data.error ?? null,
-        usage: e.data.usage ?? { prompt_tokens: 0, completion_tokens: 0, cost: 0 },
+        usage: e.data.usage,
         budget: e.data.budget ?? null,
       });
       return;
@@ -419,14 +439,15 @@ function apply(d: Draft, e: BurrowEvent): void {
   }
 }
 
-export function reduce(state: ViewState, batch: readonly Envelope[]): ViewState {
+export function reduce(state: ViewState, batch: readonly (Envelope | unknown)[]): ViewState {
   let draft: Draft | null = null;
   for (const envelope of batch) {
+    const parsed = parseEvent(envelope);
     const last = draft ? draft.s.lastSeq : state.lastSeq;
-    if (!(envelope.seq > last)) continue;
+    if (!parsed || !(parsed.seq > last)) continue;
     draft ??= new Draft(state);
-    draft.s.lastSeq = envelope.seq;
-    apply(draft, envelope as unknown as BurrowEvent);
+    draft.s.lastSeq = parsed.seq;
+    if (parsed.event) apply(draft, parsed.event);
   }
   return draft ? draft.finish() : state;
 }

@@ -1,11 +1,12 @@
 // The conversation's event stream: SSE from seq 1 (a refresh replays the whole journal
 // through the same reducer as live events), batched per animation frame, resumed after drops.
 import { useEffect, useRef, useState } from "react";
-import { api } from "../api/client";
+import { ApiError, api } from "../api/client";
 import { EVENT_TYPES, type Envelope } from "../api/events";
 import { initialState, reduce, type ViewState } from "./reducer";
 
-export type Connection = "connecting" | "live" | "reconnecting";
+/** "gone": the conversation does not exist (deleted, or never was); nothing will come. */
+export type Connection = "connecting" | "live" | "reconnecting" | "gone";
 
 const MAX_BACKOFF_MS = 5000;
 
@@ -43,20 +44,38 @@ export class ConversationStream {
     source.onerror = () => {
       if (this.closed) return;
       this.onConnection("reconnecting");
-      if (source.readyState === EventSource.CLOSED) {
-        this.failures += 1;
-        const delay = Math.min(MAX_BACKOFF_MS, 250 * 2 ** this.failures);
-        this.retry = setTimeout(() => this.connect(), delay);
-      }
+      if (source.readyState === EventSource.CLOSED) void this.retryUnlessGone();
     };
     const onEvent = (message: MessageEvent<string>) => {
-      const envelope = JSON.parse(message.data) as Envelope;
-      if (envelope.seq <= this.lastSeq) return;
+      let envelope: Envelope;
+      try {
+        envelope = JSON.parse(message.data) as Envelope;
+      } catch {
+        return; // a frame cut short: the resume after it asks from the last good seq
+      }
+      if (!(envelope.seq > this.lastSeq)) return;
       this.lastSeq = envelope.seq;
       this.queue.push(envelope);
       this.schedule();
     };
     for (const type of EVENT_TYPES) source.addEventListener(type, onEvent);
+  }
+
+  /** The browser gave up on the stream: a 404 means the conversation is gone, else retry. */
+  private async retryUnlessGone(): Promise<void> {
+    try {
+      await api.conversation(this.cid);
+    } catch (e) {
+      if (this.closed) return;
+      if (e instanceof ApiError && e.status === 404) {
+        this.onConnection("gone");
+        return;
+      }
+    }
+    if (this.closed) return;
+    this.failures += 1;
+    const delay = Math.min(MAX_BACKOFF_MS, 250 * 2 ** this.failures);
+    this.retry = setTimeout(() => this.connect(), delay);
   }
 
   private schedule(): void {
