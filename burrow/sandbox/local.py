@@ -17,6 +17,7 @@ import asyncio
 import collections
 import contextlib
 import hashlib
+import logging
 import os
 import re
 import shutil
@@ -54,6 +55,8 @@ from burrow.sandbox.network import NetworkPolicy
 SANDBOX_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 STDERR_TAIL_LINES = 20
 STDERR_LINE_BYTES = 500
+log = logging.getLogger(__name__)
+LOOPBACK_RACE = "loopback: Failed"  # bwrap's words when it cannot set up `lo`
 STOP_WAIT_SECONDS = 2.0  # for the stderr pipe to close once every process is killed
 
 T = TypeVar("T")
@@ -118,7 +121,7 @@ class LocalSandbox:
         A cancelled caller does not interrupt the boot halfway (a bwrap killed during its
         own set-up can leave the namespace's init behind); the boot finishes, then stops.
         """
-        booting = asyncio.ensure_future(self._boot(plan))
+        booting = asyncio.ensure_future(self._boot_retrying(plan))
         try:
             await asyncio.shield(booting)
         except asyncio.CancelledError:
@@ -126,6 +129,18 @@ class LocalSandbox:
                 await booting
             await self.stop()
             raise
+
+    async def _boot_retrying(self, plan: BootPlan) -> None:
+        try:
+            await self._boot(plan)
+        except SandboxError:
+            # Under load, bwrap's own loopback set-up in a new network namespace now and then
+            # fails ("loopback: Failed RTM_NEWADDR") while slirp4netns configures the same
+            # namespace; nothing of the sandbox ran yet, and a second boot succeeds.
+            if plan.network != "egress" or LOOPBACK_RACE not in self.detail:
+                raise
+            log.warning("sandbox %s: %s; booting once more", self.id, self.detail)
+            await self._boot(plan)
 
     async def _boot(self, plan: BootPlan) -> None:
         await self.stop()
