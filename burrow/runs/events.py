@@ -287,12 +287,12 @@ def check(kind: str, data: dict[str, Any]) -> Payload:
         raise UnknownEventType(
             f"{kind!r} is not an event type: add it to EventType and PAYLOADS."
         ) from None
-    return cls.model_validate(data)
+    return cls.model_validate(data, strict=True)  # stored JSON: "no" is not a bool
 
 
 def schema() -> dict[str, Any]:
     """Every payload's JSON schema as an OpenAPI components document (what openapi-typescript
-    turns into `events.gen.ts`); `x-event-types` maps each event type to its schema."""
+    turns into `events.gen.ts`); `EventData` maps each event type to its payload."""
     from pydantic.json_schema import models_json_schema
 
     classes = [*PAYLOADS.values()]
@@ -303,12 +303,19 @@ def schema() -> dict[str, Any]:
     records = {c.__name__: c for c in _records(classes)}
     for name, cls in records.items():
         _mark_optional(schemas[name], cls.optional)
+    schemas["EventData"] = {
+        "type": "object",
+        "properties": {
+            t.value: {"$ref": f"#/components/schemas/{c.__name__}"} for t, c in PAYLOADS.items()
+        },
+        "required": [t.value for t in PAYLOADS],
+        "additionalProperties": False,
+    }
     return {
         "openapi": "3.1.0",
         "info": {"title": "Burrow event payloads", "version": "1"},
         "paths": {},
         "components": {"schemas": schemas},
-        "x-event-types": {t.value: c.__name__ for t, c in PAYLOADS.items()},
     }
 
 

@@ -52,4 +52,7 @@ async def test_thinking_blocks_survive_the_journal(tmp_path: Path) -> None:
 
 
 def test_a_turn_without_thinking_blocks_journals_no_field() -> None:
-    assert thinking_blocks_data([]) == {}
+    message = ev.AssistantMessage(
+        content="hi", thinking="", tool_calls=[], thinking_blocks=thinking_blocks_data([])
+    )
+    assert "thinking_blocks" not in ev.make(message, "r1").data
