@@ -160,7 +160,7 @@ class AssistantMessage(Payload):
     content: str
     thinking: str
     tool_calls: list[ToolCall]
-    thinking_blocks: list[ThinkingBlock] | None = None
+    thinking_blocks: list[ThinkingBlock] | None = None  # Anthropic's, to send back as sent
     optional = frozenset({"thinking_blocks"})
 
 
@@ -169,7 +169,7 @@ class ToolStarted(Payload):
     call_id: str
     name: str
     arguments: Any  # an object, or the raw text when the model sent invalid JSON
-    kind: ToolKind | None = None
+    kind: ToolKind | None = None  # what the tool declares it may do (risk, the UI's badge)
     optional = frozenset({"kind"})
 
 
@@ -255,7 +255,7 @@ class InstructionsLoaded(Payload):
     type = EventType.INSTRUCTIONS_LOADED
     path: str
     bytes: int | None = None  # how much of the file the model gets
-    truncated: bool | None = None
+    truncated: bool | None = None  # the file was longer than the model is given
     optional = frozenset({"bytes", "truncated"})
 
 
