@@ -68,9 +68,11 @@ class Record(BaseModel):
 def _plain(value: Any) -> Any:
     if isinstance(value, Record):
         return value.to_data()
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value  # arguments: already JSON values, as the model sent them
+    if isinstance(value, list) and value and isinstance(value[0], Record):
+        return [v.to_data() for v in value]
+    # Anything else is already JSON: strings, numbers, and `arguments` as the model sent
+    # them, never walked (a hostile model's nesting costs nothing here).
+    return value
 
 
 class Payload(Record):

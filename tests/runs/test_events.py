@@ -75,3 +75,13 @@ def test_the_schema_maps_every_type_and_marks_only_additive_fields_optional() ->
     usage = schemas["Usage"]
     assert set(usage["required"]) == {"prompt_tokens", "completion_tokens", "cost"}
     assert usage["properties"]["cache_read_tokens"]["type"] == "integer"  # not nullable
+
+
+def test_arguments_pass_through_unwalked_however_deep_or_big() -> None:
+    deep: list[object] = []
+    for _ in range(50_000):  # far past Python's recursion limit
+        deep = [deep]
+    started = ev.make(ev.ToolStarted(call_id="c", name="bash", arguments=deep))
+    assert started.data["arguments"] is deep
+    big = "x" * 20_000_000
+    assert ev.make(ev.ToolFinished(call_id="c", is_error=False, output=big)).data["output"] is big
