@@ -22,7 +22,7 @@ setup: $(VENV)/.synced web sandbox-tools
 
 # The web UI: npm ci, API types generated from the server's OpenAPI document, vite build
 # (each step only when its inputs changed). Built assets are never committed.
-WEB_SRC := $(shell find web/src -type f ! -name schema.ts 2>/dev/null) web/index.html web/vite.config.ts web/tsconfig.json
+WEB_SRC := $(shell find web/src -type f ! -name schema.ts ! -name events.gen.ts 2>/dev/null) web/index.html web/vite.config.ts web/tsconfig.json
 
 web/node_modules/.installed: web/package.json web/package-lock.json
 	cd web && npm ci --no-audit --no-fund --loglevel=error
@@ -32,13 +32,18 @@ web/src/api/schema.ts: $(VENV)/.synced web/node_modules/.installed $(shell find 
 	$(VENV)/bin/python -c "import json; from burrow.api.app import create_app; print(json.dumps(create_app(lambda: None).openapi()))" > web/openapi.json
 	cd web && npx openapi-typescript openapi.json -o src/api/schema.ts >/dev/null
 
-web/dist/index.html: web/src/api/schema.ts $(WEB_SRC)
+# The events' payload types, from the server's frozen payload classes (burrow/runs/events.py).
+web/src/api/events.gen.ts: $(VENV)/.synced web/node_modules/.installed burrow/runs/events.py
+	$(VENV)/bin/python -c "import json; from burrow.runs.events import schema; print(json.dumps(schema()))" > web/events.json
+	cd web && npx openapi-typescript events.json -o src/api/events.gen.ts >/dev/null
+
+web/dist/index.html: web/src/api/schema.ts web/src/api/events.gen.ts $(WEB_SRC)
 	cd web && npm run --silent build >/dev/null
 	touch $@
 
 web: web/dist/index.html
 
-webtest: web
+webtest: web web/src/api/events.gen.ts
 	cd web && npm run --silent typecheck && npm test --silent
 
 # The local sandbox's egress mode (BURROW_SANDBOX_NETWORK=egress) needs user-mode networking.

@@ -27,7 +27,6 @@ from burrow.llm.scripted import ScriptedProvider
 from burrow.runs import events as ev
 from burrow.runs.compaction import CompactionPolicy, compact
 from burrow.runs.context import ModelContext
-from burrow.runs.events import EventType
 from burrow.runs.journal import Journal
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
@@ -63,20 +62,25 @@ def turn(i: int) -> list[NewEvent]:
     """Ten events: a user message, two tool calls with their results, an answer, usage."""
     run = f"r{i}"
     calls = [
-        {"id": f"c{i}_{k}", "name": "bash", "arguments": {"command": f"make step{k}"}}
+        ev.ToolCall(id=f"c{i}_{k}", name="bash", arguments={"command": f"make step{k}"})
         for k in range(2)
     ]
+    outputs = ["ok " * 350, "done " * 200]
     return [
-        ev.user_message(f"step {i}: build the next part", steering=False, run_id=run),
-        ev.run_started(run),
-        ev.make(EventType.ASSISTANT_MESSAGE, run, content="", thinking="", tool_calls=calls),
-        ev.make(EventType.USAGE, run, prompt_tokens=1000 + i, completion_tokens=20, cost=0.0),
-        ev.make(EventType.TOOL_STARTED, run, call_id=calls[0]["id"], name="bash", arguments={}),
-        ev.tool_finished(run, str(calls[0]["id"]), output="ok " * 350, is_error=False),
-        ev.make(EventType.TOOL_STARTED, run, call_id=calls[1]["id"], name="bash", arguments={}),
-        ev.tool_finished(run, str(calls[1]["id"]), output="done " * 200, is_error=False),
-        ev.make(EventType.ASSISTANT_MESSAGE, run, content=f"Part {i} built.", thinking=""),
-        ev.run_finished(run, "completed", None, {}),
+        ev.make(ev.UserMessage(content=f"step {i}: build the next part", steering=False), run),
+        ev.make(ev.RunStarted(run_id=run), run),
+        ev.make(ev.AssistantMessage(content="", thinking="", tool_calls=calls), run),
+        ev.make(ev.UsageReported(prompt_tokens=1000 + i, completion_tokens=20, cost=0.0), run),
+        *(
+            e
+            for call, output in zip(calls, outputs, strict=True)
+            for e in (
+                ev.make(ev.ToolStarted(call_id=call.id, name="bash", arguments={}), run),
+                ev.make(ev.ToolFinished(call_id=call.id, output=output, is_error=False), run),
+            )
+        ),
+        ev.make(ev.AssistantMessage(content=f"Part {i} built.", thinking="", tool_calls=[]), run),
+        ev.make(ev.RunFinished(status="completed", error=None, usage=ev.Usage()), run),
     ]
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import report
+from burrow.runs.events import ToolOutput, make
 from burrow.runs.journal import Journal
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
@@ -28,7 +29,8 @@ N = 20_000
 
 
 def event(i: int) -> NewEvent:
-    return NewEvent("tool.output", {"call_id": "call_1", "stream": "stdout", "text": f"line {i}\n"})
+    # Built as the runtime builds it: a typed payload, checked, then made an event.
+    return make(ToolOutput(call_id="call_1", stream="stdout", text=f"line {i}\n"))
 
 
 def raw_sqlite(path: Path, batch: int) -> float:

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import p50, pct, report, serve_in_process
 from burrow.llm.scripted import ScriptedProvider
-from burrow.runs.events import EventType, make
+from burrow.runs.events import ToolOutput, make
 
 SAMPLES = 300
 
@@ -104,7 +104,7 @@ async def main(others: int) -> None:
             for i in range(SAMPLES):
                 [event] = await svc.journal.append(
                     cid,
-                    make(EventType.TOOL_OUTPUT, None, call_id="c", stream="stdout", text=f"{i}\n"),
+                    make(ToolOutput(call_id="c", stream="stdout", text=f"{i}\n")),
                 )
                 committed = time.perf_counter()
                 await arrived(arrivals, event.seq)

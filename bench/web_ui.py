@@ -22,7 +22,8 @@ from playwright.async_api import Browser, async_playwright
 from bench.common import BENCH_PASSWORD, p50, report, serve_in_process
 from burrow.api.web import DIST
 from burrow.llm.scripted import ScriptedProvider
-from burrow.runs.events import EventType, make, tool_finished, user_message
+from burrow.runs import events as ev
+from burrow.runs.events import make
 from burrow.store.records import NewEvent
 
 EVENTS = 2000
@@ -48,35 +49,31 @@ def initial_js_gzip(dist: Path) -> tuple[int, list[str]]:
 
 def conversation(run_id: str) -> list[NewEvent]:
     """A long, realistic session: text deltas, tool calls with streamed output, usage."""
-    events = [user_message("Build the thing, step by step.", steering=False, run_id=None)]
-    events.append(make(EventType.RUN_STARTED, run_id, run_id=run_id))
+    events = [make(ev.UserMessage(content="Build the thing, step by step.", steering=False))]
+    events.append(make(ev.RunStarted(run_id=run_id), run_id))
     step = 0
     while len(events) < EVENTS - 1:
         call = f"call_{step}"
         text = f"Step {step}: checking the **build** output and fixing `module_{step}.py`."
-        events += [make(EventType.TEXT_DELTA, run_id, text=w) for w in text.split(" ", 2)]
+        events += [make(ev.TextDelta(text=w), run_id) for w in text.split(" ", 2)]
+        command = f"python3 -m pytest tests/test_{step}.py -q"
         events += [
-            make(EventType.ASSISTANT_MESSAGE, run_id, content=text, thinking="", tool_calls=[]),
-            make(EventType.USAGE, run_id, prompt_tokens=1200, completion_tokens=40, cost=0.001),
-            make(
-                EventType.TOOL_STARTED,
-                run_id,
-                call_id=call,
-                name="bash",
-                arguments={"command": f"python3 -m pytest tests/test_{step}.py -q"},
-            ),
+            make(ev.AssistantMessage(content=text, thinking="", tool_calls=[]), run_id),
+            make(ev.UsageReported(prompt_tokens=1200, completion_tokens=40, cost=0.001), run_id),
+            make(ev.ToolStarted(call_id=call, name="bash", arguments={"command": command}), run_id),
         ]
         events += [
-            make(EventType.TOOL_OUTPUT, run_id, call_id=call, stream="stdout", text=f"line {i}\n")
+            make(ev.ToolOutput(call_id=call, stream="stdout", text=f"line {i}\n"), run_id)
             for i in range(2)
         ]
-        events.append(
-            tool_finished(run_id, call, output="line 0\nline 1", is_error=False, exit_code=0)
+        finished = ev.ToolFinished(
+            call_id=call, output="line 0\nline 1", is_error=False, exit_code=0
         )
+        events.append(make(finished, run_id))
         step += 1
     events = events[: EVENTS - 1]
-    usage = {"prompt_tokens": 1200 * step, "completion_tokens": 40 * step, "cost": 0.001 * step}
-    events.append(make(EventType.RUN_FINISHED, run_id, status="completed", error=None, usage=usage))
+    usage = ev.Usage(prompt_tokens=1200 * step, completion_tokens=40 * step, cost=0.001 * step)
+    events.append(make(ev.RunFinished(status="completed", error=None, usage=usage), run_id))
     return events
 
 

@@ -11,7 +11,6 @@ from burrow.api.errors import ApiError
 from burrow.api.schemas import Budget
 from burrow.runs import events as ev
 from burrow.runs.attachments import MAX_ATTACHMENTS, BadPath, workspace_path
-from burrow.runs.events import EventType
 from burrow.services import Services
 from burrow.store.records import Conversation
 
@@ -66,6 +65,6 @@ class ConversationSettings:
         if self._changed_model is not None:
             (chosen,) = self._changed_model
             shown = chosen or self._svc.models.config.model or ""
-            await self._svc.journal.append(cid, ev.make(EventType.MODEL_CHANGED, None, model=shown))
+            await self._svc.journal.append(cid, ev.make(ev.ModelChanged(model=shown)))
         if self._budget is not None:
             self._svc.runtime.budget_changed(cid, self._budget)

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from burrow.runs import events as ev
-from burrow.runs.events import EventType
+from burrow.runs.events import Decision, Risk
 from burrow.runs.hooks import Call, Hook, Run
-from burrow.runs.risk import Assessment, Risk, assess
+from burrow.runs.risk import Assessment, assess
 from burrow.store.approvals import ApprovalStore, arguments_digest
 from burrow.store.conversations import ConversationStore
 from burrow.store.records import NewEvent
@@ -21,7 +21,6 @@ from burrow.tools.base import ToolKind
 
 Mode = Literal["ask", "auto", "read_only"]
 MODES: tuple[Mode, ...] = ("ask", "auto", "read_only")
-Decision = Literal["allow_once", "allow_session", "deny"]
 
 
 @dataclass(frozen=True)
@@ -141,22 +140,21 @@ class Approvals(Hook):
         self._open = request_id
         await run.emit(
             ev.make(
-                EventType.APPROVAL_REQUESTED,
+                ev.ApprovalRequested(
+                    request_id=request_id,
+                    call_id=call.id,
+                    tool=call.name,
+                    arguments=arguments,
+                    risk=verdict.risk,
+                    reason=verdict.reason,
+                ),
                 run.run_id,
-                request_id=request_id,
-                call_id=call.id,
-                tool=call.name,
-                arguments=arguments,
-                risk=verdict.risk,
-                reason=verdict.reason,
             )
         )
         decision = await answer
         self._open = None
         await run.emit(
-            ev.make(
-                EventType.APPROVAL_RESOLVED, run.run_id, request_id=request_id, decision=decision
-            )
+            ev.make(ev.ApprovalResolved(request_id=request_id, decision=decision), run.run_id)
         )
         return "Denied by the user." if decision == "deny" else None
 

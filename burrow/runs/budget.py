@@ -9,11 +9,10 @@ afresh, except `total_cost`, which counts everything the conversation has spent.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Literal
 
+from burrow.runs.events import BudgetHit, BudgetKind
 from burrow.runs.hooks import Call, Hook, Outcome, Run, RunStop, Tally
 
-BudgetKind = Literal["tokens", "cost", "steps", "tool_seconds", "total_cost"]
 KINDS: tuple[BudgetKind, ...] = ("tokens", "cost", "steps", "tool_seconds", "total_cost")
 
 SETTINGS: dict[BudgetKind, str] = {  # where the server's limit comes from, for the message
@@ -68,7 +67,7 @@ class BudgetExceeded(RunStop):
                 "to continue in a new run with a fresh budget."
             )
         super().__init__(
-            "budget_exceeded", message, budget={"kind": kind, "limit": limit, "used": used}
+            "budget_exceeded", message, budget=BudgetHit(kind=kind, limit=limit, used=used)
         )
         self.kind = kind
 

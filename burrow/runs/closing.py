@@ -44,15 +44,18 @@ class OpenWork:
         """Each open approval answered no, then each open call finished with `reason`;
         `timed`: with how long the call ran (not after a crash: the server was down)."""
         events = [
-            ev.make(EventType.APPROVAL_RESOLVED, run_id, request_id=request_id, decision="deny")
+            ev.make(ev.ApprovalResolved(request_id=request_id, decision="deny"), run_id)
             for request_id, run_id in self.approvals.items()
         ]
         now = _now()
         for call_id, (run_id, started) in self.calls.items():
             ms = round((now - started).total_seconds() * 1000) if timed else 0
             events.append(
-                ev.tool_finished(
-                    run_id or "", call_id, output=reason, is_error=True, duration_ms=max(0, ms)
+                ev.make(
+                    ev.ToolFinished(
+                        call_id=call_id, output=reason, is_error=True, duration_ms=max(0, ms)
+                    ),
+                    run_id or "",
                 )
             )
         self.approvals.clear()

@@ -10,13 +10,22 @@ single row (nor SSE frame, nor JSON page entry) grows with what a model or comma
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
-from burrow.runs.events import EventType
+from burrow.runs.events import TextDelta, ThinkingDelta, ToolOutput, make
 from burrow.runs.journal import Journal
 from burrow.store.records import NewEvent
 
 MAX_EVENT_CHARS = 64 * 1024
+
+
+Piece = TextDelta | ThinkingDelta | ToolOutput
+
+
+def _same_stream(a: Piece, b: Piece) -> bool:
+    """Whether `b` continues `a`: the same type, call and stream."""
+    if isinstance(a, ToolOutput) and isinstance(b, ToolOutput):
+        return a.call_id == b.call_id and a.stream == b.stream
+    return type(a) is type(b) and not isinstance(a, ToolOutput)
 
 
 class Coalescer:
@@ -25,22 +34,25 @@ class Coalescer:
         self._cid = cid
         self._run_id = run_id
         self._window = window
-        self._pieces: list[tuple[EventType, dict[str, Any], list[str]]] = []
+        # Each piece: its first payload (what the merged event is, apart from its text) and
+        # the texts merged into it.
+        self._pieces: list[tuple[Piece, list[str]]] = []
         self._last_chars = 0  # text in the last piece
         self._timer: asyncio.TimerHandle | None = None
         self._flushing: asyncio.Task[None] | None = None
 
-    def add(self, kind: EventType, text: str, **fields: Any) -> None:
+    def add(self, piece: Piece) -> None:
+        text = piece.text
         if not text:
             return
         last = self._pieces[-1] if self._pieces else None
         room = MAX_EVENT_CHARS - self._last_chars
-        if last is not None and last[0] == kind and last[1] == fields and room > 0:
-            last[2].append(text[:room])
-            self._last_chars += len(last[2][-1])
+        if last is not None and _same_stream(last[0], piece) and room > 0:
+            last[1].append(text[:room])
+            self._last_chars += len(last[1][-1])
             text = text[room:]
         while text:
-            self._pieces.append((kind, fields, [text[:MAX_EVENT_CHARS]]))
+            self._pieces.append((piece, [text[:MAX_EVENT_CHARS]]))
             self._last_chars = len(text[:MAX_EVENT_CHARS])
             text = text[MAX_EVENT_CHARS:]
         if self._timer is None:
@@ -59,10 +71,7 @@ class Coalescer:
     def _drain(self) -> list[NewEvent]:
         pieces, self._pieces = self._pieces, []
         self._last_chars = 0
-        return [
-            NewEvent(type=k.value, data={**f, "text": "".join(t)}, run_id=self._run_id)
-            for k, f, t in pieces
-        ]
+        return [make(p.model_copy(update={"text": "".join(t)}), self._run_id) for p, t in pieces]
 
     async def _write(self) -> None:
         batch = self._drain()

@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 from burrow.llm.base import Message, Pricer, Provider, TextDelta, Usage
 from burrow.runs import events as ev
 from burrow.runs.context import NOT_RUN, ModelContext
-from burrow.runs.events import EventType
 from burrow.runs.hooks import Hook, Run
 from burrow.runs.window import CHARS_PER_TOKEN, estimate, estimate_message
 from burrow.store.records import NewEvent
@@ -152,22 +151,24 @@ async def compact(
     return (
         [
             ev.make(
-                EventType.USAGE,
+                ev.UsageReported(
+                    prompt_tokens=usage.prompt_tokens,
+                    completion_tokens=usage.completion_tokens,
+                    cache_read_tokens=usage.cache_read_tokens,
+                    cache_write_tokens=usage.cache_write_tokens,
+                    cost=cost,
+                    compaction=True,  # the summary call's: not the size of the context
+                ),
                 run_id,
-                prompt_tokens=usage.prompt_tokens,
-                completion_tokens=usage.completion_tokens,
-                cache_read_tokens=usage.cache_read_tokens,
-                cache_write_tokens=usage.cache_write_tokens,
-                cost=cost,
-                compaction=True,  # the summary call's: not the size of the context
             ),
             ev.make(
-                EventType.CONTEXT_COMPACTED,
+                ev.ContextCompacted(
+                    tokens_before=tokens_before,
+                    tokens_after=tokens_after,
+                    summary=summary,
+                    upto_seq=upto_seq,
+                ),
                 run_id,
-                tokens_before=tokens_before,
-                tokens_after=tokens_after,
-                summary=summary,
-                upto_seq=upto_seq,
             ),
         ],
         usage,

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from burrow.llm.base import Message, ThinkingBlock, ToolCall
+from burrow.runs import events as ev
 from burrow.runs.events import EventType
 from burrow.runs.window import estimate_message
 from burrow.store.records import Event
@@ -31,18 +32,16 @@ def arguments_json(arguments: Any) -> str:
     return "{}"
 
 
-def thinking_blocks_data(blocks: list[ThinkingBlock]) -> dict[str, Any]:
+def thinking_blocks_data(blocks: list[ThinkingBlock]) -> list[ev.ThinkingBlock] | None:
     """The `thinking_blocks` field of `assistant.message` (absent when there are none)."""
     if not blocks:
-        return {}
-    return {
-        "thinking_blocks": [
-            {"type": "redacted_thinking", "data": b.redacted}
-            if b.redacted
-            else {"type": "thinking", "thinking": b.text, "signature": b.signature}
-            for b in blocks
-        ]
-    }
+        return None
+    return [
+        ev.ThinkingBlock(type="redacted_thinking", data=b.redacted)
+        if b.redacted
+        else ev.ThinkingBlock(type="thinking", thinking=b.text, signature=b.signature)
+        for b in blocks
+    ]
 
 
 def thinking_blocks_of(data: dict[str, Any]) -> tuple[ThinkingBlock, ...]:

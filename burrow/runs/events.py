@@ -1,10 +1,18 @@
-"""The closed vocabulary of journal events (DESIGN.md §4) and their constructors."""
+"""The closed vocabulary of journal events (DESIGN.md §4, §8): each type and its payload.
+
+Every event's `data` is one frozen class here, one per `EventType` (`PAYLOADS` maps them);
+`make` is the only way an event is built, so what the server writes, what the model context
+reads and what the browser's types say (`web/src/api/events.gen.ts`, generated from
+`schema()` by `make web`) cannot drift apart. Pydantic checks a payload as it is built
+(about a microsecond); the journal's stored JSON is what `check` validates again in tests.
+"""
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
 
 from burrow.store.records import NewEvent
 
@@ -30,51 +38,317 @@ class EventType(enum.StrEnum):
     INSTRUCTIONS_LOADED = "instructions.loaded"
 
 
-def make(kind: EventType, run_id: str | None = None, /, **data: Any) -> NewEvent:
-    return NewEvent(type=kind.value, data=data, run_id=run_id)
+RunStatus = Literal["completed", "failed", "canceled", "budget_exceeded"]
+SandboxStatus = Literal["starting", "ready", "hibernated", "failed"]
+Decision = Literal["allow_once", "allow_session", "deny"]
+Risk = Literal["safe", "mutating", "dangerous"]
+BudgetKind = Literal["tokens", "cost", "steps", "tool_seconds", "total_cost"]
 
 
-def user_message(
-    content: str, *, steering: bool, run_id: str | None, attachments: Sequence[str] = ()
-) -> NewEvent:
-    """`attachments`: workspace paths of uploaded files (references, never their bytes)."""
-    extra = {"attachments": list(attachments)} if attachments else {}
-    return make(EventType.USER_MESSAGE, run_id, content=content, steering=steering, **extra)
+class Record(BaseModel):
+    """A frozen part of an event's data. Fields named in `optional` are additive ones (an
+    event written before they existed lacks them): left out when None, optional in TS."""
 
-
-def run_started(run_id: str) -> NewEvent:
-    return make(EventType.RUN_STARTED, run_id, run_id=run_id)
-
-
-def tool_finished(
-    run_id: str,
-    call_id: str,
-    *,
-    output: str,
-    is_error: bool,
-    exit_code: int | None = None,
-    truncated: bool = False,
-    duration_ms: int = 0,
-) -> NewEvent:
-    return make(
-        EventType.TOOL_FINISHED,
-        run_id,
-        call_id=call_id,
-        is_error=is_error,
-        exit_code=exit_code,
-        output=output,
-        truncated=truncated,
-        duration_ms=duration_ms,
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", json_schema_serialization_defaults_required=True
     )
+    optional: ClassVar[frozenset[str]] = frozenset()
+
+    def to_data(self) -> dict[str, Any]:
+        """As the journal stores it: plain JSON values, absent optional fields left out."""
+        out = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if value is None and name in self.optional:
+                continue
+            out[name] = _plain(value)
+        return out
 
 
-USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "cost")
+def _plain(value: Any) -> Any:
+    if isinstance(value, Record):
+        return value.to_data()
+    if isinstance(value, list) and value and isinstance(value[0], Record):
+        return [v.to_data() for v in value]
+    # Anything else is already JSON: strings, numbers, and `arguments` as the model sent
+    # them, never walked (a hostile model's nesting costs nothing here).
+    return value
 
 
-def run_finished(
-    run_id: str, status: str, error: str | None, usage: dict[str, Any], **extra: Any
-) -> NewEvent:
-    """`extra`: fields some endings add, e.g. `budget` for budget_exceeded."""
-    # Always a full usage object (a run that never reached the model spent 0): clients show it.
-    usage = dict.fromkeys(USAGE_FIELDS, 0) | usage
-    return make(EventType.RUN_FINISHED, run_id, status=status, error=error, usage=usage, **extra)
+class Payload(Record):
+    """The `data` of one event type."""
+
+    type: ClassVar[EventType]
+
+
+# Nested records.
+
+
+class Usage(Record):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_read_tokens: int | None = None  # parts of prompt_tokens read from / written to
+    cache_write_tokens: int | None = None  # the provider's prompt cache
+    cost: float = 0.0
+    compaction: bool | None = None  # set on a compaction's summary call (not context size)
+    optional = frozenset({"cache_read_tokens", "cache_write_tokens", "compaction"})
+
+    @classmethod
+    def of(cls, totals: dict[str, float]) -> Usage:
+        """Usage from summed fields (recovery adds up a run's usage events)."""
+        return cls.model_validate({k: v for k, v in totals.items() if k in cls.model_fields})
+
+
+class ToolCall(Record):
+    id: str
+    name: str
+    arguments: Any  # an object, or the raw text when the model sent invalid JSON
+
+
+class ThinkingBlock(Record):
+    """As the provider sent it (signatures, redacted data), to be sent back byte for byte."""
+
+    type: Literal["thinking", "redacted_thinking"]
+    thinking: str | None = None
+    signature: str | None = None
+    data: str | None = None  # redacted_thinking's payload
+    optional = frozenset({"thinking", "signature", "data"})
+
+
+class ToolKind(Record):
+    """What a tool declares it may do; a `shell` tool also does whatever its command does."""
+
+    reads: bool
+    writes: bool
+    destructive: bool
+    network: bool
+    shell: bool
+
+
+class BudgetHit(Record):
+    kind: BudgetKind
+    limit: float
+    used: float
+
+
+# One payload per event type.
+
+
+class UserMessage(Payload):
+    type = EventType.USER_MESSAGE
+    content: str
+    steering: bool
+    attachments: list[str] | None = None  # workspace paths of uploads, never their bytes
+    optional = frozenset({"attachments"})
+
+
+class RunStarted(Payload):
+    type = EventType.RUN_STARTED
+    run_id: str
+
+
+class ThinkingDelta(Payload):
+    type = EventType.THINKING_DELTA
+    text: str
+
+
+class TextDelta(Payload):
+    type = EventType.TEXT_DELTA
+    text: str
+
+
+class AssistantMessage(Payload):
+    type = EventType.ASSISTANT_MESSAGE
+    content: str
+    thinking: str
+    tool_calls: list[ToolCall]
+    thinking_blocks: list[ThinkingBlock] | None = None  # Anthropic's, to send back as sent
+    optional = frozenset({"thinking_blocks"})
+
+
+class ToolStarted(Payload):
+    type = EventType.TOOL_STARTED
+    call_id: str
+    name: str
+    arguments: Any  # an object, or the raw text when the model sent invalid JSON
+    kind: ToolKind | None = None  # what the tool declares it may do (risk, the UI's badge)
+    optional = frozenset({"kind"})
+
+
+class ToolOutput(Payload):
+    type = EventType.TOOL_OUTPUT
+    call_id: str
+    stream: Literal["stdout", "stderr"]
+    text: str
+
+
+class ToolFinished(Payload):
+    type = EventType.TOOL_FINISHED
+    call_id: str
+    is_error: bool
+    exit_code: int | None = None
+    output: str
+    truncated: bool = False
+    duration_ms: int = 0
+
+
+class ApprovalRequested(Payload):
+    type = EventType.APPROVAL_REQUESTED
+    request_id: str
+    call_id: str
+    tool: str
+    arguments: Any
+    risk: Risk
+    reason: str
+
+
+class ApprovalResolved(Payload):
+    type = EventType.APPROVAL_RESOLVED
+    request_id: str
+    decision: Decision
+
+
+class SandboxStatusChanged(Payload):
+    type = EventType.SANDBOX_STATUS
+    status: SandboxStatus
+    detail: str | None
+
+
+class PreviewOpened(Payload):
+    type = EventType.PREVIEW_OPENED
+    port: int
+    url: str
+
+
+class UsageReported(Usage, Payload):
+    type = EventType.USAGE
+
+
+class ContextCompacted(Payload):
+    type = EventType.CONTEXT_COMPACTED
+    tokens_before: int
+    tokens_after: int
+    summary: str
+    upto_seq: int
+
+
+class RunFinished(Payload):
+    type = EventType.RUN_FINISHED
+    status: RunStatus
+    error: str | None
+    usage: Usage  # always whole: a run that never reached the model spent 0
+    budget: BudgetHit | None = None  # which limit ended a budget_exceeded run
+    optional = frozenset({"budget"})
+
+
+class Retry(Payload):
+    type = EventType.RETRY
+    attempt: int
+    delay_s: float
+    reason: str
+
+
+class ModelChanged(Payload):
+    type = EventType.MODEL_CHANGED
+    model: str
+
+
+class InstructionsLoaded(Payload):
+    type = EventType.INSTRUCTIONS_LOADED
+    path: str
+    bytes: int | None = None  # how much of the file the model gets
+    truncated: bool | None = None  # the file was longer than the model is given
+    optional = frozenset({"bytes", "truncated"})
+
+
+PAYLOADS: dict[EventType, type[Payload]] = {
+    cls.type: cls
+    for cls in (
+        UserMessage, RunStarted, ThinkingDelta, TextDelta, AssistantMessage, ToolStarted,
+        ToolOutput, ToolFinished, ApprovalRequested, ApprovalResolved, SandboxStatusChanged,
+        PreviewOpened, UsageReported, ContextCompacted, RunFinished, Retry, ModelChanged,
+        InstructionsLoaded,
+    )
+}  # fmt: skip
+
+
+def make(payload: Payload, run_id: str | None = None) -> NewEvent:
+    return NewEvent(type=payload.type.value, data=payload.to_data(), run_id=run_id)
+
+
+class UnknownEventType(ValueError):
+    pass
+
+
+def check(kind: str, data: dict[str, Any]) -> Payload:
+    """`data` as its type's payload; raises UnknownEventType, or pydantic's ValidationError
+    naming each field that drifted."""
+    try:
+        cls = PAYLOADS[EventType(kind)]
+    except ValueError:
+        raise UnknownEventType(
+            f"{kind!r} is not an event type: add it to EventType and PAYLOADS."
+        ) from None
+    return cls.model_validate(data, strict=True)  # stored JSON: "no" is not a bool
+
+
+def schema() -> dict[str, Any]:
+    """Every payload's JSON schema as an OpenAPI components document (what openapi-typescript
+    turns into `events.gen.ts`); `EventData` maps each event type to its payload."""
+    from pydantic.json_schema import models_json_schema
+
+    classes = [*PAYLOADS.values()]
+    _, top = models_json_schema(
+        [(c, "serialization") for c in classes], ref_template="#/components/schemas/{model}"
+    )
+    schemas: dict[str, Any] = top.get("$defs", {})
+    records = {c.__name__: c for c in _records(classes)}
+    for name, cls in records.items():
+        _mark_optional(schemas[name], cls.optional)
+    schemas["EventData"] = {
+        "type": "object",
+        "properties": {
+            t.value: {"$ref": f"#/components/schemas/{c.__name__}"} for t, c in PAYLOADS.items()
+        },
+        "required": [t.value for t in PAYLOADS],
+        "additionalProperties": False,
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Burrow event payloads", "version": "1"},
+        "paths": {},
+        "components": {"schemas": schemas},
+    }
+
+
+def _records(classes: list[type[Payload]]) -> set[type[Record]]:
+    found: set[type[Record]] = set()
+    todo: list[type[Record]] = list(classes)
+    while todo:
+        cls = todo.pop()
+        if cls in found:
+            continue
+        found.add(cls)
+        for f in cls.model_fields.values():
+            for arg in _classes_in(f.annotation):
+                todo.append(arg)
+    return found
+
+
+def _classes_in(annotation: Any) -> list[type[Record]]:
+    if isinstance(annotation, type) and issubclass(annotation, Record):
+        return [annotation]
+    return [c for arg in getattr(annotation, "__args__", ()) for c in _classes_in(arg)]
+
+
+def _mark_optional(model: dict[str, Any], optional: frozenset[str]) -> None:
+    """An optional field is absent rather than null: not required, and not nullable."""
+    model["required"] = [n for n in model.get("required", []) if n not in optional]
+    for name in optional:
+        prop = model["properties"][name]
+        choices = [c for c in prop.pop("anyOf", []) if c != {"type": "null"}]
+        if len(choices) == 1:
+            prop.update(choices[0])
+        elif choices:
+            prop["anyOf"] = choices
+        prop.pop("default", None)

@@ -15,7 +15,6 @@ from typing import Any, Literal, Protocol
 from burrow.llm.base import Message, ToolSpec, Usage
 from burrow.runs import events as ev
 from burrow.runs.context import ModelContext
-from burrow.runs.events import EventType
 from burrow.store.records import NewEvent
 from burrow.tools.base import Tool, ToolResult
 
@@ -23,14 +22,14 @@ StopStatus = Literal["failed", "budget_exceeded"]
 
 
 class RunStop(Exception):
-    """Ends the run with `status`; `error` says why and what to do, `finished` adds fields
-    to run.finished (e.g. `budget`)."""
+    """Ends the run with `status`; `error` says why and what to do, `budget` which limit
+    was hit (run.finished carries it)."""
 
-    def __init__(self, status: StopStatus, error: str, **finished: Any) -> None:
+    def __init__(self, status: StopStatus, error: str, budget: ev.BudgetHit | None = None) -> None:
         super().__init__(error)
         self.status: StopStatus = status
         self.error = error
-        self.finished = finished
+        self.budget = budget
 
 
 @dataclass
@@ -56,15 +55,15 @@ class Tally:
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
-    def usage(self) -> dict[str, Any]:
+    def usage(self) -> ev.Usage:
         """As run.finished reports it."""
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "cache_read_tokens": self.cache_read_tokens,
-            "cache_write_tokens": self.cache_write_tokens,
-            "cost": self.cost,
-        }
+        return ev.Usage(
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            cache_read_tokens=self.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens,
+            cost=self.cost,
+        )
 
 
 @dataclass
@@ -144,4 +143,4 @@ class PreviewOpened(Hook):
     async def after_tool_call(self, run: Run, call: Call, outcome: Outcome) -> None:
         preview = outcome.result.extra.get("preview")
         if isinstance(preview, dict):
-            outcome.events.append(ev.make(EventType.PREVIEW_OPENED, run.run_id, **preview))
+            outcome.events.append(ev.make(ev.PreviewOpened.model_validate(preview), run.run_id))

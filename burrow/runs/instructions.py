@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable
 
 from burrow.llm.base import Message
 from burrow.runs import events as ev
-from burrow.runs.events import EventType
 from burrow.runs.hooks import Hook, Run
 from burrow.sandbox.backend import ErrorCode, Sandbox, SandboxError
 
@@ -78,11 +77,10 @@ class ProjectInstructions(Hook):
         truncated = len(data) > self._limit
         await run.emit(
             ev.make(
-                EventType.INSTRUCTIONS_LOADED,
+                ev.InstructionsLoaded(
+                    path=INSTRUCTIONS_FILE, bytes=min(len(data), self._limit), truncated=truncated
+                ),
                 run.run_id,
-                path=INSTRUCTIONS_FILE,
-                bytes=min(len(data), self._limit),
-                truncated=truncated,
             )
         )
 

@@ -38,7 +38,7 @@ from burrow.runs import events as ev
 from burrow.runs.closing import OpenWork
 from burrow.runs.coalesce import Coalescer
 from burrow.runs.context import ModelContext, thinking_blocks_data
-from burrow.runs.events import EventType
+from burrow.runs.events import RunStatus
 from burrow.runs.hooks import Call, Hook, Outcome, RunStop, Tally
 from burrow.runs.journal import Journal, Subscription
 from burrow.sandbox.backend import Sandbox, SandboxError
@@ -138,14 +138,14 @@ class AgentRun:
     async def execute(self, *, announced: bool = False) -> str:
         """Run to the end; `announced`: run.started is already in the journal."""
         if not announced:
-            await self.emit(ev.run_started(self.run_id))
-        status: str = "completed"
+            await self.emit(ev.make(ev.RunStarted(run_id=self.run_id), self.run_id))
+        status: RunStatus = "completed"
         error: str | None = None
-        finished: dict[str, Any] = {}
+        budget: ev.BudgetHit | None = None
         try:
             await self._steps()
         except RunStop as stop:
-            status, error, finished = stop.status, stop.error, stop.finished
+            status, error, budget = stop.status, stop.error, stop.budget
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None:
@@ -156,7 +156,7 @@ class AgentRun:
         except Exception as exc:
             log.exception("run %s of %s failed", self.run_id, self.cid)
             status, error = "failed", f"Internal error: {type(exc).__name__}: {exc}"
-        await self._close(status, error, finished)
+        await self._close(status, error, budget)
         return status
 
     def _take_answer_events(self) -> list[NewEvent]:
@@ -234,19 +234,16 @@ class AgentRun:
             async for item in stream:
                 if isinstance(item, TextDelta):
                     answer.text.append(item.text)
-                    self._out.add(EventType.TEXT_DELTA, item.text)
+                    self._out.add(ev.TextDelta(text=item.text))
                 elif isinstance(item, ThinkingDelta):
                     answer.thinking.append(item.text)
-                    self._out.add(EventType.THINKING_DELTA, item.text)
+                    self._out.add(ev.ThinkingDelta(text=item.text))
                 elif isinstance(item, ThinkingBlock):
                     answer.thinking_blocks.append(item)
                 elif isinstance(item, Retry):  # shown now: the wait that follows may be long
                     retry = ev.make(
-                        EventType.RETRY,
+                        ev.Retry(attempt=item.attempt, delay_s=item.delay_s, reason=item.reason),
                         self.run_id,
-                        attempt=item.attempt,
-                        delay_s=item.delay_s,
-                        reason=item.reason,
                     )
                     await self.emit(*await self._out.take(), retry)
                 elif isinstance(item, ToolCallDelta):
@@ -267,35 +264,33 @@ class AgentRun:
         for call in calls:
             parsed, _ = parse_arguments(call["name"], call["arguments"])
             shown.append(
-                {
-                    "id": call["id"],
-                    "name": call["name"],
-                    "arguments": parsed if parsed is not None else call["arguments"],
-                }
+                ev.ToolCall(
+                    id=call["id"],
+                    name=call["name"],
+                    arguments=parsed if parsed is not None else call["arguments"],
+                )
             )
-        return ev.make(
-            EventType.ASSISTANT_MESSAGE,
-            self.run_id,
+        message = ev.AssistantMessage(
             content="".join(answer.text),
             thinking="".join(answer.thinking),
             tool_calls=shown,
             # As the provider sent them (signatures, redacted data): later requests and a
             # restarted server send them back byte for byte.
-            **thinking_blocks_data(answer.thinking_blocks),
+            thinking_blocks=thinking_blocks_data(answer.thinking_blocks),
         )
+        return ev.make(message, self.run_id)
 
     def _usage_event(self, answer: _Answer) -> NewEvent:
         cost = self.env.pricing.cost(answer.usage)
         self.tally.add(answer.usage, cost)
-        return ev.make(
-            EventType.USAGE,
-            self.run_id,
+        usage = ev.UsageReported(
             prompt_tokens=answer.usage.prompt_tokens,
             completion_tokens=answer.usage.completion_tokens,
             cache_read_tokens=answer.usage.cache_read_tokens,
             cache_write_tokens=answer.usage.cache_write_tokens,
             cost=cost,
         )
+        return ev.make(usage, self.run_id)
 
     async def _call_tool(self, raw: dict[str, str]) -> None:
         arguments, problem = parse_arguments(raw["name"], raw["arguments"])
@@ -305,12 +300,13 @@ class AgentRun:
         await self.emit(
             *self._take_answer_events(),
             ev.make(
-                EventType.TOOL_STARTED,
+                ev.ToolStarted(
+                    call_id=call.id,
+                    name=call.name,
+                    arguments=arguments if arguments is not None else call.raw,
+                    kind=ev.ToolKind(**(tool.kind if tool is not None else ToolKind()).as_event()),
+                ),
                 self.run_id,
-                call_id=call.id,
-                name=call.name,
-                arguments=arguments if arguments is not None else call.raw,
-                kind=(tool.kind if tool is not None else ToolKind()).as_event(),
             ),
         )
         outcome = Outcome(await self._outcome(call, problem))
@@ -323,14 +319,16 @@ class AgentRun:
         result = outcome.result
         await self.emit(
             *await self._out.take(),
-            ev.tool_finished(
+            ev.make(
+                ev.ToolFinished(
+                    call_id=call.id,
+                    output=result.output,
+                    is_error=result.is_error,
+                    exit_code=result.exit_code,
+                    truncated=result.truncated,
+                    duration_ms=round((time.monotonic() - started) * 1000),
+                ),
                 self.run_id,
-                call.id,
-                output=result.output,
-                is_error=result.is_error,
-                exit_code=result.exit_code,
-                truncated=result.truncated,
-                duration_ms=round((time.monotonic() - started) * 1000),
             ),
             *outcome.events,
         )
@@ -358,7 +356,7 @@ class AgentRun:
 
     async def _run_tool(self, tool: Tool, call_id: str, arguments: dict[str, Any]) -> ToolResult:
         async def on_output(stream: Literal["stdout", "stderr"], text: str) -> None:
-            self._out.add(EventType.TOOL_OUTPUT, text, call_id=call_id, stream=stream)
+            self._out.add(ev.ToolOutput(call_id=call_id, stream=stream, text=text))
 
         preview_url = self.env.preview_url
         ctx = ToolContext(
@@ -377,7 +375,9 @@ class AgentRun:
         except SandboxError as exc:
             return ToolResult(output=f"Sandbox error ({exc.code}): {exc.message}", is_error=True)
 
-    async def _close(self, status: str, error: str | None, finished: dict[str, Any]) -> None:
+    async def _close(
+        self, status: RunStatus, error: str | None, budget: ev.BudgetHit | None
+    ) -> None:
         """Pair every open call and end the run; runs on every exit path."""
         closing: list[NewEvent] = [*await self._out.take(), *self._take_answer_events()]
         if self._partial is not None and (self._partial.text or self._partial.thinking):
@@ -388,5 +388,8 @@ class AgentRun:
             closing += await hook.close(self)
         reason = "Interrupted by the user." if status == "canceled" else f"Run ended: {error}"
         closing += self._open.closing(reason, timed=True)
-        closing.append(ev.run_finished(self.run_id, status, error, self.tally.usage(), **finished))
+        finished = ev.RunFinished(
+            status=status, error=error, usage=self.tally.usage(), budget=budget
+        )
+        closing.append(ev.make(finished, self.run_id))
         await self.emit(*closing)

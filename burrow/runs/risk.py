@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+from burrow.runs.events import Risk
 from burrow.tools.base import ToolKind
 from burrow.tools.registry import declared_kind
 
-Risk = Literal["safe", "mutating", "dangerous"]
 LEVELS: dict[Risk, int] = {"safe": 0, "mutating": 1, "dangerous": 2}
 
 # Clearly destructive: refused with the reason, never asked.

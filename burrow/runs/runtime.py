@@ -31,7 +31,7 @@ from burrow.runs.budget import Budget, BudgetHook
 from burrow.runs.closing import OpenWork
 from burrow.runs.compaction import CompactionPolicy, Compactor, compact
 from burrow.runs.context import ModelContext
-from burrow.runs.events import EventType
+from burrow.runs.events import EventType, RunStatus
 from burrow.runs.guard import LoopGuard
 from burrow.runs.hooks import Hook, PreviewOpened, SystemPrompt
 from burrow.runs.instructions import ProjectInstructions
@@ -155,8 +155,13 @@ class Runtime:
                 if active is not None:
                     [event] = await self.journal.append(
                         cid,
-                        ev.user_message(
-                            content, steering=True, run_id=active.run_id, attachments=attachments
+                        ev.make(
+                            ev.UserMessage(
+                                content=content,
+                                steering=True,
+                                attachments=list(attachments) or None,
+                            ),
+                            active.run_id,
                         ),
                     )
                     return active.run_id, event.seq
@@ -166,10 +171,15 @@ class Runtime:
                     # The message and the start of its run go out in one commit.
                     event, _ = await self.journal.append(
                         cid,
-                        ev.user_message(
-                            content, steering=False, run_id=run_id, attachments=attachments
+                        ev.make(
+                            ev.UserMessage(
+                                content=content,
+                                steering=False,
+                                attachments=list(attachments) or None,
+                            ),
+                            run_id,
                         ),
-                        ev.run_started(run_id),
+                        ev.make(ev.RunStarted(run_id=run_id), run_id),
                     )
                 except BaseException:
                     self._run_owners.pop(cid, None)
@@ -222,12 +232,14 @@ class Runtime:
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
-            status, error = "canceled", None
+            status: RunStatus = "canceled"
+            error: str | None = None
         else:
             log.exception("run %s of %s could not start", run_id, cid)
             status, error = "failed", f"Internal error: {type(exc).__name__}: {exc}"
         if announced:
-            await self.journal.append(cid, ev.run_finished(run_id, status, error, {}))
+            finished = ev.RunFinished(status=status, error=error, usage=ev.Usage())
+            await self.journal.append(cid, ev.make(finished, run_id))
 
     async def _prepare(self, cid: str, run_id: str, feed: Subscription) -> AgentRun:
         context = await self._context(cid)
@@ -402,7 +414,12 @@ class Runtime:
         open_runs = list(work.runs)
         closing = work.closing(RESTARTED, timed=False)
         closing += [
-            ev.run_finished(run_id, "failed", RESTARTED, spent.get(run_id, {}))
+            ev.make(
+                ev.RunFinished(
+                    status="failed", error=RESTARTED, usage=ev.Usage.of(spent.get(run_id, {}))
+                ),
+                run_id,
+            )
             for run_id in open_runs
         ]
         if closing:

@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from burrow.runs.events import EventType, make
+from burrow.runs.events import SandboxStatus, SandboxStatusChanged, make
 from burrow.runs.journal import Journal
 from burrow.runs.quotas import SandboxQuotaExceeded
 from burrow.sandbox.backend import (
@@ -316,8 +316,6 @@ class SandboxPool:
         if not hibernated and self.idle_seconds and cid in self._sandboxes:
             self._arm(cid, self.idle_seconds)  # busy: look again after another idle period
 
-    async def _status(self, cid: str, status: str, detail: str) -> None:
+    async def _status(self, cid: str, status: SandboxStatus, detail: str) -> None:
         self._states[cid] = SandboxState(status, detail)
-        await self._journal.append(
-            cid, make(EventType.SANDBOX_STATUS, None, status=status, detail=detail)
-        )
+        await self._journal.append(cid, make(SandboxStatusChanged(status=status, detail=detail)))

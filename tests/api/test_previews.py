@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from burrow.runs.events import EventType, make
+from burrow.runs.events import PreviewOpened, make
 from tests.api.harness import running_server
 from tests.preview.harness import Preview
 from tests.sandbox.harness import run
@@ -31,7 +31,7 @@ async def test_lists_services_with_status_and_a_signed_link(tmp_path: Path) -> N
 
         # A sleeping sandbox is not woken to be listed: the journal names its previews.
         await server.services.journal.append(
-            cid, make(EventType.PREVIEW_OPENED, None, port=8020, url=preview.host(8020))
+            cid, make(PreviewOpened(port=8020, url=preview.host(8020)))
         )
         await sandbox.stop()
         [sleeping] = (await server.client.get(f"/api/conversations/{cid}/previews")).json()

@@ -6,7 +6,6 @@ from pathlib import Path
 
 from burrow.runs import events as ev
 from burrow.runs.closing import OpenWork
-from burrow.runs.events import EventType
 from burrow.runs.journal import Journal
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
@@ -20,11 +19,16 @@ async def test_open_calls_approvals_and_runs_are_closed_once(tmp_path: Path) -> 
     cid = (await ConversationStore(db).create(user.id, "t")).id
     journal = Journal(EventStore(db))
     started = [
-        ev.run_started("r1"),
-        ev.make(EventType.TOOL_STARTED, "r1", call_id="done", name="bash", arguments={}),
-        ev.tool_finished("r1", "done", output="ok", is_error=False),
-        ev.make(EventType.TOOL_STARTED, "r1", call_id="open", name="bash", arguments={}),
-        ev.make(EventType.APPROVAL_REQUESTED, "r1", request_id="ap1", call_id="open"),
+        ev.make(ev.RunStarted(run_id="r1"), "r1"),
+        ev.make(ev.ToolStarted(call_id="done", name="bash", arguments={}), "r1"),
+        ev.make(ev.ToolFinished(call_id="done", output="ok", is_error=False), "r1"),
+        ev.make(ev.ToolStarted(call_id="open", name="bash", arguments={}), "r1"),
+        ev.make(
+            ev.ApprovalRequested(
+                request_id="ap1", call_id="open", tool="bash", arguments={}, risk="safe", reason=""
+            ),
+            "r1",
+        ),
     ]
     await journal.append(cid, *started)
 

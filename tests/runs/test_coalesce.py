@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from burrow.runs.coalesce import MAX_EVENT_CHARS, Coalescer
-from burrow.runs.events import EventType
+from burrow.runs.events import ToolOutput
 from burrow.runs.journal import Journal
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
@@ -32,8 +32,8 @@ async def test_merged_text_is_split_into_events_of_bounded_size(
     coalescer = Coalescer(journal, cid, "r_1", window=60)
     pieces = [f"{i:05d}" * 2000 for i in range(30)]  # 10,000 characters each
     for piece in pieces:
-        coalescer.add(EventType.TOOL_OUTPUT, piece, call_id="c", stream="stdout")
-    coalescer.add(EventType.TOOL_OUTPUT, "err", call_id="c", stream="stderr")
+        coalescer.add(ToolOutput(call_id="c", stream="stdout", text=piece))
+    coalescer.add(ToolOutput(call_id="c", stream="stderr", text="err"))
     await coalescer.flush()
     events = await journal.read(cid)
     texts = [e.data["text"] for e in events]

@@ -14,7 +14,6 @@ from burrow.llm.scripted import ScriptedProvider
 from burrow.runs import events as ev
 from burrow.runs.compaction import CompactionPolicy, NothingToCompact, choose_cut, compact
 from burrow.runs.context import ModelContext
-from burrow.runs.events import EventType
 from burrow.runs.journal import Journal
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
@@ -33,20 +32,20 @@ async def journal(tmp_path: Path) -> AsyncIterator[tuple[Journal, str]]:
 
 
 def user(text: str, steering: bool = False) -> NewEvent:
-    return ev.user_message(text, steering=steering, run_id="r1")
+    return ev.make(ev.UserMessage(content=text, steering=steering), "r1")
 
 
 def calls(*ids: str) -> NewEvent:
-    made = [{"id": i, "name": "bash", "arguments": {"command": f"echo {i}"}} for i in ids]
-    return ev.make(EventType.ASSISTANT_MESSAGE, "r1", content="", thinking="", tool_calls=made)
+    made = [ev.ToolCall(id=i, name="bash", arguments={"command": f"echo {i}"}) for i in ids]
+    return ev.make(ev.AssistantMessage(content="", thinking="", tool_calls=made), "r1")
 
 
 def answer(text: str) -> NewEvent:
-    return ev.make(EventType.ASSISTANT_MESSAGE, "r1", content=text, thinking="", tool_calls=[])
+    return ev.make(ev.AssistantMessage(content=text, thinking="", tool_calls=[]), "r1")
 
 
 def result(call_id: str, output: str = "out") -> NewEvent:
-    return ev.tool_finished("r1", call_id, output=output, is_error=False)
+    return ev.make(ev.ToolFinished(call_id=call_id, output=output, is_error=False), "r1")
 
 
 def paired(messages: list[Message]) -> bool:

@@ -8,7 +8,6 @@ from pathlib import Path
 from burrow.llm.base import ThinkingBlock
 from burrow.runs import events as ev
 from burrow.runs.context import ModelContext, thinking_blocks_data
-from burrow.runs.events import EventType
 from burrow.runs.journal import Journal
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
@@ -29,14 +28,17 @@ async def test_thinking_blocks_survive_the_journal(tmp_path: Path) -> None:
         journal = Journal(EventStore(db))
         await journal.append(
             cid,
-            ev.user_message("run the tests", steering=False, run_id="r1"),
+            ev.make(ev.UserMessage(content="run the tests", steering=False), "r1"),
             ev.make(
-                EventType.ASSISTANT_MESSAGE,
+                ev.AssistantMessage(
+                    content="",
+                    thinking="Check the tests first.",
+                    tool_calls=[
+                        ev.ToolCall(id="toolu_1", name="bash", arguments={"command": "pytest"})
+                    ],
+                    thinking_blocks=thinking_blocks_data(BLOCKS),
+                ),
                 "r1",
-                content="",
-                thinking="Check the tests first.",
-                tool_calls=[{"id": "toolu_1", "name": "bash", "arguments": {"command": "pytest"}}],
-                **thinking_blocks_data(BLOCKS),
             ),
         )
         context = ModelContext()
@@ -50,4 +52,7 @@ async def test_thinking_blocks_survive_the_journal(tmp_path: Path) -> None:
 
 
 def test_a_turn_without_thinking_blocks_journals_no_field() -> None:
-    assert thinking_blocks_data([]) == {}
+    message = ev.AssistantMessage(
+        content="hi", thinking="", tool_calls=[], thinking_blocks=thinking_blocks_data([])
+    )
+    assert "thinking_blocks" not in ev.make(message, "r1").data

@@ -1,0 +1,83 @@
+"""Every event a real server journals is what its payload class says, for every type.
+
+One conversation through a real `burrow serve` (harness), a real bwrap sandbox and a real
+SQLite file, with only the model scripted: a retried model call, AGENTS.md, tools with
+streamed output, an approval, a preview, compaction on demand, a budget stop and a model
+change. Each stored event is then validated against its type's class: a writer that drifts
+from the payload (a renamed or missing field, a wrong type) fails here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from burrow.llm.base import ScriptedTurn
+from burrow.llm.retry import RetryingProvider
+from burrow.llm.scripted import ScriptedProvider
+from burrow.runs import events as ev
+from burrow.runs.events import EventType
+from tests.api.harness import running_server
+
+RISKY = {"command": "mkdir -p build && rm -rf build"}
+SERVE = {"command": "python3 -m http.server 8000", "port": 8000}
+
+
+async def test_every_journaled_event_validates_against_its_payload_class(
+    tmp_path: Path,
+) -> None:
+    scripted = ScriptedProvider(
+        [
+            ScriptedTurn(error="overloaded, try again", error_retryable=True),
+            ScriptedTurn(thinking="Look first.", tool_calls=[("bash", {"command": "echo hi"})]),
+            ScriptedTurn(tool_calls=[("bash", RISKY)]),  # asks for approval
+            ScriptedTurn(tool_calls=[("preview", SERVE)]),
+            ScriptedTurn(text="Done."),
+            ScriptedTurn(text="SUMMARY: echoed, cleaned, served."),  # the compaction's call
+            ScriptedTurn(tool_calls=[("bash", {"command": "echo again"})]),  # then: budget
+            ScriptedTurn(text="never asked"),
+        ]
+    )
+    provider = RetryingProvider(scripted, base_delay=0.01)
+    async with running_server(tmp_path, lambda: provider, preview=True) as srv:
+        cid = await srv.create_conversation()
+        sandbox = await srv.services.runtime.sandboxes.get(cid)
+        await sandbox.write_file("AGENTS.md", b"Be brief.\n")
+
+        run = await srv.send(cid, "echo, clean up, then serve")
+        asked = await srv.wait_for(cid, lambda e: e["type"] == "approval.requested", 60)
+        answer = await srv.client.post(
+            f"/api/conversations/{cid}/approvals/{asked['data']['request_id']}",
+            json={"decision": "allow_once"},
+        )
+        assert answer.status_code == 200, answer.text
+        done = await srv.run_finished(cid, run["run_id"], timeout=90)
+        assert done["data"]["status"] == "completed", done
+
+        compacted = await srv.client.post(f"/api/conversations/{cid}/compact", json={})
+        assert compacted.status_code == 202, compacted.text
+        await srv.wait_for(cid, lambda e: e["type"] == "context.compacted", 30)
+
+        limited = await srv.client.patch(f"/api/conversations/{cid}", json={"budget": {"steps": 1}})
+        assert limited.status_code == 200, limited.text
+        run = await srv.send(cid, "once more")
+        stopped = await srv.run_finished(cid, run["run_id"], timeout=60)
+        assert stopped["data"]["status"] == "budget_exceeded", stopped
+        changed = await srv.client.patch(f"/api/conversations/{cid}", json={"model": "demo"})
+        assert changed.status_code == 200, changed.text
+
+        events = await srv.events(cid)
+        while events and not any(e["type"] == "model.changed" for e in events):
+            events = await srv.events(cid)  # the PATCH journals it before answering
+
+    problems = []
+    for event in events:
+        try:
+            ev.check(event["type"], event["data"])
+        except Exception as exc:
+            problems.append(f"seq {event['seq']} {event['type']}: {exc}")
+    assert not problems, "\n".join(problems)
+    assert {e["type"] for e in events} == {t.value for t in EventType}
+    budget = stopped["data"]["budget"]
+    assert budget == {"kind": "steps", "limit": 1, "used": 1}
+    retry = next(e["data"] for e in events if e["type"] == "retry")
+    assert retry["attempt"] == 1 and retry["reason"] == "overloaded, try again"
