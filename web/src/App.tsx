@@ -201,6 +201,7 @@ export function App() {
       {settingsOpen && (
         <SettingsDialog
           settings={settings}
+          me={me}
           onClose={() => setSettingsOpen(false)}
           onSaved={(s) => {
             setSettings(s);
