@@ -218,3 +218,22 @@ async def test_two_admins_demoting_each_other_at_once_leave_one(
                 if winner is second:  # put the first admin back for the next round
                     await second.patch(f"/api/users/{admin_id}", json={"is_admin": True})
                     await second.patch(f"/api/users/{uid}", json={"is_admin": False})
+
+
+async def test_oversized_or_malformed_bodies_are_refused_before_hashing(tmp_path: Path) -> None:
+    async with running_server(tmp_path, lambda: ScriptedProvider([])) as srv:
+        admin_id = (await srv.client.get("/api/me")).json()["id"]
+        huge = "x" * 1_000_001
+        for path, body in (
+            ("/api/me/password", {"current": huge, "new": "a-new-password"}),
+            ("/api/me/password", {"current": ADMIN_PASSWORD, "new": huge}),
+            ("/api/me/password", {"current": ADMIN_PASSWORD}),
+        ):
+            refused = await srv.client.post(path, json=body)
+            assert refused.status_code == 422, refused.text
+        for change in ({"password": huge}, {"password": "short"}, {"is_admin": "maybe"}):
+            refused = await srv.client.patch(f"/api/users/{admin_id}", json=change)
+            assert refused.status_code == 422, refused.text
+        # None of it counted as a failed login, and the password is unchanged.
+        async with _client(srv, "admin", ADMIN_PASSWORD) as again:
+            assert (await again.get("/api/me")).status_code == 200

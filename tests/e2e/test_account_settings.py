@@ -167,3 +167,29 @@ async def test_escape_stops_a_running_run_and_the_shortcut_keys(tmp_path: Path, 
         await expect(page).to_have_url(re.compile(r"/c/(?!" + re.escape(cid) + ")"))
         listed = await srv.client.get("/api/conversations")
         assert len(listed.json()) == 2
+
+
+async def test_an_admin_adds_and_disables_an_account_but_not_the_last_admin(
+    tmp_path: Path, page: Page
+) -> None:
+    async with serving(tmp_path, page, ScriptedProvider([])) as srv:
+        await open_app(page, srv)
+        await _settings(page)
+        section = page.get_by_role("dialog").get_by_role("region", name="Users")
+        await section.get_by_label("Username").fill("bob")
+        await section.get_by_label("Password", exact=True).fill("bobs-password-1")
+        await section.get_by_role("button", name="Add user").click()
+        accounts = section.get_by_role("list", name="Accounts")
+        await expect(accounts.get_by_role("listitem")).to_have_count(2)
+        async with _anonymous(srv) as bob:
+            login = {"username": "bob", "password": "bobs-password-1"}
+            assert (await bob.post("/api/auth/login", json=login)).status_code == 200
+            await section.get_by_role("button", name="Disable bob").click()
+            await expect(section.get_by_role("button", name="Enable bob")).to_be_visible()
+            assert (await bob.get("/api/me")).status_code == 401
+
+        await section.get_by_role("button", name="Demote admin").click()
+        await expect(section.get_by_role("alert")).to_contain_text(
+            "admin is the last enabled administrator"
+        )
+        await shot(page, "settings-users")
