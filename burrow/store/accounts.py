@@ -67,6 +67,9 @@ class AccountStore:
         # here forgets it at once; with several replicas another one may accept it for up
         # to SESSION_CACHE_SECONDS more.
         self._verified: dict[tuple[str, str], tuple[User, float]] = {}
+        # Counts forgets: a lookup that overlapped one (it may have read the row before a
+        # disable) is not remembered.
+        self._forgotten = 0
 
     async def get_or_create(self, username: str, *, is_admin: bool = False) -> User:
         def find_or_insert(conn: sa.Connection) -> User:
@@ -154,6 +157,7 @@ class AccountStore:
         self._forget_user(user_id, keep=except_digest)
 
     def _forget_user(self, user_id: str, keep: str = "") -> None:
+        self._forgotten += 1
         for key in [k for k, (u, _) in self._verified.items() if u.id == user_id]:
             if key[0] != keep:
                 del self._verified[key]
@@ -161,11 +165,7 @@ class AccountStore:
     async def accounts(self) -> list[Account]:
         query = sa.select(users).order_by(users.c.created_at, users.c.username)
         rows = await self._db.run(lambda conn: list(conn.execute(query)))
-        return [
-            Account(r.id, r.username, r.is_admin, r.disabled, r.created_at)
-            for r in rows
-            if r.password_hash  # accounts with no password (none today) cannot log in
-        ]
+        return [Account(r.id, r.username, r.is_admin, r.disabled, r.created_at) for r in rows]
 
     async def update(
         self,
@@ -243,8 +243,9 @@ class AccountStore:
         cached = self._verified.get(key)
         if cached is not None and cached[1] > time.monotonic():
             return cached[0]
+        forgotten = self._forgotten
         user = await self._lookup(key[0], kind)
-        if user is not None:
+        if user is not None and forgotten == self._forgotten:
             if len(self._verified) > 10_000:
                 self._verified.clear()
             self._verified[key] = (user, time.monotonic() + SESSION_CACHE_SECONDS)
@@ -273,6 +274,7 @@ class AccountStore:
         await self._db.run(lambda conn: conn.execute(query))
 
     def _forget(self, digest: str) -> None:
+        self._forgotten += 1
         for kind in ("session", "api"):
             self._verified.pop((digest, kind), None)
 
