@@ -199,12 +199,38 @@ async def _db(action: str, settings: Settings, message: str | None) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="burrow", description="A self-hosted coding agent.")
     sub = parser.add_subparsers(dest="command", required=True)
-    p_serve = sub.add_parser("serve", help="start the server and the web UI")
-    p_serve.add_argument("--host")
-    p_serve.add_argument("--port", type=int)
-    p_serve.add_argument("--preview-port", type=int)
-    p_serve.add_argument("--data-dir", type=Path)
-    p_serve.add_argument("--model", help="model name, `demo`, or `scripted:<file.json>`")
+    p_serve = sub.add_parser(
+        "serve",
+        help="start the server and the web UI",
+        description="Start the API, the web UI and the preview proxy. Each flag overrides "
+        "its BURROW_* environment variable; every other setting is an environment variable "
+        "only (README.md, Configuration).",
+        epilog="First start: the admin's password is BURROW_ADMIN_PASSWORD, or one is "
+        "generated and printed once.",
+    )
+    p_serve.add_argument(
+        "--host", help="address to listen on (BURROW_HOST; default 127.0.0.1, this machine only)"
+    )
+    p_serve.add_argument(
+        "--port", type=int, help="port of the API and UI (BURROW_PORT; default 8420)"
+    )
+    p_serve.add_argument(
+        "--preview-port",
+        type=int,
+        help="port of the preview proxy serving the sandboxes' web servers "
+        "(BURROW_PREVIEW_PORT; default --port + 1)",
+    )
+    p_serve.add_argument(
+        "--data-dir",
+        type=Path,
+        help="directory of the database, workspaces and secrets "
+        "(BURROW_DATA_DIR; default ~/.local/share/burrow)",
+    )
+    p_serve.add_argument(
+        "--model",
+        help="[provider:]model, e.g. gpt-4.1 or anthropic:claude-sonnet-4-6; `demo` for the "
+        "offline demo model; `scripted:<file.json>` for tests (BURROW_MODEL)",
+    )
     p_serve.set_defaults(handler=serve)
     p_run = sub.add_parser("run", help="run one prompt headless, streaming its events")
     p_run.add_argument("prompt")

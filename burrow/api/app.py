@@ -18,6 +18,7 @@ from burrow.api.routes import (
     events,
     files,
     health,
+    me,
     previews,
     sandbox,
     secrets,
@@ -57,6 +58,7 @@ def create_app(
     for module in (
         health,
         auth,
+        me,
         users,
         conversations,
         events,

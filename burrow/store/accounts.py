@@ -41,6 +41,21 @@ class TokenInfo:
     created_at: datetime
 
 
+@dataclass(frozen=True)
+class Account:
+    """A user as an administrator sees it."""
+
+    id: str
+    username: str
+    is_admin: bool
+    disabled: bool
+    created_at: datetime
+
+
+class LastAdmin(Exception):
+    """The change would leave no enabled administrator."""
+
+
 SESSION_CACHE_SECONDS = 10.0
 
 
@@ -52,6 +67,9 @@ class AccountStore:
         # here forgets it at once; with several replicas another one may accept it for up
         # to SESSION_CACHE_SECONDS more.
         self._verified: dict[tuple[str, str], tuple[User, float]] = {}
+        # Counts forgets: a lookup that overlapped one (it may have read the row before a
+        # disable) is not remembered.
+        self._forgotten = 0
 
     async def get_or_create(self, username: str, *, is_admin: bool = False) -> User:
         def find_or_insert(conn: sa.Connection) -> User:
@@ -107,9 +125,103 @@ class AccountStore:
 
         if not await self.passwords.verify(password, stored_hash):
             return None
-        if row is None or not row.password_hash:
+        if row is None or not row.password_hash or row.disabled:
             return None
         return User(id=row.id, username=row.username, is_admin=row.is_admin)
+
+    async def check_password(self, user_id: str, password: str) -> bool:
+        """Whether `password` is the user's; raises `PasswordsBusy` like `authenticate`."""
+
+        async def stored_hash() -> str:
+            query = sa.select(users.c.password_hash).where(users.c.id == user_id)
+            found = await self._db.run(lambda conn: conn.execute(query).scalar())
+            return str(found) if found else _DUMMY_HASH
+
+        return await self.passwords.verify(password, stored_hash)
+
+    async def change_password(self, user_id: str, new: str, *, keep: str | None) -> None:
+        """Set the password and end every other browser session of the user; `keep` is
+        the token of the session that asked (it stays logged in). API tokens stay: they
+        are revoked one by one."""
+        await self.set_password(user_id, new)
+        kept = token_digest(keep) if keep else ""
+        await self._revoke_sessions(user_id, except_digest=kept)
+
+    async def _revoke_sessions(self, user_id: str, *, except_digest: str = "") -> None:
+        query = sessions.delete().where(
+            sessions.c.user_id == user_id,
+            sessions.c.kind == "session",
+            sessions.c.token_hash != except_digest,
+        )
+        await self._db.run(lambda conn: conn.execute(query))
+        self._forget_user(user_id, keep=except_digest)
+
+    def _forget_user(self, user_id: str, keep: str = "") -> None:
+        self._forgotten += 1
+        for key in [k for k, (u, _) in self._verified.items() if u.id == user_id]:
+            if key[0] != keep:
+                del self._verified[key]
+
+    async def accounts(self) -> list[Account]:
+        query = sa.select(users).order_by(users.c.created_at, users.c.username)
+        rows = await self._db.run(lambda conn: list(conn.execute(query)))
+        return [Account(r.id, r.username, r.is_admin, r.disabled, r.created_at) for r in rows]
+
+    async def update(
+        self,
+        user_id: str,
+        *,
+        disabled: bool | None = None,
+        is_admin: bool | None = None,
+        password: str | None = None,
+    ) -> Account | None:
+        """Change an account (None: leave as is); None if there is no such user. Raises
+        `LastAdmin` rather than leave no enabled administrator. Disabling, or setting the
+        password, ends the user's browser sessions; disabling also stops their API tokens
+        (until enabled again)."""
+        password_hash = await self.passwords.hash(password) if password is not None else None
+
+        def change(conn: sa.Connection) -> Account | None:
+            admins: set[str] = set()
+            if disabled or is_admin is False:
+                # Lock every enabled admin's row, in one order, before reading (PostgreSQL):
+                # two admins demoting each other at once then go one after the other, and
+                # the second sees the first's change.
+                admins = set(
+                    conn.execute(
+                        sa.select(users.c.id)
+                        .where(users.c.is_admin, ~users.c.disabled)
+                        .order_by(users.c.id)
+                        .with_for_update()
+                    ).scalars()
+                )
+            row = conn.execute(sa.select(users).where(users.c.id == user_id)).first()
+            if row is None:
+                return None
+            admin_after = row.is_admin if is_admin is None else is_admin
+            disabled_after = row.disabled if disabled is None else disabled
+            if user_id in admins and (not admin_after or disabled_after) and admins == {user_id}:
+                raise LastAdmin(
+                    f"{row.username} is the last enabled administrator: make another "
+                    "account an administrator first."
+                )
+            values: dict[str, Any] = {"is_admin": admin_after, "disabled": disabled_after}
+            if password_hash is not None:
+                values["password_hash"] = password_hash
+            conn.execute(users.update().where(users.c.id == user_id).values(**values))
+            if disabled_after or password_hash is not None:
+                conn.execute(
+                    sessions.delete().where(
+                        sessions.c.user_id == user_id, sessions.c.kind == "session"
+                    )
+                )
+            return Account(row.id, row.username, admin_after, disabled_after, row.created_at)
+
+        account = await self._db.run(change)
+        # This replica forgets at once; another may accept a cached token for up to
+        # SESSION_CACHE_SECONDS more.
+        self._forget_user(user_id)
+        return account
 
     async def issue(self, user_id: str, kind: TokenKind, name: str = "") -> str:
         """A new secret for the user; returned once, stored only as its digest."""
@@ -131,8 +243,9 @@ class AccountStore:
         cached = self._verified.get(key)
         if cached is not None and cached[1] > time.monotonic():
             return cached[0]
+        forgotten = self._forgotten
         user = await self._lookup(key[0], kind)
-        if user is not None:
+        if user is not None and forgotten == self._forgotten:
             if len(self._verified) > 10_000:
                 self._verified.clear()
             self._verified[key] = (user, time.monotonic() + SESSION_CACHE_SECONDS)
@@ -145,7 +258,7 @@ class AccountStore:
             .where(sessions.c.token_hash == digest, sessions.c.kind == kind)
         )
         row = await self._db.run(lambda conn: conn.execute(query).first())
-        if row is None:
+        if row is None or row.disabled:
             return None
         expires = row.expires_at
         if expires is not None:
@@ -161,6 +274,7 @@ class AccountStore:
         await self._db.run(lambda conn: conn.execute(query))
 
     def _forget(self, digest: str) -> None:
+        self._forgotten += 1
         for kind in ("session", "api"):
             self._verified.pop((digest, kind), None)
 

@@ -19,6 +19,8 @@ users = sa.Table(
     sa.Column("password_hash", sa.Text, nullable=True),
     sa.Column("is_admin", sa.Boolean, nullable=False, default=False),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    # A disabled account's sessions and tokens stop working; it cannot log in.
+    sa.Column("disabled", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
 )
 
 conversations = sa.Table(

@@ -6,6 +6,7 @@ import { ConversationView } from "./ConversationView";
 import { ErrorBoundary } from "./ErrorBoundary";
 import { Sidebar } from "./conversations/Sidebar";
 import { Login } from "./settings/Login";
+import { focusComposer, ShortcutsDialog, useShortcuts } from "./Shortcuts";
 import { FirstRun, loadModelSettings, SettingsDialog, type SettingsState } from "./settings/Settings";
 import type { LiveStatus } from "./ConversationView";
 
@@ -27,6 +28,7 @@ export function App() {
   const [health, setHealth] = useState<Health | null>(null);
   const [settings, setSettings] = useState<SettingsState>(null);
   const [settingsOpen, setSettingsOpen] = useState(false);
+  const [shortcutsOpen, setShortcutsOpen] = useState(false);
   const [menuOpen, setMenuOpen] = useState(false);
   const [pending, setPending] = useState<{ cid: string; text: string } | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -121,6 +123,21 @@ export function App() {
     setSettings(await api.saveModelSettings({ model: "demo" }));
     setHealth(await api.health());
   };
+  const newConversation = () => {
+    // An untouched conversation is reused: each click must not store another empty one.
+    const empty = conversations?.find((c) => c.last_seq === 0 && c.title === DEFAULT_TITLE);
+    if (empty) open(empty.id);
+    else void create().catch((e: unknown) => setError(String(e)));
+  };
+  // The stream's status, not the poll's: Esc right after sending must stop the new run.
+  const running = !!activeId && live?.cid === activeId && live.status !== "idle";
+  useShortcuts({
+    stop: running ? () => void api.interrupt(activeId).catch((e: unknown) => setError(String(e))) : undefined,
+    new: signedIn ? newConversation : undefined,
+    focus: focusComposer,
+    help: () => setShortcutsOpen(true),
+  });
+
   const firstRun = needsModel ? (
     <FirstRun settings={settings} onUseDemo={useDemo} onConfigure={() => setSettingsOpen(true)} />
   ) : null;
@@ -139,12 +156,7 @@ export function App() {
         activeId={activeId}
         offline={offline}
         onOpen={open}
-        onCreate={() => {
-          // An untouched conversation is reused: each click must not store another empty one.
-          const empty = conversations?.find((c) => c.last_seq === 0 && c.title === DEFAULT_TITLE);
-          if (empty) open(empty.id);
-          else void create().catch((e: unknown) => setError(String(e)));
-        }}
+        onCreate={newConversation}
         onRename={async (cid, title) => {
           await api.renameConversation(cid, title);
           await refresh();
@@ -198,9 +210,11 @@ export function App() {
           </main>
         </div>
       )}
+      {shortcutsOpen && <ShortcutsDialog onClose={() => setShortcutsOpen(false)} />}
       {settingsOpen && (
         <SettingsDialog
           settings={settings}
+          me={me}
           onClose={() => setSettingsOpen(false)}
           onSaved={(s) => {
             setSettings(s);

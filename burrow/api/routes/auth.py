@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from burrow.api.deps import SESSION_COOKIE, ServicesDep, UserDep
 from burrow.api.errors import ApiError, not_found
 from burrow.api.schemas import Me
-from burrow.api.throttle import LoginThrottle, TooManyAttempts
+from burrow.api.throttle import LoginAttempt, LoginThrottle, TooManyAttempts
 from burrow.store.accounts import SESSION_LIFETIME, token_digest
 
 router = APIRouter(prefix="/api/auth", tags=["auth"])
@@ -37,19 +37,24 @@ class TokenOut(BaseModel):
     created_at: datetime
 
 
-@router.post("/login")
-async def login(body: Login, request: Request, response: Response, svc: ServicesDep) -> Me:
+def password_attempt(request: Request, username: str) -> LoginAttempt:
+    """Reserve one password check with the login throttle, or answer 429: every route that
+    checks a password goes through here, so none is a way around the login limits."""
     throttle: LoginThrottle = request.app.state.login_throttle
     # The peer, or what a trusted proxy forwarded (burrow.api.forwarded): never a header
     # the client chose.
     client = request.client.host if request.client else "?"
     try:
-        attempt = throttle.attempt(client, body.username)
+        return throttle.attempt(client, username)
     except TooManyAttempts as exc:
         raise ApiError(
             429, "too_many_attempts", str(exc), {"Retry-After": str(exc.retry_after)}
         ) from None
-    with attempt:
+
+
+@router.post("/login")
+async def login(body: Login, request: Request, response: Response, svc: ServicesDep) -> Me:
+    with password_attempt(request, body.username) as attempt:
         # Too many checks queued: PasswordsBusy, a 503 (api/errors.py), and not a failure.
         user = await svc.accounts.authenticate(body.username, body.password)
         if user is None:

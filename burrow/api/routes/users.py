@@ -1,13 +1,17 @@
-"""Accounts, created by an administrator."""
+"""Accounts, created and changed by an administrator."""
 
 from __future__ import annotations
+
+from datetime import datetime
 
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from burrow.api.deps import ServicesDep, UserDep
-from burrow.api.errors import ApiError
+from burrow.api.errors import ApiError, not_found
 from burrow.api.schemas import Me
+from burrow.store.accounts import LastAdmin
+from burrow.store.records import User
 
 router = APIRouter(prefix="/api/users", tags=["users"])
 
@@ -18,10 +22,51 @@ class NewUser(BaseModel):
     is_admin: bool = False
 
 
+class AccountOut(BaseModel):
+    id: str
+    username: str
+    is_admin: bool
+    disabled: bool
+    created_at: datetime
+
+
+class AccountChange(BaseModel):
+    disabled: bool | None = None
+    password: str | None = Field(default=None, min_length=8, max_length=1000)
+    is_admin: bool | None = None
+
+
+def _admin_only(user: User, doing: str) -> None:
+    if not user.is_admin:
+        raise ApiError(403, "forbidden", f"Only an administrator can {doing}.")
+
+
+@router.get("")
+async def list_users(user: UserDep, svc: ServicesDep) -> list[AccountOut]:
+    _admin_only(user, "list accounts")
+    return [AccountOut(**vars(a)) for a in await svc.accounts.accounts()]
+
+
+@router.patch("/{user_id}")
+async def update_user(
+    user_id: str, body: AccountChange, user: UserDep, svc: ServicesDep
+) -> AccountOut:
+    """Disabling ends the account's sessions and stops its API tokens at once."""
+    _admin_only(user, "change accounts")
+    try:
+        changed = await svc.accounts.update(
+            user_id, disabled=body.disabled, is_admin=body.is_admin, password=body.password
+        )
+    except LastAdmin as exc:
+        raise ApiError(409, "last_admin", str(exc)) from None
+    if changed is None:
+        raise not_found(f"User {user_id}")
+    return AccountOut(**vars(changed))
+
+
 @router.post("", status_code=201)
 async def create_user(body: NewUser, user: UserDep, svc: ServicesDep) -> Me:
-    if not user.is_admin:
-        raise ApiError(403, "forbidden", "Only an administrator can create accounts.")
+    _admin_only(user, "create accounts")
     if await svc.accounts.username_taken(body.username):
         raise ApiError(409, "username_taken", f"The username {body.username!r} is taken.")
     created = await svc.accounts.create_user(body.username, body.password, is_admin=body.is_admin)

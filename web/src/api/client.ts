@@ -92,6 +92,14 @@ const conv = (cid: string) => `/api/conversations/${encodeURIComponent(cid)}`;
 const q = (path: string) => `?path=${encodeURIComponent(path)}`;
 
 export type Me = Schemas["Me"];
+export type ApiToken = Schemas["TokenOut"];
+export type ApiTokenCreated = Schemas["TokenCreated"];
+export type Account = Schemas["AccountOut"];
+export interface AccountChange {
+  disabled?: boolean;
+  password?: string;
+  is_admin?: boolean;
+}
 
 export const api = {
   me: () => request<Me>("GET", "/api/me"),
@@ -193,4 +201,16 @@ export const api = {
     request<ProviderSettings>("PUT", `/api/settings/providers/${provider}`, update),
   testProvider: (provider: string) =>
     request<ProviderTest>("POST", `/api/settings/providers/${provider}/test`, {}),
+  /** The current password is checked like a login; other browser sessions end. */
+  changePassword: (current: string, next: string) =>
+    request<void>("POST", "/api/me/password", { current, new: next }),
+  tokens: () => request<ApiToken[]>("GET", "/api/auth/tokens"),
+  /** The value is in this answer only: it is never listed again. */
+  createToken: (name: string) => request<ApiTokenCreated>("POST", "/api/auth/tokens", { name }),
+  revokeToken: (id: string) => request<void>("DELETE", `/api/auth/tokens/${encodeURIComponent(id)}`),
+  users: () => request<Account[]>("GET", "/api/users"),
+  createUser: (username: string, password: string, is_admin: boolean) =>
+    request<Me>("POST", "/api/users", { username, password, is_admin }),
+  updateUser: (id: string, change: AccountChange) =>
+    request<Account>("PATCH", `/api/users/${encodeURIComponent(id)}`, change),
 };

@@ -1,6 +1,7 @@
 // The message box: Enter sends, Shift+Enter adds a line; during a run a message steers it.
 // Files pasted or dropped on it are uploaded at once and go with the next message.
 import { useEffect, useRef, useState } from "react";
+import { COMPOSER_ID } from "../shortcuts";
 import { filesOf, isUploadedImage } from "./attachments";
 
 export function Composer({
@@ -126,6 +127,7 @@ export function Composer({
       <div className="composer-box">
         <textarea
           ref={box}
+          id={COMPOSER_ID}
           rows={1}
           value={text}
           disabled={disabled}
@@ -162,7 +164,7 @@ export function Composer({
         </div>
       </div>
       <p className="composer-hint muted">
-        Enter to send · Shift+Enter for a new line{onUpload ? " · paste or drop files to attach" : ""}{running ? " · messages now steer the run" : ""}
+        Enter to send · Shift+Enter for a new line{running ? " · Esc stops" : ""} · ? for shortcuts{onUpload ? " · paste or drop files to attach" : ""}{running ? " · messages now steer the run" : ""}
       </p>
     </form>
   );

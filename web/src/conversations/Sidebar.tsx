@@ -1,5 +1,6 @@
 // The conversations: create, open, rename, delete, and each one's live status.
 import { useState } from "react";
+import { ThemeToggle } from "../ThemeToggle";
 import type { Conversation } from "../api/client";
 import { relativeTime } from "../format";
 
@@ -167,6 +168,7 @@ export function Sidebar({
         </button>
         <div className="account muted">
           <span>{user}</span>
+          <ThemeToggle />
           <button type="button" className="link" onClick={onLogout}>
             Sign out
           </button>

@@ -1,7 +1,10 @@
 // Model settings: stored on the server; the key is write-only (only a hint comes back).
 import { useEffect, useRef, useState } from "react";
-import { ApiError, api, type ModelSettings, type ProviderSettings } from "../api/client";
+import { ApiError, api, type Me, type ModelSettings, type ProviderSettings } from "../api/client";
+import { AppearanceSection } from "../ThemeToggle";
+import { PasswordSection, TokensSection } from "./Account";
 import { SecretsSection } from "./Secrets";
+import { UsersSection } from "./Users";
 
 export type SettingsState = ModelSettings | "unavailable" | null;
 
@@ -16,10 +19,12 @@ export async function loadModelSettings(): Promise<SettingsState> {
 
 export function SettingsDialog({
   settings,
+  me,
   onClose,
   onSaved,
 }: {
   settings: SettingsState;
+  me?: Me | null;
   onClose: () => void;
   onSaved: (s: ModelSettings) => void;
 }) {
@@ -228,6 +233,10 @@ export function SettingsDialog({
         </div>
       </form>
       <SecretsSection />
+      <AppearanceSection />
+      <PasswordSection />
+      <TokensSection />
+      {me?.is_admin && <UsersSection selfId={me.id} />}
     </dialog>
   );
 }

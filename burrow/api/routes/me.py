@@ -1,0 +1,46 @@
+"""The caller's own account: changing its password."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from pydantic import BaseModel, Field
+
+from burrow.api.deps import SESSION_COOKIE, ServicesDep, UserDep
+from burrow.api.errors import ApiError
+from burrow.api.routes.auth import password_attempt
+
+router = APIRouter(prefix="/api/me", tags=["me"])
+
+MIN_PASSWORD = 8  # as for accounts an administrator creates (routes/users.py)
+
+
+class PasswordChange(BaseModel):
+    current: str = Field(min_length=1, max_length=1000)
+    new: str = Field(max_length=1000)
+
+
+@router.post("/password", status_code=204)
+async def change_password(
+    body: PasswordChange, request: Request, user: UserDep, svc: ServicesDep
+) -> Response:
+    """Checked like a login (same throttle, same hashing pool); on success every other
+    browser session of the user ends, this one stays."""
+    if len(body.new) < MIN_PASSWORD:
+        raise ApiError(
+            400,
+            "password_too_short",
+            f"The new password has {len(body.new)} characters: use at least {MIN_PASSWORD}.",
+        )
+    with password_attempt(request, user.username) as attempt:
+        if not await svc.accounts.check_password(user.id, body.current):
+            attempt.failed()
+            raise ApiError(
+                400, "wrong_password", "The current password is wrong: nothing was changed."
+            )
+        attempt.succeeded()
+    if body.new == body.current:
+        raise ApiError(
+            400, "password_unchanged", "The new password is the current one: choose another."
+        )
+    await svc.accounts.change_password(user.id, body.new, keep=request.cookies.get(SESSION_COOKIE))
+    return Response(status_code=204)
