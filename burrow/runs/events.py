@@ -28,6 +28,7 @@ class EventType(enum.StrEnum):
     RETRY = "retry"
     MODEL_CHANGED = "model.changed"
     INSTRUCTIONS_LOADED = "instructions.loaded"
+    WORKSPACE_RESTORED = "workspace.restored"
 
 
 def make(kind: EventType, run_id: str | None = None, /, **data: Any) -> NewEvent:

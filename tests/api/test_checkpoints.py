@@ -1,0 +1,228 @@
+"""Workspace checkpoints through a real server and real sandboxes: each run starts with one
+that holds what bash did too; diff, restore (itself undoable) and revert; other users and
+hostile workspaces (a symlink out, a newline in a name, a 50 MB file) cannot hurt it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from burrow.llm.base import ScriptedTurn
+from burrow.llm.scripted import ScriptedProvider
+from burrow.runs.checkpoints import PATCH_LIMIT_PER_FILE
+from burrow.sandbox.backend import ExecChunk, ExecExit, ExecRequest
+from tests.api.harness import RunningServer, log_in, running_server
+
+CHANGES = (
+    "printf 'a\\nB\\nc\\nd\\n' > keep.txt && rm gone.txt && printf '1\\n2\\n3\\n' > new.txt"
+    " && head -c 300 /dev/urandom > blob.bin && echo y >> proj/f.txt"
+    " && mkdir -p .burrow/services .burrow/attachments"
+    " && echo log > .burrow/services/3000.log && echo pic > .burrow/attachments/a.txt"
+)
+
+
+def provider() -> ScriptedProvider:
+    return ScriptedProvider(
+        [ScriptedTurn(tool_calls=[("bash", {"command": CHANGES})]), ScriptedTurn(text="done")],
+        turn_from_context=True,
+    )
+
+
+async def shell(srv: RunningServer, cid: str, command: str) -> str:
+    """Run `command` in the conversation's sandbox (as the user's own terminal would)."""
+    sandbox = await srv.services.runtime.sandboxes.get(cid)
+    out = b""
+    async for item in sandbox.exec(ExecRequest(argv=["sh", "-c", command])):
+        if isinstance(item, ExecChunk):
+            out += item.data
+        elif isinstance(item, ExecExit):
+            assert item.exit_code == 0, (command, out)
+    return out.decode()
+
+
+async def run(srv: RunningServer, cid: str, content: str = "go") -> str:
+    sent = await srv.send(cid, content)
+    finished = await srv.run_finished(cid, sent["run_id"], timeout=60)
+    assert finished["data"]["status"] == "completed", finished
+    run_id: str = sent["run_id"]
+    return run_id
+
+
+def by_path(diff: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f["path"]: f for f in diff["files"]}
+
+
+async def test_a_run_is_checkpointed_diffed_restored_and_reverted(tmp_path: Path) -> None:
+    async with running_server(tmp_path, provider) as srv:
+        cid = await srv.create_conversation()
+        await shell(
+            srv,
+            cid,
+            "printf 'a\\nb\\nc\\n' > keep.txt && printf 'x\\ny\\n' > gone.txt"
+            " && mkdir proj && cd proj && git init -q && echo x > f.txt"
+            " && git -c user.name=u -c user.email=u@u add f.txt"
+            " && git -c user.name=u -c user.email=u@u commit -qm one",
+        )
+        run_id = await run(srv, cid)
+        base = f"/api/conversations/{cid}"
+
+        listed = (await srv.client.get(f"{base}/checkpoints")).json()
+        assert [c["run_id"] for c in listed] == [run_id]
+        first = listed[0]["id"]
+
+        response = await srv.client.get(f"{base}/diff")
+        assert response.status_code == 200, response.text
+        files = by_path(response.json())
+        assert set(files) == {
+            "keep.txt",
+            "gone.txt",
+            "new.txt",
+            "blob.bin",
+            "proj/f.txt",  # a nested repository's files are checkpointed as files
+            ".burrow/attachments/a.txt",  # the user's content; services/ is Burrow's
+        }
+        keep = files["keep.txt"]
+        assert (keep["status"], keep["additions"], keep["deletions"]) == ("modified", 2, 1)
+        assert "-b\n+B\n" in keep["patch"] and keep["binary"] is False
+        gone = files["gone.txt"]
+        assert (gone["status"], gone["additions"], gone["deletions"]) == ("deleted", 0, 2)
+        new = files["new.txt"]
+        assert (new["status"], new["additions"], new["deletions"]) == ("added", 3, 0)
+        assert files["blob.bin"]["binary"] is True and files["blob.bin"]["status"] == "added"
+        assert files["proj/f.txt"]["additions"] == 1
+
+        patch = await srv.client.get(f"{base}/diff", params={"from": first, "format": "patch"})
+        assert patch.headers["content-type"].startswith("text/x-diff")
+        assert "diff --git a/new.txt b/new.txt\nnew file mode 100644" in patch.text
+        assert "+++ /dev/null" in patch.text  # gone.txt
+
+        # Restore: the workspace as it was, and the state before is a checkpoint of its own.
+        restored = await srv.client.post(f"{base}/checkpoints/{first}/restore", json={})
+        assert restored.status_code == 200, restored.text
+        undo = restored.json()["undo_checkpoint_id"]
+        state = await shell(srv, cid, "cat keep.txt gone.txt proj/f.txt; ls")
+        assert state.startswith("a\nb\nc\nx\ny\nx\n") and "new.txt" not in state
+        assert "blob.bin" not in state
+        assert (await srv.client.get(f"{base}/diff")).json()["files"] == []
+        events = await srv.events(cid)
+        [event] = [e for e in events if e["type"] == "workspace.restored"]
+        assert event["data"] == {"checkpoint_id": first, "undo_checkpoint_id": undo}
+        # The user's nested repository still works (its .git was never touched).
+        assert await shell(srv, cid, "cd proj && git status --porcelain") == ""
+
+        # Undo the restore: the run's changes are back.
+        back = await srv.client.post(f"{base}/checkpoints/{undo}/restore", json={})
+        assert back.status_code == 200, back.text
+        assert await shell(srv, cid, "cat new.txt keep.txt") == "1\n2\n3\na\nB\nc\nd\n"
+        assert [c["id"] for c in (await srv.client.get(f"{base}/checkpoints")).json()][:2] == [
+            first,
+            undo,
+        ]
+
+        # Revert one file, then one the checkpoint did not have (it goes).
+        one = await srv.client.post(
+            f"{base}/files/revert", json={"path": "/workspace/keep.txt", "checkpoint_id": first}
+        )
+        assert one.status_code == 200, one.text
+        assert one.json()["status"] == "restored" and one.json()["path"] == "keep.txt"
+        removed = await srv.client.post(
+            f"{base}/files/revert", json={"path": "new.txt", "checkpoint_id": first}
+        )
+        assert removed.json()["status"] == "deleted"
+        assert await shell(srv, cid, "cat keep.txt; ls") == "a\nb\nc\nblob.bin\nkeep.txt\nproj\n"
+        # ... and the revert is undoable too.
+        redo = removed.json()["undo_checkpoint_id"]
+        await srv.client.post(f"{base}/checkpoints/{redo}/restore", json={})
+        assert await shell(srv, cid, "cat new.txt") == "1\n2\n3\n"
+
+        # Refusals say what is wrong.
+        for bad in ("ck_0123", "../../etc", "ck_zz"):
+            missing = await srv.client.post(f"{base}/checkpoints/{bad}/restore", json={})
+            assert missing.status_code == 404, missing.text
+        missing = await srv.client.get(f"{base}/diff", params={"to": "ck_00ff"})
+        assert missing.json()["error"]["code"] == "checkpoint_not_found"
+        for path in ("../outside", ".burrow/checkpoints/index", "proj/.git/config", "."):
+            refused = await srv.client.post(
+                f"{base}/files/revert", json={"path": path, "checkpoint_id": first}
+            )
+            assert refused.status_code == 400, (path, refused.text)
+        nowhere = await srv.client.post(
+            f"{base}/files/revert", json={"path": "never.txt", "checkpoint_id": first}
+        )
+        assert nowhere.status_code == 404
+
+        # Another user sees none of it.
+        made = await srv.client.post("/api/users", json={"username": "eve", "password": "eve-pw-1"})
+        assert made.status_code == 201, made.text
+        async with httpx.AsyncClient(base_url=srv.base_url) as eve:
+            await log_in(eve, "eve", "eve-pw-1")
+            assert (await eve.get(f"{base}/checkpoints")).status_code == 404
+            assert (await eve.get(f"{base}/diff")).status_code == 404
+            assert (
+                await eve.post(f"{base}/checkpoints/{first}/restore", json={})
+            ).status_code == 404
+            answer = await eve.post(
+                f"{base}/files/revert", json={"path": "keep.txt", "checkpoint_id": first}
+            )
+            assert answer.status_code == 404
+
+
+HOSTILE = (
+    "ln -s /etc/passwd out && ln -s / root && printf 'n\\n' > \"$(printf 'new\\nline')\""
+    " && head -c 52428800 /dev/zero > big.bin && printf 'ü\\n' > 'späce \"q\".txt'"
+    " && seq 1 400000 > long.txt && mkdir -- -rf && echo e > ./-rf/x"
+)
+
+
+async def test_a_hostile_workspace_is_checkpointed_within_bounds(tmp_path: Path) -> None:
+    async with running_server(tmp_path, lambda: ScriptedProvider([ScriptedTurn()])) as srv:
+        cid = await srv.create_conversation()
+        await shell(srv, cid, HOSTILE)
+        base = f"/api/conversations/{cid}"
+        await run(srv, cid)
+        [checkpoint] = (await srv.client.get(f"{base}/checkpoints")).json()
+        await shell(srv, cid, "rm -rf ./* && echo gone > z")
+
+        diff = (await srv.client.get(f"{base}/diff")).json()
+        files = by_path(diff)
+        assert files["new\nline"]["status"] == "deleted"
+        assert files['späce "q".txt']["deletions"] == 1
+        assert files["out"]["status"] == "deleted"  # the link itself, not /etc/passwd
+        assert "-/etc/passwd" in files["out"]["patch"] and "root:" not in files["out"]["patch"]
+        assert "big.bin" not in files  # over BURROW_CHECKPOINT_MAX_FILE_MB: never stored
+        long = files["long.txt"]
+        assert long["deletions"] == 400000 and diff["truncated"] is True
+        assert len(long["patch"]) < PATCH_LIMIT_PER_FILE + 200
+        assert long["patch"].rstrip().endswith("are left out …]")
+
+        restored = await srv.client.post(f"{base}/checkpoints/{checkpoint['id']}/restore", json={})
+        assert restored.status_code == 200, restored.text
+        assert await shell(srv, cid, "readlink out root") == "/etc/passwd\n/\n"
+        assert await shell(srv, cid, "cat \"$(printf 'new\\nline')\" -- -rf/x") == "n\ne\n"
+        assert await shell(srv, cid, "ls z 2>/dev/null || echo none") == "none\n"
+        # The 50 MB file was never checkpointed, so it is not brought back, and said so.
+        assert await shell(srv, cid, "ls big.bin 2>/dev/null || echo none") == "none\n"
+        # The host's /etc/passwd was not touched through the link.
+        assert Path("/etc/passwd").read_text().startswith("root:")
+
+
+async def test_the_store_is_invisible_to_the_users_own_repository(tmp_path: Path) -> None:
+    async with running_server(tmp_path, lambda: ScriptedProvider([ScriptedTurn(text="hi")])) as srv:
+        cid = await srv.create_conversation()
+        await shell(srv, cid, "git init -q && echo a > a.txt")
+        await run(srv, cid)
+        status = await shell(srv, cid, "git status --porcelain --untracked-files=all")
+        assert "checkpoints" not in status and "a.txt" in status
+        listing = (await srv.client.get(f"/api/conversations/{cid}/files")).json()
+        assert ".burrow" not in [e["name"] for e in listing]
+        # A second run on an unchanged workspace still gets its checkpoint, with no change.
+        await run(srv, cid)
+        checkpoints = (await srv.client.get(f"/api/conversations/{cid}/checkpoints")).json()
+        assert len(checkpoints) == 2
+        diff = await srv.client.get(
+            f"/api/conversations/{cid}/diff",
+            params={"from": checkpoints[0]["id"], "to": checkpoints[1]["id"]},
+        )
+        assert diff.json()["files"] == []
