@@ -138,7 +138,7 @@ async def test_a_run_is_checkpointed_diffed_restored_and_reverted(tmp_path: Path
         assert await shell(srv, cid, "cat new.txt") == "1\n2\n3\n"
 
         # Refusals say what is wrong.
-        for bad in ("ck_0123", "../../etc", "ck_zz"):
+        for bad in ("ck_0123", "HEAD", "ck_zz", "ck_" + "0" * 60):
             missing = await srv.client.post(f"{base}/checkpoints/{bad}/restore", json={})
             assert missing.status_code == 404, missing.text
         missing = await srv.client.get(f"{base}/diff", params={"to": "ck_00ff"})
@@ -183,6 +183,8 @@ async def test_a_hostile_workspace_is_checkpointed_within_bounds(tmp_path: Path)
         base = f"/api/conversations/{cid}"
         await run(srv, cid)
         [checkpoint] = (await srv.client.get(f"{base}/checkpoints")).json()
+        unchanged = (await srv.client.get(f"{base}/diff")).json()
+        assert unchanged == {"files": [], "skipped": ["big.bin"], "truncated": False}
         await shell(srv, cid, "rm -rf ./* && echo gone > z")
 
         diff = (await srv.client.get(f"{base}/diff")).json()
@@ -204,8 +206,6 @@ async def test_a_hostile_workspace_is_checkpointed_within_bounds(tmp_path: Path)
         assert await shell(srv, cid, "ls z 2>/dev/null || echo none") == "none\n"
         # The 50 MB file was never checkpointed, so it is not brought back, and said so.
         assert await shell(srv, cid, "ls big.bin 2>/dev/null || echo none") == "none\n"
-        # The host's /etc/passwd was not touched through the link.
-        assert Path("/etc/passwd").read_text().startswith("root:")
 
 
 async def test_the_store_is_invisible_to_the_users_own_repository(tmp_path: Path) -> None:
