@@ -226,3 +226,23 @@ async def test_the_store_is_invisible_to_the_users_own_repository(tmp_path: Path
             params={"from": checkpoints[0]["id"], "to": checkpoints[1]["id"]},
         )
         assert diff.json()["files"] == []
+
+
+async def test_restore_and_revert_wait_for_the_run_to_end(tmp_path: Path) -> None:
+    slow = ScriptedProvider([ScriptedTurn(tool_calls=[("bash", {"command": "sleep 60"})])])
+    async with running_server(tmp_path, lambda: slow) as srv:
+        cid = await srv.create_conversation()
+        base = f"/api/conversations/{cid}"
+        sent = await srv.send(cid, "go")
+        await srv.wait_for(cid, lambda e: e["type"] == "tool.started", timeout=60)
+        [checkpoint] = (await srv.client.get(f"{base}/checkpoints")).json()
+        refused = await srv.client.post(f"{base}/checkpoints/{checkpoint['id']}/restore", json={})
+        assert refused.status_code == 409 and refused.json()["error"]["code"] == "run_active"
+        revert = await srv.client.post(
+            f"{base}/files/revert", json={"path": "a", "checkpoint_id": checkpoint["id"]}
+        )
+        assert revert.status_code == 409
+        await srv.client.post(f"{base}/interrupt", json={})
+        await srv.run_finished(cid, sent["run_id"], timeout=60)
+        after = await srv.client.post(f"{base}/checkpoints/{checkpoint['id']}/restore", json={})
+        assert after.status_code == 200, after.text
