@@ -239,7 +239,9 @@ class Checkpoints:
             numstat = await self._git(cid, "diff", a, b, "numstat")
             patch = await self._git(cid, "diff", a, b, "patch", limit=PATCH_LIMIT_TOTAL)
             skipped = await self._git(cid, "diff", a, b, "skipped") if end is None else None
-        diff = _assemble(raw.data, numstat.data, patch.data.decode("utf-8", errors="replace"))
+        # A list cut at its bound ends mid-record: keep the whole records before it.
+        listed = raw.data[: raw.data.rfind(b"\0:") + 1] if raw.cut else raw.data
+        diff = _assemble(listed, numstat.data, patch.data.decode("utf-8", errors="replace"))
         diff.truncated = raw.cut or numstat.cut or patch.cut or diff.truncated
         if patch.cut:
             for change in diff.files:

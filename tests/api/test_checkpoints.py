@@ -4,6 +4,7 @@ hostile workspaces (a symlink out, a newline in a name, a 50 MB file) cannot hur
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import httpx
 
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
-from burrow.runs.checkpoints import PATCH_LIMIT_PER_FILE
+from burrow.runs.checkpoints import PATCH_LIMIT_PER_FILE, PATCH_LIMIT_TOTAL
 from burrow.sandbox.backend import ExecChunk, ExecExit, ExecRequest
 from tests.api.harness import RunningServer, log_in, running_server
 
@@ -246,3 +247,32 @@ async def test_restore_and_revert_wait_for_the_run_to_end(tmp_path: Path) -> Non
         await srv.run_finished(cid, sent["run_id"], timeout=60)
         after = await srv.client.post(f"{base}/checkpoints/{checkpoint['id']}/restore", json={})
         assert after.status_code == 200, after.text
+
+
+async def test_a_flood_of_files_and_requests_stays_bounded(tmp_path: Path) -> None:
+    async with running_server(tmp_path, lambda: ScriptedProvider([ScriptedTurn()])) as srv:
+        cid = await srv.create_conversation()
+        base = f"/api/conversations/{cid}"
+        await run(srv, cid)  # the first checkpoint: an empty workspace
+        # 1,800 files of 3,000 lines each: some 30 MB of patch text, far over the bound.
+        await shell(
+            srv,
+            cid,
+            "mkdir flood && cd flood && for d in $(seq 1 30); do mkdir d$d"
+            " && seq -f %g 1 60 | split -l 1 -a 4 - d$d/f; done"
+            " && for d in $(seq 1 30); do for f in d$d/f*; do seq 1 3000 > $f; done; done",
+        )
+        answers = await asyncio.gather(*(srv.client.get(f"{base}/diff") for _ in range(6)))
+        bodies = [a.json() for a in answers]
+        assert all(a.status_code == 200 for a in answers)
+        assert all(b == bodies[0] for b in bodies)  # one at a time: each saw the same store
+        body = bodies[0]
+        assert len(body["files"]) == 1800 and body["truncated"] is True
+        assert all(f["additions"] == 3000 for f in body["files"])
+        left_out = [f for f in body["files"] if f["patch"].startswith("[patch left out")]
+        assert left_out and sum(len(f["patch"]) for f in body["files"]) < 5 * 1024 * 1024
+        patch = await srv.client.get(f"{base}/diff", params={"format": "patch"})
+        assert len(patch.content) <= PATCH_LIMIT_TOTAL + 200
+        assert patch.text.endswith(
+            f"[patch left out: the whole diff passed {PATCH_LIMIT_TOTAL} bytes]\n"
+        )
