@@ -56,7 +56,12 @@ export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_TERMINAL_PROMPT=0 L
 export GIT_AUTHOR_NAME=Burrow GIT_AUTHOR_EMAIL=burrow@localhost
 export GIT_COMMITTER_NAME=Burrow GIT_COMMITTER_EMAIL=burrow@localhost
 export GIT_LITERAL_PATHSPECS=1
+# Code in the sandbox can write the store: its hooks and config never run or count.
+export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.hooksPath GIT_CONFIG_VALUE_0=/dev/null
 cd "$ws"
+if [ -f "$GIT_DIR/HEAD" ]; then
+  printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n' > "$GIT_DIR/config"
+fi
 snapshot() {
   if [ ! -f "$GIT_DIR/HEAD" ]; then
     mkdir -p "$GIT_DIR" && git init -q && printf '*\n' > "$GIT_DIR/.gitignore"
@@ -207,8 +212,8 @@ class Checkpoints:
                             ErrorCode.INTERNAL,
                             f"The workspace checkpoint store failed ({args[0]}, exit "
                             f"{item.exit_code}{', timed out' if item.timed_out else ''}): "
-                            f"{detail or 'no message'}. Is git installed in the sandbox, "
-                            "and is the workspace's disk full?",
+                            f"{detail or 'no message'}. It needs git in the sandbox, room on "
+                            "the workspace's disk, and .burrow/checkpoints left to Burrow.",
                         )
                     return _Output(item.exit_code, bytes(out), cut=False)
         raise SandboxError(ErrorCode.UNAVAILABLE, "The sandbox ended before git finished.")
@@ -232,6 +237,8 @@ class Checkpoints:
             if start is None:
                 first = await self._first(cid)
                 if first is None:
+                    if end is not None:
+                        raise CheckpointNotFound(end)
                     return Diff()
                 start = first
             a, b = await self._tree(cid, start), await self._tree(cid, end or "now")
@@ -257,6 +264,8 @@ class Checkpoints:
             if start is None:
                 start = await self._first(cid)
                 if start is None:
+                    if end is not None:
+                        raise CheckpointNotFound(end)
                     return ""
             a, b = await self._tree(cid, start), await self._tree(cid, end or "now")
             out = await self._git(cid, "diff", a, b, "patch", limit=PATCH_LIMIT_TOTAL)

@@ -276,3 +276,29 @@ async def test_a_flood_of_files_and_requests_stays_bounded(tmp_path: Path) -> No
         assert patch.text.endswith(
             f"[patch left out: the whole diff passed {PATCH_LIMIT_TOTAL} bytes]\n"
         )
+
+
+async def test_code_in_the_sandbox_cannot_use_or_break_the_store(tmp_path: Path) -> None:
+    async with running_server(tmp_path, lambda: ScriptedProvider([ScriptedTurn()])) as srv:
+        cid = await srv.create_conversation()
+        base = f"/api/conversations/{cid}"
+        await run(srv, cid)
+        # Planted hooks and config (a command git would run) are neither run nor kept.
+        await shell(
+            srv,
+            cid,
+            "cd .burrow/checkpoints && mkdir -p hooks"
+            " && printf '#!/bin/sh\\ntouch /workspace/hooked\\n' > hooks/reference-transaction"
+            " && chmod +x hooks/reference-transaction"
+            " && printf '[core]\\n\\tfsmonitor = touch /workspace/monitored\\n' >> config"
+            " && cd /workspace && echo new > after.txt",
+        )
+        await run(srv, cid)
+        assert len((await srv.client.get(f"{base}/checkpoints")).json()) == 2
+        assert await shell(srv, cid, "ls") == "after.txt\n"
+        # A store replaced by a file: the run still goes, only without a checkpoint.
+        await shell(srv, cid, "rm -rf .burrow/checkpoints && echo x > .burrow/checkpoints")
+        await run(srv, cid)
+        assert (await srv.client.get(f"{base}/checkpoints")).json() == []
+        broken = await srv.client.get(f"{base}/diff", params={"to": "ck_00"})
+        assert broken.status_code == 404
