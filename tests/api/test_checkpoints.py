@@ -190,8 +190,10 @@ async def test_a_hostile_workspace_is_checkpointed_within_bounds(tmp_path: Path)
 
         diff = (await srv.client.get(f"{base}/diff")).json()
         files = by_path(diff)
-        assert files["new\nline"]["status"] == "deleted"
+        # Names git quotes in a patch header still find their own patch.
+        assert files["new\nline"]["status"] == "deleted" and "\n-n\n" in files["new\nline"]["patch"]
         assert files['späce "q".txt']["deletions"] == 1
+        assert "\n-ü\n" in files['späce "q".txt']["patch"]
         assert files["out"]["status"] == "deleted"  # the link itself, not /etc/passwd
         assert "-/etc/passwd" in files["out"]["patch"] and "root:" not in files["out"]["patch"]
         assert "big.bin" not in files  # over BURROW_CHECKPOINT_MAX_FILE_MB: never stored
