@@ -91,7 +91,7 @@ export function Changes({ cid, version }: { cid: string; version: number }) {
                 {SIGN[f.status]}
               </span>{" "}
               {f.path}{" "}
-              <span className="muted">{f.binary ? "binary" : `+${f.additions} −${f.deletions}`}</span>
+              <span className="muted">{f.binary ? "binary" : `+${f.additions} -${f.deletions}`}</span>
             </button>
             {open[f.path] && <pre className="change-patch">{f.patch}</pre>}
           </li>
