@@ -18,7 +18,7 @@ from tests.api.harness import RunningServer, log_in, running_server
 
 CHANGES = (
     "printf 'a\\nB\\nc\\nd\\n' > keep.txt && rm gone.txt && printf '1\\n2\\n3\\n' > new.txt"
-    " && head -c 300 /dev/urandom > blob.bin && echo y >> proj/f.txt"
+    " && head -c 300 /dev/urandom > blob.bin && printf 'z\\0' >> blob.bin && echo y >> proj/f.txt"
     " && mkdir -p .burrow/services .burrow/attachments"
     " && echo log > .burrow/services/3000.log && echo pic > .burrow/attachments/a.txt"
 )
@@ -174,6 +174,7 @@ HOSTILE = (
     "ln -s /etc/passwd out && ln -s / root && printf 'n\\n' > \"$(printf 'new\\nline')\""
     " && head -c 52428800 /dev/zero > big.bin && printf 'ü\\n' > 'späce \"q\".txt'"
     " && seq 1 400000 > long.txt && mkdir -- -rf && echo e > ./-rf/x"
+    " && mkdir 'x b' && echo 1 > 'x b/y'"
 )
 
 
@@ -194,6 +195,7 @@ async def test_a_hostile_workspace_is_checkpointed_within_bounds(tmp_path: Path)
         assert files["new\nline"]["status"] == "deleted" and "\n-n\n" in files["new\nline"]["patch"]
         assert files['späce "q".txt']["deletions"] == 1
         assert "\n-ü\n" in files['späce "q".txt']["patch"]
+        assert files["x b/y"]["patch"].endswith("\n-1\n")  # header "a/x b/y b/x b/y"
         assert files["out"]["status"] == "deleted"  # the link itself, not /etc/passwd
         assert "-/etc/passwd" in files["out"]["patch"] and "root:" not in files["out"]["patch"]
         assert "big.bin" not in files  # over BURROW_CHECKPOINT_MAX_FILE_MB: never stored
