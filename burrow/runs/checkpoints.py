@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from burrow.runs.hooks import Hook, Run
+from burrow.runs.hooks import Call, Hook, Run
 from burrow.sandbox.backend import (
     ErrorCode,
     ExecChunk,
@@ -35,6 +35,7 @@ from burrow.sandbox.backend import (
     SandboxError,
     closing_exec,
 )
+from burrow.store.records import NewEvent
 
 STORE = ".burrow/checkpoints"
 EXCLUDED = (".burrow/outputs", ".burrow/services", ".burrow/services.json", STORE)
@@ -398,22 +399,37 @@ def _unquote(text: str) -> str:
 
 
 class CheckpointAtStart(Hook):
-    """Checkpoints the workspace before the run's first model call, so whatever the run
-    does (tools or bash) can be diffed against and undone. A failure is logged, not fatal:
-    a full disk must not stop the agent that could clean it."""
+    """Checkpoints the workspace at the run's start, so whatever the run does (tools or
+    bash) can be diffed against and undone. Taken while the first model call streams (it
+    costs tens of milliseconds) and awaited before the first tool call can change a file.
+    A failure is logged, not fatal: a full disk must not stop the agent that could clean it."""
 
     def __init__(
         self, checkpoints: Checkpoints, log: Callable[[str, str, Exception], None]
     ) -> None:
         self._checkpoints = checkpoints
         self._log = log
-        self._taken = False
+        self._taking: asyncio.Task[None] | None = None
 
     async def before_model_call(self, run: Run) -> None:
-        if self._taken:
-            return
-        self._taken = True
+        if self._taking is None:
+            self._taking = asyncio.create_task(self._take(run), name=f"checkpoint {run.run_id}")
+
+    async def before_tool_call(self, run: Run, call: Call) -> str | None:
+        await self._settled()
+        return None
+
+    async def close(self, run: Run) -> list[NewEvent]:
+        await self._settled()
+        return []
+
+    async def _settled(self) -> None:
+        if self._taking is not None:
+            # Shielded: a run interrupted meanwhile still leaves a whole checkpoint.
+            await asyncio.shield(self._taking)
+
+    async def _take(self, run: Run) -> None:
         try:
             await self._checkpoints.take(run.cid, run.run_id)
-        except (SandboxError, OSError) as exc:
+        except Exception as exc:  # the sandbox, git, a conversation deleted meanwhile
             self._log(run.cid, run.run_id, exc)
