@@ -60,6 +60,9 @@ export GIT_LITERAL_PATHSPECS=1
 # Code in the sandbox can write the store: its hooks and config never run or count.
 export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.hooksPath GIT_CONFIG_VALUE_0=/dev/null
 cd "$ws"
+# Operations on one store run one at a time (Checkpoints' lock): a lock file is what a git
+# killed mid-way (a server killed, a timeout) left, and would refuse every later one.
+rm -f "$GIT_DIR/index.lock"
 if [ -f "$GIT_DIR/HEAD" ]; then
   printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n' > "$GIT_DIR/config"
 fi

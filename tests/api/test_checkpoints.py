@@ -297,6 +297,8 @@ async def test_code_in_the_sandbox_cannot_use_or_break_the_store(tmp_path: Path)
             " && printf '[core]\\n\\tfsmonitor = touch /workspace/monitored\\n' >> config"
             " && cd /workspace && echo new > after.txt",
         )
+        # A lock file a killed git left behind does not stop the next checkpoint.
+        await shell(srv, cid, "touch .burrow/checkpoints/index.lock")
         await run(srv, cid)
         assert len((await srv.client.get(f"{base}/checkpoints")).json()) == 2
         assert await shell(srv, cid, "ls") == "after.txt\n"
