@@ -84,6 +84,8 @@ class Settings(BaseSettings):
     """Dollars per run, priced with BURROW_PRICE_*; unset: no limit."""
     run_max_tool_seconds: float | None = None
     """Seconds tools may run per run (approval waits excluded); unset: no limit."""
+    checkpoint_max_file_mb: float = Field(default=10.0, gt=0)
+    """Files larger than this (MB) are left out of workspace checkpoints (a diff names them)."""
     upload_max_mb: float = 25.0
     """Largest file `POST .../uploads` takes, in MB; counted while it streams in."""
     admin_password: str | None = None

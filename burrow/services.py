@@ -151,6 +151,7 @@ async def open_services(
                 chosen or models.config.model, settings.context_window
             ),
             compact_at=settings.compact_at,
+            checkpoint_max_file_bytes=int(settings.checkpoint_max_file_mb * 1024 * 1024),
         ),
     )
     await runtime.recover()

@@ -14,6 +14,7 @@ from burrow.api.errors import install_error_handlers
 from burrow.api.forwarded import ForwardedHeaders, TrustedProxies
 from burrow.api.routes import (
     auth,
+    checkpoints,
     conversations,
     events,
     files,
@@ -63,6 +64,7 @@ def create_app(
         conversations,
         events,
         files,
+        checkpoints,
         sandbox,
         secrets,
         settings,

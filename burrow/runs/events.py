@@ -36,6 +36,7 @@ class EventType(enum.StrEnum):
     RETRY = "retry"
     MODEL_CHANGED = "model.changed"
     INSTRUCTIONS_LOADED = "instructions.loaded"
+    WORKSPACE_RESTORED = "workspace.restored"
 
 
 RunStatus = Literal["completed", "failed", "canceled", "budget_exceeded"]
@@ -261,13 +262,21 @@ class InstructionsLoaded(Payload):
     optional = frozenset({"bytes", "truncated"})
 
 
+class WorkspaceRestored(Payload):
+    type = EventType.WORKSPACE_RESTORED
+    checkpoint_id: str
+    # The checkpoint of the state just before the restore: restoring it undoes this one.
+    undo_checkpoint_id: str | None = None
+    optional = frozenset({"undo_checkpoint_id"})
+
+
 PAYLOADS: dict[EventType, type[Payload]] = {
     cls.type: cls
     for cls in (
         UserMessage, RunStarted, ThinkingDelta, TextDelta, AssistantMessage, ToolStarted,
         ToolOutput, ToolFinished, ApprovalRequested, ApprovalResolved, SandboxStatusChanged,
         PreviewOpened, UsageReported, ContextCompacted, RunFinished, Retry, ModelChanged,
-        InstructionsLoaded,
+        InstructionsLoaded, WorkspaceRestored,
     )
 }  # fmt: skip
 

@@ -28,6 +28,7 @@ from burrow.runs import events as ev
 from burrow.runs.approvals import ApprovalGate, Approvals
 from burrow.runs.attachments import Attachments
 from burrow.runs.budget import Budget, BudgetHook
+from burrow.runs.checkpoints import DEFAULT_MAX_FILE_BYTES, CheckpointAtStart, Checkpoints
 from burrow.runs.closing import OpenWork
 from burrow.runs.compaction import CompactionPolicy, Compactor, compact
 from burrow.runs.context import ModelContext
@@ -85,6 +86,7 @@ class RuntimeOptions:
     # server's); BURROW_CONTEXT_WINDOW overrides it.
     context_window: Callable[[str | None], int] = lambda _model: DEFAULT_CONTEXT_WINDOW
     compact_at: float = 0.8  # share of the window past which a request compacts first
+    checkpoint_max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # larger files are not checkpointed
 
     def compaction(self, model: str | None) -> CompactionPolicy:
         return CompactionPolicy(self.context_window(model), self.compact_at)
@@ -130,6 +132,9 @@ class Runtime:
         self._owners: dict[str, str] = {}  # cid -> owner, as learned (owners never change)
         self._run_owners: dict[str, str] = {}  # cid -> owner, while a run is starting or going
         self._budgets: dict[str, BudgetHook] = {}  # cid -> the active run's budget check
+        self.checkpoints = Checkpoints(
+            self.sandboxes.get, max_file_bytes=self.options.checkpoint_max_file_bytes
+        )
 
     def active_run(self, cid: str) -> str | None:
         active = self._active.get(cid)
@@ -302,6 +307,7 @@ class Runtime:
         return [
             SystemPrompt(self.options.loop.system_prompt),
             ProjectInstructions(lambda: self.sandboxes.get(cid)),
+            CheckpointAtStart(self.checkpoints, _checkpoint_failed),
             Approvals(self.approvals),
             PreviewOpened(),
             LoopGuard(),
@@ -436,6 +442,10 @@ class Runtime:
         if tasks:
             await asyncio.wait(tasks, timeout=10)
         await self.sandboxes.close()
+
+
+def _checkpoint_failed(cid: str, run_id: str, exc: Exception) -> None:
+    log.warning("no checkpoint at the start of run %s of %s: %s", run_id, cid, exc)
 
 
 class _LazyProvider:

@@ -2,9 +2,9 @@
 
 One conversation through a real `burrow serve` (harness), a real bwrap sandbox and a real
 SQLite file, with only the model scripted: a retried model call, AGENTS.md, tools with
-streamed output, an approval, a preview, compaction on demand, a budget stop and a model
-change. Each stored event is then validated against its type's class: a writer that drifts
-from the payload (a renamed or missing field, a wrong type) fails here.
+streamed output, an approval, a preview, compaction on demand, a budget stop, a checkpoint
+restored and a model change. Each stored event is then validated against its type's class:
+a writer that drifts from the payload (a renamed or missing field, a wrong type) fails here.
 """
 
 from __future__ import annotations
@@ -62,6 +62,12 @@ async def test_every_journaled_event_validates_against_its_payload_class(
         run = await srv.send(cid, "once more")
         stopped = await srv.run_finished(cid, run["run_id"], timeout=60)
         assert stopped["data"]["status"] == "budget_exceeded", stopped
+        listed = await srv.client.get(f"/api/conversations/{cid}/checkpoints")
+        first = listed.json()[0]["id"]
+        restored = await srv.client.post(
+            f"/api/conversations/{cid}/checkpoints/{first}/restore", json={}
+        )
+        assert restored.status_code < 300, restored.text
         changed = await srv.client.patch(f"/api/conversations/{cid}", json={"model": "demo"})
         assert changed.status_code == 200, changed.text
 

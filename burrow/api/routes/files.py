@@ -19,8 +19,9 @@ MAX_FILE_BYTES = 20 * 1024 * 1024
 PathQuery = Annotated[str, Query(max_length=4096, description="Workspace-relative path")]
 
 
-# Burrow's own folders in the workspace (DESIGN.md §8): tool output logs and preview services.
-INTERNAL = frozenset({".burrow/outputs", ".burrow/services"})
+# Burrow's own folders in the workspace (DESIGN.md §8): tool output logs, preview services,
+# and the checkpoint store.
+INTERNAL = frozenset({".burrow/outputs", ".burrow/services", ".burrow/checkpoints"})
 
 
 def _normal(path: str) -> str:

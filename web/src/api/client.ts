@@ -100,6 +100,7 @@ export interface AccountChange {
   password?: string;
   is_admin?: boolean;
 }
+export type Checkpoint = Schemas["CheckpointOut"];
 
 export const api = {
   me: () => request<Me>("GET", "/api/me"),
@@ -172,6 +173,13 @@ export const api = {
     return response.text();
   },
   fileUrl: (cid: string, path: string) => `${conv(cid)}/files/content${q(path)}`,
+  /** Oldest first; each run starts with one. */
+  checkpoints: (cid: string) => request<Checkpoint[]>("GET", `${conv(cid)}/checkpoints`),
+  /** From a checkpoint (default: the first) to the workspace now. */
+  diff: (cid: string, from?: string) =>
+    request<Schemas["DiffOut"]>("GET", `${conv(cid)}/diff${from ? `?from=${encodeURIComponent(from)}` : ""}`),
+  restore: (cid: string, id: string) =>
+    request<Schemas["RestoredOut"]>("POST", `${conv(cid)}/checkpoints/${encodeURIComponent(id)}/restore`, {}),
   eventsUrl: (cid: string, after = 0) =>
     `${conv(cid)}/events${after > 0 ? `?after=${after}` : ""}`,
   sandbox: (cid: string) => request<SandboxInfo>("GET", `${conv(cid)}/sandbox`),

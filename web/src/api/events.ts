@@ -35,6 +35,7 @@ const KNOWN: Record<EventType, true> = {
   "instructions.loaded": true,
   retry: true,
   "model.changed": true,
+  "workspace.restored": true,
   "run.finished": true,
 };
 
@@ -72,6 +73,7 @@ const SHAPES: { [K in EventType]: Partial<Record<keyof EventData[K], Field>> } =
   "context.compacted": { tokens_before: "count", tokens_after: "count", summary: "string" },
   "instructions.loaded": { path: "string", truncated: "bool" },
   "model.changed": { model: "string" },
+  "workspace.restored": { checkpoint_id: "string", undo_checkpoint_id: "string" },
   retry: { attempt: "count", delay_s: "number", reason: "string" },
   "run.finished": { status: "string", usage: "usage", budget: "object" },
 };

@@ -1,15 +1,17 @@
 // Preview, terminal and files of the conversation's sandbox, as tabs.
 import { lazy, Suspense, useState } from "react";
+import { Changes } from "./Changes";
 import { Files } from "./Files";
 import { Preview } from "./Preview";
 
 const Terminals = lazy(() => import("./Terminal"));
 
-export type Tab = "preview" | "terminal" | "files";
+export type Tab = "preview" | "terminal" | "files" | "changes";
 const TABS: { id: Tab; label: string }[] = [
   { id: "preview", label: "Preview" },
   { id: "terminal", label: "Terminal" },
   { id: "files", label: "Files" },
+  { id: "changes", label: "Changes" },
 ];
 
 export function SidePanel({
@@ -66,6 +68,7 @@ export function SidePanel({
       <div className="tab-body" role="tabpanel" id={`tabpanel-${tab}`} aria-labelledby={`tab-${tab}`}>
         {tab === "preview" && <Preview cid={cid} preview={preview} sandbox={sandbox} />}
         {tab === "files" && <Files cid={cid} version={filesVersion} sandbox={sandbox} />}
+        {tab === "changes" && <Changes cid={cid} version={filesVersion} />}
         {terminalSeen && (
           <div className="terminal-slot" hidden={tab !== "terminal"}>
             <Suspense fallback={<div className="panel-empty muted">Loading terminal…</div>}>

@@ -359,3 +359,13 @@ describe("context", () => {
     expect(reduce(next, [ev("usage", { prompt_tokens: 1, completion_tokens: 1, cost: 0, compaction: true })]).contextUsed).toBe(310);
   });
 });
+
+describe("workspace.restored", () => {
+  it("shows the restore and how to undo it", () => {
+    seq = 0;
+    const s = reduce(initialState, [
+      ev("workspace.restored", { checkpoint_id: "ck_1", undo_checkpoint_id: "ck_2" }, null),
+    ]);
+    expect(s.items[0]).toMatchObject({ kind: "notice", text: "Workspace restored to checkpoint ck_1 (undo: restore ck_2)." });
+  });
+});

@@ -392,6 +392,16 @@ function apply(d: Draft, e: BurrowEvent): void {
     case "model.changed":
       d.push({ kind: "notice", key, tone: "info", text: `Model: ${e.data.model} (from the next run)` });
       return;
+    case "workspace.restored":
+      d.push({
+        kind: "notice",
+        key,
+        tone: "info",
+        text: `Workspace restored to checkpoint ${e.data.checkpoint_id}${
+          e.data.undo_checkpoint_id ? ` (undo: restore ${e.data.undo_checkpoint_id})` : ""
+        }.`,
+      });
+      return;
     case "context.compacted":
       d.s.contextUsed = e.data.tokens_after;
       d.push({

@@ -1,0 +1,341 @@
+"""Workspace checkpoints: a git object store of the workspace, run inside the sandbox.
+
+Git runs through the conversation's sandbox (never on the host: the workspace is the
+model's to shape, symlinks out and hostile names included) with `GIT_DIR` at
+`.burrow/checkpoints` and the workspace as its work tree, so changes made through bash are
+captured as well as the file tools'. The user's own `.git` never sees the store: it holds
+a `.gitignore` of `*`. Files are listed with `find` and fed to `git update-index`, not
+`git add`: a nested repository's working files are checkpointed as plain files (its `.git`
+folder is not), where `git add -A` would record a submodule pointer and lose them. The
+index doubles as a stat cache, so a checkpoint of an unchanged workspace re-reads no file.
+
+A checkpoint is a commit with a ref `refs/checkpoints/<id>`; its subject holds the time and
+the run, so the store lists itself (`git for-each-ref`) with no table to keep in step.
+Left out: Burrow's internals (`.burrow/outputs`, `.burrow/services`, `services.json`, the
+store), `.git` folders, and files over `max_file_bytes` (named in `skipped`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from burrow.runs.hooks import Call, Hook, Run
+from burrow.runs.workspace_diff import PATCH_LEFT_OUT, PATCH_LIMIT_TOTAL, Diff, assemble
+from burrow.sandbox.backend import (
+    ErrorCode,
+    ExecChunk,
+    ExecExit,
+    ExecRequest,
+    Sandbox,
+    SandboxError,
+    closing_exec,
+)
+from burrow.store.records import NewEvent
+
+STORE = ".burrow/checkpoints"
+EXCLUDED = (".burrow/outputs", ".burrow/services", ".burrow/services.json", STORE)
+DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
+GIT_TIMEOUT_SECONDS = 300.0
+MAX_LIST_BYTES = 4 * 1024 * 1024  # name lists (raw, numstat, skipped) read back at most
+
+# One script, run with `sh -c SCRIPT sh <workspace> <max KiB> <op> <args...>`.
+_SCRIPT = r"""
+set -eu
+ws=$1 maxk=$2 op=$3; shift 3
+export GIT_DIR="$ws/.burrow/checkpoints" GIT_WORK_TREE="$ws"
+export GIT_INDEX_FILE="$GIT_DIR/index"
+export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_TERMINAL_PROMPT=0 LC_ALL=C
+export GIT_AUTHOR_NAME=Burrow GIT_AUTHOR_EMAIL=burrow@localhost
+export GIT_COMMITTER_NAME=Burrow GIT_COMMITTER_EMAIL=burrow@localhost
+export GIT_LITERAL_PATHSPECS=1
+# Code in the sandbox can write the store: its hooks and config never run or count.
+export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.hooksPath GIT_CONFIG_VALUE_0=/dev/null
+cd "$ws"
+# Operations on one store run one at a time (Checkpoints' lock): a lock file is what a git
+# killed mid-way (a server killed, a timeout) left, and would refuse every later one.
+rm -f "$GIT_DIR/index.lock"
+if [ -f "$GIT_DIR/HEAD" ]; then
+  printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n' > "$GIT_DIR/config"
+fi
+snapshot() {
+  if [ ! -f "$GIT_DIR/HEAD" ]; then
+    mkdir -p "$GIT_DIR" && git init -q && printf '*\n' > "$GIT_DIR/.gitignore"
+  fi
+  : > "$GIT_DIR/skipped"
+  find . -mindepth 1 \( -path ./.burrow/outputs -o -path ./.burrow/services \
+      -o -path ./.burrow/services.json -o -path ./.burrow/checkpoints -o -name .git \) -prune \
+    -o -type f -size +"$maxk"k -fprintf "$GIT_DIR/skipped" '%P\0' \
+    -o \( -type f -o -type l \) -printf '%P\0' \
+    | git update-index --add --remove --replace -z --stdin
+  git ls-files -z --deleted | git update-index --remove -z --stdin
+  git update-index --force-remove -z --stdin < "$GIT_DIR/skipped"
+  git write-tree
+}
+commit() {  # $1 id, $2 subject
+  tree=$(snapshot)
+  c=$(printf '%s\n' "$2" | git commit-tree "$tree")
+  git update-ref "refs/checkpoints/$1" "$c"
+  printf '%s' "$c"
+}
+case $op in
+  take) commit "$1" "$2" ;;
+  list)
+    [ -f "$GIT_DIR/HEAD" ] || exit 0
+    git for-each-ref --format='%(refname:lstrip=2) %(subject)' refs/checkpoints/ ;;
+  tree)  # $1 a checkpoint id, or "now" for the workspace as it is
+    if [ "$1" = now ]; then snapshot
+    else git rev-parse -q --verify "refs/checkpoints/$1^{tree}" || exit 3; fi ;;
+  diff)  # $1 from tree, $2 to tree, $3 raw|numstat|patch|skipped
+    a=$1 b=$2
+    case $3 in
+      raw) git diff-tree -r -z --no-renames "$a" "$b" ;;
+      numstat) git diff-tree -r -z --no-renames --numstat "$a" "$b" ;;
+      patch) git diff-tree -r -p --no-renames --no-color "$a" "$b" ;;
+      skipped) cat "$GIT_DIR/skipped" ;;
+    esac ;;
+  restore)  # $1 target id, $2 undo id, $3 undo subject
+    git rev-parse -q --verify "refs/checkpoints/$1^{tree}" >/dev/null || exit 3
+    commit "$2" "$3" >/dev/null
+    git read-tree --reset -u "refs/checkpoints/$1^{tree}" ;;
+  revert)  # $1 target id, $2 undo id, $3 undo subject, $4 path
+    git rev-parse -q --verify "refs/checkpoints/$1^{tree}" >/dev/null || exit 3
+    commit "$2" "$3" >/dev/null
+    if [ -n "$(git ls-tree -r --name-only "refs/checkpoints/$1" -- "$4")" ]; then
+      git checkout -q "refs/checkpoints/$1" -- "$4" && echo restored
+    elif [ -n "$(git ls-files -- "$4")" ]; then
+      git rm -r -q -f -- "$4" && echo deleted
+    else
+      exit 4
+    fi ;;
+esac
+"""
+
+_NOT_FOUND_EXIT = 3  # the script's "no such checkpoint"
+_NO_SUCH_PATH_EXIT = 4
+
+
+class CheckpointNotFound(Exception):
+    def __init__(self, checkpoint_id: str) -> None:
+        super().__init__(
+            f"Checkpoint {checkpoint_id} was not found: list them with GET …/checkpoints."
+        )
+        self.checkpoint_id = checkpoint_id
+
+
+class PathNotInCheckpoint(Exception):
+    """A revert of a path that neither the checkpoint nor the workspace has."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    id: str
+    run_id: str | None  # None: taken by a restore or a revert (their undo)
+    created_at: str  # ISO 8601, UTC, milliseconds
+
+
+@dataclass(frozen=True)
+class _Output:
+    exit_code: int | None
+    data: bytes
+    cut: bool  # more than the limit was written; the rest was not read
+
+
+def _subject(run_id: str | None) -> str:
+    now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return f"{now} {run_id or '-'}"
+
+
+def _new_id() -> str:
+    # Time first, so ids taken in one millisecond still sort in the order they were taken.
+    return f"ck_{time.time_ns() // 1_000_000:012x}{secrets.token_hex(4)}"
+
+
+def valid_id(checkpoint_id: str) -> bool:
+    return (
+        checkpoint_id.startswith("ck_")
+        and len(checkpoint_id) <= 40
+        and all(c in "0123456789abcdef" for c in checkpoint_id[3:])
+    )
+
+
+class Checkpoints:
+    """Take, list, diff and restore one conversation's workspace checkpoints."""
+
+    def __init__(
+        self,
+        sandbox: Callable[[str], Awaitable[Sandbox]],
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    ) -> None:
+        self._sandbox = sandbox
+        self._max_kib = max(1, max_file_bytes // 1024)
+        # The store's index is shared by every operation: one at a time per conversation.
+        self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+
+    async def _git(self, cid: str, *args: str, limit: int = MAX_LIST_BYTES) -> _Output:
+        sandbox = await self._sandbox(cid)
+        argv = ["sh", "-c", _SCRIPT, "sh", sandbox.workspace, str(self._max_kib), *args]
+        request = ExecRequest(argv=argv, timeout=GIT_TIMEOUT_SECONDS)
+        out, err = bytearray(), bytearray()
+        async with closing_exec(sandbox.exec(request)) as events:
+            async for item in events:
+                if isinstance(item, ExecChunk):
+                    target = out if item.stream == "stdout" else err
+                    target += item.data
+                    if len(out) > limit:
+                        return _Output(None, bytes(out[:limit]), cut=True)
+                elif isinstance(item, ExecExit):
+                    if item.exit_code not in (0, _NOT_FOUND_EXIT, _NO_SUCH_PATH_EXIT):
+                        detail = err.decode(errors="replace").strip()[-500:]
+                        raise SandboxError(
+                            ErrorCode.INTERNAL,
+                            f"The workspace checkpoint store failed ({args[0]}, exit "
+                            f"{item.exit_code}{', timed out' if item.timed_out else ''}): "
+                            f"{detail or 'no message'}. It needs git in the sandbox, room on "
+                            "the workspace's disk, and .burrow/checkpoints left to Burrow.",
+                        )
+                    return _Output(item.exit_code, bytes(out), cut=False)
+        raise SandboxError(ErrorCode.UNAVAILABLE, "The sandbox ended before git finished.")
+
+    async def take(self, cid: str, run_id: str | None) -> Checkpoint:
+        async with self._locks[cid]:
+            checkpoint_id, subject = _new_id(), _subject(run_id)
+            await self._git(cid, "take", checkpoint_id, subject)
+            return _parse_entry(f"{checkpoint_id} {subject}")
+
+    async def list(self, cid: str) -> list[Checkpoint]:
+        """Oldest first."""
+        async with self._locks[cid]:
+            output = await self._git(cid, "list")
+        entries = [_parse_entry(line) for line in output.data.decode(errors="replace").splitlines()]
+        return sorted((e for e in entries if e is not None), key=lambda c: (c.created_at, c.id))
+
+    async def diff(self, cid: str, start: str | None, end: str | None) -> Diff:
+        """From `start` (None: the first checkpoint) to `end` (None: the workspace now)."""
+        async with self._locks[cid]:
+            if start is None:
+                first = await self._first(cid)
+                if first is None:
+                    if end is not None:
+                        raise CheckpointNotFound(end)
+                    return Diff()
+                start = first
+            a, b = await self._tree(cid, start), await self._tree(cid, end or "now")
+            raw = await self._git(cid, "diff", a, b, "raw")
+            numstat = await self._git(cid, "diff", a, b, "numstat")
+            patch = await self._git(cid, "diff", a, b, "patch", limit=PATCH_LIMIT_TOTAL)
+            skipped = await self._git(cid, "diff", a, b, "skipped") if end is None else None
+        # A list cut at its bound ends mid-record: keep the whole records before it.
+        listed = raw.data[: raw.data.rfind(b"\0:") + 1] if raw.cut else raw.data
+        diff = assemble(listed, numstat.data, patch.data.decode("utf-8", errors="replace"))
+        diff.truncated = raw.cut or numstat.cut or patch.cut or diff.truncated
+        if patch.cut:
+            for change in diff.files:
+                if not change.patch:
+                    change.patch = PATCH_LEFT_OUT.format(limit=PATCH_LIMIT_TOTAL)
+        if skipped is not None:
+            diff.skipped = [p.decode(errors="replace") for p in skipped.data.split(b"\0") if p]
+        return diff
+
+    async def patch(self, cid: str, start: str | None, end: str | None) -> str:
+        """The diff as `git diff` prints it, bounded by PATCH_LIMIT_TOTAL."""
+        async with self._locks[cid]:
+            if start is None:
+                start = await self._first(cid)
+                if start is None:
+                    if end is not None:
+                        raise CheckpointNotFound(end)
+                    return ""
+            a, b = await self._tree(cid, start), await self._tree(cid, end or "now")
+            out = await self._git(cid, "diff", a, b, "patch", limit=PATCH_LIMIT_TOTAL)
+        text = out.data.decode("utf-8", errors="replace")
+        return text + (PATCH_LEFT_OUT.format(limit=PATCH_LIMIT_TOTAL) if out.cut else "")
+
+    async def restore(self, cid: str, checkpoint_id: str) -> Checkpoint:
+        """Make the workspace as it was at the checkpoint; returns the checkpoint taken of
+        the state before (restoring that one undoes this)."""
+        if not valid_id(checkpoint_id):
+            raise CheckpointNotFound(checkpoint_id)
+        async with self._locks[cid]:
+            undo_id, subject = _new_id(), _subject(None)
+            out = await self._git(cid, "restore", checkpoint_id, undo_id, subject)
+            if out.exit_code == _NOT_FOUND_EXIT:
+                raise CheckpointNotFound(checkpoint_id)
+            return _parse_entry(f"{undo_id} {subject}")
+
+    async def revert(self, cid: str, path: str, checkpoint_id: str) -> tuple[str, Checkpoint]:
+        """One file (or folder) as it was at the checkpoint: ("restored" | "deleted", the
+        undo checkpoint). A path the checkpoint did not have is deleted."""
+        if not valid_id(checkpoint_id):
+            raise CheckpointNotFound(checkpoint_id)
+        async with self._locks[cid]:
+            undo_id, subject = _new_id(), _subject(None)
+            out = await self._git(cid, "revert", checkpoint_id, undo_id, subject, path)
+            if out.exit_code == _NOT_FOUND_EXIT:
+                raise CheckpointNotFound(checkpoint_id)
+            if out.exit_code == _NO_SUCH_PATH_EXIT:
+                raise PathNotInCheckpoint(path)
+            return out.data.decode().strip(), _parse_entry(f"{undo_id} {subject}")
+
+    async def _first(self, cid: str) -> str | None:
+        output = await self._git(cid, "list")
+        entries = [_parse_entry(line) for line in output.data.decode(errors="replace").splitlines()]
+        found = sorted((e for e in entries if e is not None), key=lambda c: (c.created_at, c.id))
+        return found[0].id if found else None
+
+    async def _tree(self, cid: str, checkpoint_id: str) -> str:
+        """The tree of a checkpoint, or of the workspace now ("now")."""
+        if checkpoint_id != "now" and not valid_id(checkpoint_id):
+            raise CheckpointNotFound(checkpoint_id)
+        out = await self._git(cid, "tree", checkpoint_id)
+        if out.exit_code == _NOT_FOUND_EXIT:
+            raise CheckpointNotFound(checkpoint_id)
+        return out.data.decode().strip()
+
+
+def _parse_entry(line: str) -> Checkpoint:
+    checkpoint_id, _, rest = line.partition(" ")
+    created_at, _, run_id = rest.partition(" ")
+    return Checkpoint(checkpoint_id, None if run_id in ("", "-") else run_id, created_at)
+
+
+class CheckpointAtStart(Hook):
+    """Checkpoints the workspace at the run's start, so whatever the run does (tools or
+    bash) can be diffed against and undone. Taken while the first model call streams (it
+    costs tens of milliseconds) and awaited before the first tool call can change a file.
+    A failure is logged, not fatal: a full disk must not stop the agent that could clean it."""
+
+    def __init__(
+        self, checkpoints: Checkpoints, log: Callable[[str, str, Exception], None]
+    ) -> None:
+        self._checkpoints = checkpoints
+        self._log = log
+        self._taking: asyncio.Task[None] | None = None
+
+    async def before_model_call(self, run: Run) -> None:
+        if self._taking is None:
+            self._taking = asyncio.create_task(self._take(run), name=f"checkpoint {run.run_id}")
+
+    async def before_tool_call(self, run: Run, call: Call) -> str | None:
+        await self._settled()
+        return None
+
+    async def close(self, run: Run) -> list[NewEvent]:
+        await self._settled()
+        return []
+
+    async def _settled(self) -> None:
+        if self._taking is not None:
+            # Shielded: a run interrupted meanwhile still leaves a whole checkpoint.
+            await asyncio.shield(self._taking)
+
+    async def _take(self, run: Run) -> None:
+        try:
+            await self._checkpoints.take(run.cid, run.run_id)
+        except Exception as exc:  # the sandbox, git, a conversation deleted meanwhile
+            self._log(run.cid, run.run_id, exc)
