@@ -16,6 +16,8 @@ class Usage(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     cost: float
+    cache_read_tokens: int = 0  # of prompt_tokens, read from the provider's prompt cache
+    cache_write_tokens: int = 0  # of prompt_tokens, written to it
 
 
 class Budget(BaseModel):
@@ -70,6 +72,8 @@ class ConversationOut(BaseModel):
                 prompt_tokens=c.prompt_tokens,
                 completion_tokens=c.completion_tokens,
                 cost=c.cost,
+                cache_read_tokens=c.cache_read_tokens,
+                cache_write_tokens=c.cache_write_tokens,
             ),
             secrets=list(c.secrets),
             model=c.model,

@@ -119,6 +119,8 @@ def projection_change(batch: Sequence[NewEvent]) -> ProjectionChange:
         elif e.type == EventType.USAGE:
             change.prompt_tokens += int(e.data.get("prompt_tokens", 0))
             change.completion_tokens += int(e.data.get("completion_tokens", 0))
+            change.cache_read_tokens += int(e.data.get("cache_read_tokens") or 0)
+            change.cache_write_tokens += int(e.data.get("cache_write_tokens") or 0)
             change.cost += float(e.data.get("cost", 0.0))
     return change
 

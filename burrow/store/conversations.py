@@ -40,6 +40,8 @@ def _conversation(row: Any) -> Conversation:
         secrets=tuple(json.loads(row.secrets)),
         model=row.model,
         budget=json.loads(row.budget or "{}"),
+        cache_read_tokens=row.cache_read_tokens,
+        cache_write_tokens=row.cache_write_tokens,
     )
 
 
@@ -82,6 +84,8 @@ class ConversationStore:
                     prompt_tokens=0,
                     completion_tokens=0,
                     cost=0.0,
+                    cache_read_tokens=0,
+                    cache_write_tokens=0,
                     secrets="[]",
                 )
             )

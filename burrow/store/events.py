@@ -37,6 +37,10 @@ _RESERVE_SEQS = (
         prompt_tokens=conversations.c.prompt_tokens + sa.bindparam("p_prompt", type_=sa.BigInteger),
         completion_tokens=conversations.c.completion_tokens
         + sa.bindparam("p_completion", type_=sa.BigInteger),
+        cache_read_tokens=conversations.c.cache_read_tokens
+        + sa.bindparam("p_cache_read", type_=sa.BigInteger),
+        cache_write_tokens=conversations.c.cache_write_tokens
+        + sa.bindparam("p_cache_write", type_=sa.BigInteger),
         cost=conversations.c.cost + sa.bindparam("p_cost", type_=sa.Float),
         status=sa.func.coalesce(sa.bindparam("p_status", type_=sa.String), conversations.c.status),
         sandbox_status=sa.func.coalesce(
@@ -93,6 +97,8 @@ class EventStore:
             "p_now": datetime.now(UTC) if change.activity else None,
             "p_prompt": change.prompt_tokens,
             "p_completion": change.completion_tokens,
+            "p_cache_read": change.cache_read_tokens,
+            "p_cache_write": change.cache_write_tokens,
             "p_cost": change.cost,
             "p_status": change.status,
             "p_sandbox": change.sandbox_status,

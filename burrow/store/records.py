@@ -39,6 +39,8 @@ class Conversation:
     secrets: tuple[str, ...] = ()  # names of the owner's secrets its commands get
     model: str | None = None  # `[provider:]model`; None: the server's model
     budget: dict[str, float] = field(default_factory=dict)  # overrides of the run limits
+    cache_read_tokens: int = 0  # of the prompt tokens, read from the provider's cache
+    cache_write_tokens: int = 0  # of the prompt tokens, written to it
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,8 @@ class ProjectionChange:
     sandbox_status: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
     cost: float = 0.0
     # Whether the batch is conversation activity (messages, runs), which orders the list;
     # sandbox wakes and hibernations are not.

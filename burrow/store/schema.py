@@ -42,6 +42,9 @@ conversations = sa.Table(
     sa.Column("prompt_tokens", sa.BigInteger, nullable=False, default=0),
     sa.Column("completion_tokens", sa.BigInteger, nullable=False, default=0),
     sa.Column("cost", sa.Float, nullable=False, default=0.0),
+    # Of the prompt tokens above, those read from and written to the provider's prompt cache.
+    sa.Column("cache_read_tokens", sa.BigInteger, nullable=False, default=0, server_default="0"),
+    sa.Column("cache_write_tokens", sa.BigInteger, nullable=False, default=0, server_default="0"),
     # Names of the owner's secrets its sandbox's commands get: a JSON list, names only.
     sa.Column("secrets", sa.Text, nullable=False, default="[]", server_default="[]"),
     # `[provider:]model` chosen for this conversation; NULL: the server's model.

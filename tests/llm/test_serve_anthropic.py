@@ -78,6 +78,9 @@ async def test_tool_call_in_the_sandbox_and_signed_thinking_across_a_restart(
             await log_in(client, "admin", ADMIN_PASSWORD)
             cid = (await client.post("/api/conversations", json={})).json()["id"]
             first = await finish(client, cid, "write out.txt")
+            # The conversation's own totals count the cache too (DESIGN §8's usage).
+            totals = (await client.get(f"/api/conversations/{cid}")).json()["usage"]
+    assert (totals["cache_write_tokens"], totals["cache_read_tokens"]) == (1500, 1500), totals
 
     assert of(first, "run.finished")[0]["status"] == "completed", first
     [finished] = of(first, "tool.finished")

@@ -58,7 +58,13 @@ def test_burrow_serve_upgrades_a_data_dir_made_by_main(tmp_path: Path) -> None:
         assert login.status_code == 200, login.text
         [conversation] = client.get("/api/conversations").json()
         assert conversation["title"] == TITLE
-        assert conversation["usage"] == {"prompt_tokens": 12, "completion_tokens": 3, "cost": 0.25}
+        assert conversation["usage"] == {
+            "prompt_tokens": 12,
+            "completion_tokens": 3,
+            "cost": 0.25,
+            "cache_read_tokens": 0,  # a column the old main did not have
+            "cache_write_tokens": 0,
+        }
         events = client.get(
             f"/api/conversations/{conversation['id']}/events", params={"format": "json"}
         ).json()
