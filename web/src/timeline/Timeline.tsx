@@ -22,7 +22,7 @@ const Assistant = memo(function Assistant({ item }: { item: AssistantItem }) {
   );
 });
 
-function RunEnd({ item }: { item: RunEndItem }) {
+function RunEnd({ cid, item, latest }: { cid: string; item: RunEndItem; latest: boolean }) {
   const tokens = item.usage.prompt_tokens + item.usage.completion_tokens;
   const usage = `${formatTokens(tokens)} tokens · ${formatCost(item.usage.cost)}`;
   if (item.status === "failed" || item.status === "budget_exceeded") {
@@ -31,6 +31,13 @@ function RunEnd({ item }: { item: RunEndItem }) {
       <div className="run-end failed" role="alert">
         <strong>{title}</strong> {item.error}
         <span className="muted"> · {usage}</span>
+        {item.status === "budget_exceeded" && latest && (
+          // A new run starts with fresh per-run limits; a conversation's total stays spent
+          // until it is raised, and the next run then says so again.
+          <button type="button" className="continue" onClick={() => void api.send(cid, "continue")}>
+            Continue
+          </button>
+        )}
       </div>
     );
   }
@@ -61,10 +68,12 @@ function Attachments({ cid, paths }: { cid: string; paths: string[] }) {
 const Row = memo(function Row({
   cid,
   item,
+  latest,
   onShowPreview,
 }: {
   cid: string;
   item: Item;
+  latest: boolean; // the timeline's last item, with no run going
   onShowPreview?: () => void;
 }) {
   switch (item.kind) {
@@ -83,7 +92,7 @@ const Row = memo(function Row({
     case "approval":
       return <ApprovalCard cid={cid} item={item} />;
     case "run.finished":
-      return <RunEnd item={item} />;
+      return <RunEnd cid={cid} item={item} latest={latest} />;
     case "compaction":
       return (
         <details className="compaction-marker" data-testid="compaction-marker">
@@ -220,7 +229,7 @@ export function Timeline({
         {state.items.slice(start).map((item) =>
           shownElsewhere(state, item) ? null : (
             <div className={`row row-${item.kind}`} key={item.key}>
-              <Row cid={cid} item={item} onShowPreview={onShowPreview} />
+              <Row cid={cid} item={item} latest={item === last && !running} onShowPreview={onShowPreview} />
             </div>
           ),
         )}
