@@ -205,7 +205,7 @@ async def test_the_files_tree_hides_burrows_own_folders(tmp_path: Path, browser:
         listed = await srv.client.get(
             f"/api/conversations/{cid}/files", params={"path": ".burrow", "internal": True}
         )
-        assert {e["name"] for e in listed.json()} == {"outputs", "services"}
+        assert {e["name"] for e in listed.json()} == {"checkpoints", "outputs", "services"}
 
 
 async def test_the_sign_in_screen_loads_with_one_probe_not_a_burst_of_401s(
