@@ -91,38 +91,45 @@ async def journal_rate(path: Path, producers: int, batch: int) -> tuple[float, l
     return N / elapsed, store.sizes
 
 
+ROUNDS = 3
+
+
 async def main() -> None:
+    # Best of ROUNDS, each journal run next to its baseline: a busy neighbour only ever
+    # slows a run down, so the best of each is the least disturbed.
+    best: dict[str, float] = {}
+    sizes: dict[str, list[int]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        seq1, sizes1 = await journal_rate(d / "j1.db", 1, 1)
-        group, sizes_group = await journal_rate(d / "j2.db", 100, 1)
-        batched, sizes50 = await journal_rate(d / "j3.db", 1, 50)
-        base1 = raw_sqlite(d / "raw1.db", sizes1)
-        base_group = raw_sqlite(d / "raw_group.db", sizes_group)
-        base50 = raw_sqlite(d / "raw50.db", sizes50)
-    mean_group = N / len(sizes_group)
+        for r in range(ROUNDS):
+            for name, producers, batch in (("seq1", 1, 1), ("group", 100, 1), ("b50", 1, 50)):
+                rate, sizes[name] = await journal_rate(d / f"{name}{r}.db", producers, batch)
+                raw = raw_sqlite(d / f"raw-{name}{r}.db", sizes[name])
+                best[name] = max(best.get(name, 0.0), rate)
+                best[f"raw-{name}"] = max(best.get(f"raw-{name}", 0.0), raw)
+    mean_group = N / len(sizes["group"])
     report(
         "journal, 100 concurrent producers (group commit)",
-        group,
+        best["group"],
         "ev/s",
-        f"raw sqlite3, same {len(sizes_group)} txns (mean {mean_group:.1f} events/txn)",
-        base_group,
+        f"raw sqlite3, same txn sizes (mean {mean_group:.1f} events/txn)",
+        best["raw-group"],
         ">= 20000 ev/s",
     )
     report(
         "journal, batches of 50 (coalesced output)",
-        batched,
+        best["b50"],
         "ev/s",
         "raw sqlite3, 50 events/txn",
-        base50,
+        best["raw-b50"],
         ">= 20000 ev/s",
     )
     report(
         "journal, one producer, one event per txn",
-        seq1,
+        best["seq1"],
         "ev/s",
         "raw sqlite3, 1 event/txn",
-        base1,
+        best["raw-seq1"],
         "(worst case)",
     )
 
