@@ -38,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import free_port, p50, pct, report, serve_in_process
+from bench.common import p50, pct, report, serve_in_process
 from burrow.llm.scripted import ScriptedProvider
 from burrow.runs.events import EventType, make
 from burrow.store.database import Database
@@ -63,7 +63,7 @@ def attach(port: int, path: str, cookie: str) -> tuple[socket.socket, bytes]:
     while b": connected\n\n" not in buf:
         chunk = sock.recv(65536)
         if not chunk:
-            raise RuntimeError(f"stream closed before it was connected: {buf[:300]!r}")
+            raise RuntimeError(f"127.0.0.1:{port} closed before the stream started: {buf[:300]!r}")
         buf += chunk
     sock.setblocking(False)
     return sock, buf.split(b": connected\n\n", 1)[1]
@@ -230,8 +230,9 @@ async def floor_side(count: int, tmp: Path) -> AsyncIterator[tuple[Push, Clients
                 self.transport.write(SSE_HEAD + chunk(b": connected\n\n"))
                 transports.append(self.transport)
 
-    port = free_port()
-    server = await asyncio.get_running_loop().create_server(Accept, "127.0.0.1", port)
+    # Port 0: the kernel's pick, so no other session's server can take it meanwhile.
+    server = await asyncio.get_running_loop().create_server(Accept, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
     try:
         crowd = await Clients.start(port, "/events", count, "-", tmp / "floor.json")
 
