@@ -82,10 +82,11 @@ proof: setup
 
 # Every bench, and its figures (value, baseline, ratio) in bench/results.json.
 bench: setup
-	@lines=$$(mktemp); trap 'rm -f $$lines' EXIT; \
+	@lines=$$(mktemp); trap 'rm -f $$lines' EXIT; failed=; \
 	for b in bench/*.py; do case $$b in *common.py|*figures.py) continue;; esac; \
-		echo "== $$b"; BURROW_BENCH_OUT=$$lines $(VENV)/bin/python $$b || exit 1; done; \
-	$(VENV)/bin/python bench/figures.py collect $$lines bench/results.json
+		echo "== $$b"; BURROW_BENCH_OUT=$$lines $(VENV)/bin/python $$b || failed="$$failed $$b"; done; \
+	$(VENV)/bin/python bench/figures.py collect $$lines bench/results.json; \
+	if [ -n "$$failed" ]; then echo "failed:$$failed"; exit 1; fi
 
 # A quick subset (about a minute) that fails when a ratio gets more than 2x worse than
 # in the committed bench/baseline.json; `make bench-baseline` rewrites that file.
