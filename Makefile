@@ -6,7 +6,7 @@ VENV := .venv
 UV := .uv/bin/uv
 BURROW := $(VENV)/bin/burrow
 
-.PHONY: run test setup lint typecheck pytest proof bench clean web webtest chromium sandbox-tools
+.PHONY: run test setup lint typecheck pytest proof bench bench-check bench-baseline clean web webtest chromium sandbox-tools
 
 # A project-local uv (pinned) installs the locked dependencies into .venv.
 $(UV):
@@ -85,9 +85,30 @@ test: lint typecheck webtest chromium pytest
 proof: setup
 	BURROW_CHAOS_KILLS=$${BURROW_CHAOS_KILLS:-50} $(VENV)/bin/pytest -q -s tests/proof
 
+# Every bench, and its figures (value, baseline, ratio) in bench/results.json.
 bench: setup
-	@for b in bench/*.py; do case $$b in *common.py) continue;; esac; \
-		echo "== $$b"; $(VENV)/bin/python $$b || exit 1; done
+	@lines=$$(mktemp); trap 'rm -f $$lines' EXIT; failed=; \
+	for b in bench/*.py; do case $$b in *common.py|*figures.py) continue;; esac; \
+		echo "== $$b"; BURROW_BENCH_OUT=$$lines $(VENV)/bin/python $$b || failed="$$failed $$b"; done; \
+	$(VENV)/bin/python bench/figures.py collect $$lines bench/results.json; \
+	if [ -n "$$failed" ]; then echo "failed:$$failed"; exit 1; fi
+
+# A quick subset (about a minute) that fails when a ratio gets more than 2x worse than
+# in the committed bench/baseline.json; `make bench-baseline` rewrites that file.
+BENCH_QUICK := "bench/sse_latency.py --clients 100" bench/journal_append.py \
+	"bench/sandbox_create.py --count 20"
+define bench_quick
+	@lines=$$(mktemp); trap 'rm -f $$lines' EXIT; \
+	for b in $(BENCH_QUICK); do echo "== $$b"; \
+		BURROW_BENCH_OUT=$$lines $(VENV)/bin/python $$b || exit 1; done; \
+	$(VENV)/bin/python bench/figures.py $(1) $$lines bench/baseline.json
+endef
+
+bench-check: setup
+	$(call bench_quick,check)
+
+bench-baseline: setup
+	$(call bench_quick,collect)
 
 clean:
 	rm -rf .venv .uv .mypy_cache .ruff_cache .pytest_cache

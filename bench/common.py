@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import socket
 import statistics
@@ -32,6 +33,10 @@ def p50(samples: list[float]) -> float:
     return statistics.median(samples)
 
 
+# Where `report` also appends each figure as a JSON line (`make bench`, bench/figures.py).
+FIGURES_ENV = "BURROW_BENCH_OUT"
+
+
 def report(
     name: str, value: float, unit: str, baseline_name: str, baseline: float, target: str
 ) -> None:
@@ -42,6 +47,14 @@ def report(
         f"| ratio {ratio:.2f}x | target {target}",
         flush=True,
     )
+    if out := os.environ.get(FIGURES_ENV):
+        # The key leaves out the parenthesised details (p90, n) that change run to run.
+        key = f"{Path(sys.argv[0]).stem}: {name.split(' (')[0]}"
+        figure = {"key": key, "name": name, "value": value, "unit": unit}
+        figure |= {"baseline_name": baseline_name, "baseline": baseline, "ratio": ratio}
+        figure |= {"higher_is_better": unit.endswith("/s"), "target": target}
+        with open(out, "a") as f:
+            f.write(json.dumps(figure) + "\n")
 
 
 def free_port() -> int:

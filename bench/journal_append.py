@@ -1,7 +1,9 @@
 """Journal throughput on SQLite, one conversation (DESIGN.md §7: >= 20,000 events/s).
 
-Baseline: the same rows inserted with the stdlib sqlite3 module, one transaction per
-batch, no numbering, no projection, no publishing.
+Baseline: the same rows inserted with the stdlib sqlite3 module in transactions of the same
+sizes the journal committed (group commit merges concurrent appends: the bench records the
+size of each transaction it made and replays exactly those), no numbering, no projection,
+no publishing.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import sqlite3
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -23,7 +26,7 @@ from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
 from burrow.store.database import open_database
 from burrow.store.events import EventStore
-from burrow.store.records import NewEvent
+from burrow.store.records import Event, NewEvent, ProjectionChange
 
 N = 20_000
 
@@ -33,7 +36,7 @@ def event(i: int) -> NewEvent:
     return make(ToolOutput(call_id="call_1", stream="stdout", text=f"line {i}\n"))
 
 
-def raw_sqlite(path: Path, batch: int) -> float:
+def raw_sqlite(path: Path, sizes: list[int]) -> float:
     db = sqlite3.connect(path)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
@@ -41,25 +44,41 @@ def raw_sqlite(path: Path, batch: int) -> float:
         "CREATE TABLE e (cid TEXT, seq INTEGER, type TEXT, data TEXT, PRIMARY KEY (cid, seq))"
     )
     start = time.perf_counter()
-    for first in range(0, N, batch):
+    first = 0
+    for size in sizes:
         with db:
             db.executemany(
                 "INSERT INTO e VALUES (?, ?, ?, ?)",
                 [
                     ("c", i, "tool.output", json.dumps(event(i).data))
-                    for i in range(first, first + batch)
+                    for i in range(first, first + size)
                 ],
             )
+        first += size
     elapsed = time.perf_counter() - start
     db.close()
     return N / elapsed
 
 
-async def journal_rate(path: Path, producers: int, batch: int) -> float:
+class CountingStore(EventStore):
+    """Records how many events each transaction held."""
+
+    sizes: list[int]
+
+    async def append(
+        self, cid: str, batch: Sequence[NewEvent], change: ProjectionChange
+    ) -> list[Event]:
+        self.sizes.append(len(batch))
+        return await super().append(cid, batch, change)
+
+
+async def journal_rate(path: Path, producers: int, batch: int) -> tuple[float, list[int]]:
     engine = await open_database(f"sqlite+aiosqlite:///{path}")
     user = await AccountStore(engine).get_or_create("bench")
     cid = (await ConversationStore(engine).create(user.id, "bench")).id
-    journal = Journal(EventStore(engine))
+    store = CountingStore(engine)
+    store.sizes = []
+    journal = Journal(store)
     per_producer = N // producers
 
     async def produce(p: int) -> None:
@@ -71,39 +90,48 @@ async def journal_rate(path: Path, producers: int, batch: int) -> float:
     elapsed = time.perf_counter() - start
     assert [e.seq for e in await journal.read(cid)] == list(range(1, N + 1))
     await engine.close()
-    return N / elapsed
+    return N / elapsed, store.sizes
+
+
+ROUNDS = 3
 
 
 async def main() -> None:
+    # Best of ROUNDS, each journal run next to its baseline: a busy neighbour only ever
+    # slows a run down, so the best of each is the least disturbed.
+    best: dict[str, float] = {}
+    sizes: dict[str, list[int]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        base1 = raw_sqlite(d / "raw1.db", 1)
-        base50 = raw_sqlite(d / "raw50.db", 50)
-        seq1 = await journal_rate(d / "j1.db", 1, 1)
-        group = await journal_rate(d / "j2.db", 100, 1)
-        batched = await journal_rate(d / "j3.db", 1, 50)
+        for r in range(ROUNDS):
+            for name, producers, batch in (("seq1", 1, 1), ("group", 100, 1), ("b50", 1, 50)):
+                rate, sizes[name] = await journal_rate(d / f"{name}{r}.db", producers, batch)
+                raw = raw_sqlite(d / f"raw-{name}{r}.db", sizes[name])
+                best[name] = max(best.get(name, 0.0), rate)
+                best[f"raw-{name}"] = max(best.get(f"raw-{name}", 0.0), raw)
+    mean_group = N / len(sizes["group"])
     report(
         "journal, 100 concurrent producers (group commit)",
-        group,
+        best["group"],
         "ev/s",
-        "raw sqlite3 txn/event",
-        base1,
+        f"raw sqlite3, same txn sizes (mean {mean_group:.1f} events/txn)",
+        best["raw-group"],
         ">= 20000 ev/s",
     )
     report(
         "journal, batches of 50 (coalesced output)",
-        batched,
+        best["b50"],
         "ev/s",
-        "raw sqlite3 txn/50",
-        base50,
+        "raw sqlite3, 50 events/txn",
+        best["raw-b50"],
         ">= 20000 ev/s",
     )
     report(
         "journal, one producer, one event per txn",
-        seq1,
+        best["seq1"],
         "ev/s",
-        "raw sqlite3 txn/event",
-        base1,
+        "raw sqlite3, 1 event/txn",
+        best["raw-seq1"],
         "(worst case)",
     )
 

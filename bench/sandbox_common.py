@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import p50, pct, report
 from burrow.sandbox.cgroups import Limits
 
-__all__ = ["PRODUCTION_LIMITS", "bare_bwrap_ms", "p50", "p90", "report"]
+__all__ = ["PRODUCTION_LIMITS", "bare_bwrap_ms", "bwrap_python_ms", "p50", "p90", "report"]
 
 PRODUCTION_LIMITS = Limits()  # the defaults `burrow serve` uses
 
@@ -21,6 +21,33 @@ async def bare_bwrap_ms(bwrap: str) -> float:
     started = time.perf_counter()
     process = await asyncio.create_subprocess_exec(bwrap, "--ro-bind", "/", "/", "true")
     await process.wait()
+    return (time.perf_counter() - started) * 1000
+
+
+# The namespaces the local backend's sandbox gets (burrow/sandbox/bwrap.py).
+SANDBOX_NAMESPACES = [
+    "--unshare-user",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-net",
+    "--unshare-cgroup",
+    "--disable-userns",
+    "--cap-drop",
+    "ALL",
+    "--die-with-parent",
+]
+
+
+async def bwrap_python_ms(bwrap: str) -> float:
+    """bwrap with the sandbox's namespaces starting `python3 -S -c pass`: the least a
+    sandbox whose agent is a Python process can cost (DESIGN.md section 7's baseline)."""
+    argv = [bwrap, *SANDBOX_NAMESPACES, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
+    started = time.perf_counter()
+    # The interpreter the local backend runs its agent with by default.
+    process = await asyncio.create_subprocess_exec(*argv, "/usr/bin/python3", "-S", "-c", "pass")
+    if await process.wait() != 0:
+        raise RuntimeError(f"the baseline failed: {' '.join(argv)}")
     return (time.perf_counter() - started) * 1000
 
 

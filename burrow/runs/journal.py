@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict, deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 
@@ -31,6 +31,10 @@ class Subscription:
     their data) behind stops receiving and is marked `lagged`; it must then catch up from
     the store. Slow readers never slow writers.
     Waking a reader costs no task: thousands of SSE clients may wait on one conversation.
+
+    While its reader waits, caught up, an event can skip the reader altogether: `direct`
+    writes it synchronously from the fan-out (one call per client, no task wake-up), and
+    only when it cannot (the client's socket is full) does the event go to the buffer.
     """
 
     def __init__(self, journal: Journal, cid: str) -> None:
@@ -41,10 +45,19 @@ class Subscription:
         self._wakeup = asyncio.Event()
         self.lagged = False
         self.closed = False
+        self._direct: Callable[[Event], bool] | None = None
+        self._next_seq = 0  # the only seq `direct` may write: no gap, no duplicate
+        self.delivered = 0  # the last seq `direct` wrote
 
     def push(self, event: Event) -> None:
         if self.lagged:
             return
+        if self._direct is not None and event.seq == self._next_seq and not self._buffer:
+            if self._direct(event):
+                self._next_seq += 1
+                self.delivered = event.seq
+                return
+            self._direct = None  # the reader's own task writes it, and what follows
         size = len(event.data_json)
         full = self._buffered_chars + size > SUBSCRIBER_BUFFER_CHARS and bool(self._buffer)
         if len(self._buffer) >= SUBSCRIBER_BUFFER or full:
@@ -61,15 +74,23 @@ class Subscription:
         self._buffered_chars = 0
         return batch
 
-    async def wait(self, timeout: float) -> list[Event]:
-        """The next events; an empty list when `timeout` passes first (or on close)."""
+    async def wait(
+        self, timeout: float, direct: Callable[[Event], bool] | None = None, after: int = 0
+    ) -> list[Event]:
+        """The next events; an empty list when `timeout` passes first (or on close).
+
+        Meanwhile `direct`, if given, may write the events after seq `after` itself
+        (`delivered` says how far it got); it returns False when it wrote nothing.
+        """
         if not self._buffer and not self.lagged and not self.closed:
             self._wakeup.clear()
+            self._direct, self._next_seq = direct, after + 1
             timer = asyncio.get_running_loop().call_later(timeout, self._wakeup.set)
             try:
                 await self._wakeup.wait()
             finally:
                 timer.cancel()
+                self._direct = None
         return self.drain()
 
     def close(self) -> None:
@@ -188,13 +209,20 @@ class Journal:
             after = page[-1].seq
 
     async def follow(
-        self, cid: str, after: int = 0, heartbeat: float = 15.0
+        self,
+        cid: str,
+        after: int = 0,
+        heartbeat: float = 15.0,
+        direct: Callable[[Event], bool] | None = None,
     ) -> AsyncIterator[list[Event]]:
         """Every event after `after`, then live ones: no gap, no duplicate, in order.
 
         Yields events in batches (whatever arrived together), and an empty batch when
         `heartbeat` seconds pass without any. Subscribing before reading history is what
-        closes the window between the two.
+        closes the window between the two. With `direct`, live events that arrive while
+        the consumer waits for more are written by `direct` instead of yielded (see
+        `Subscription`); it is only asked once the consumer has handled every earlier
+        batch, so the two paths never reorder.
         """
         with self.subscribe(cid) as sub:
             last = after
@@ -202,7 +230,8 @@ class Journal:
                 last = page[-1].seq
                 yield page
             while not sub.closed:
-                batch = await sub.wait(heartbeat)
+                batch = await sub.wait(heartbeat, direct, last)
+                last = max(last, sub.delivered)
                 fresh = [e for e in batch if e.seq > last]  # history already covered the rest
                 if sub.lagged or (fresh and fresh[0].seq != last + 1):
                     # Dropped while lagging (or, never expected, a gap): catch up from the store.

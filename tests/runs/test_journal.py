@@ -14,7 +14,7 @@ from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
 from burrow.store.database import open_database
 from burrow.store.events import EventStore
-from burrow.store.records import NewEvent
+from burrow.store.records import Event, NewEvent
 
 
 @pytest.fixture
@@ -108,3 +108,36 @@ async def test_a_reader_lagging_by_bytes_catches_up_in_bounded_pages(
         seqs.extend(e.seq for e in batch)
     await stream.aclose()
     assert seqs == list(range(1, 31))
+
+
+async def test_direct_writes_and_yielded_batches_together_deliver_each_event_once_in_order(
+    journal_and_cid: tuple[Journal, str],
+) -> None:
+    journal, cid = journal_and_cid
+    for i in range(3):
+        await journal.append(cid, _note(i))  # history: yielded, never written directly
+    delivered: list[int] = []
+    full = asyncio.Event()  # set: the client's socket is full, `direct` writes nothing
+
+    def direct(event: Event) -> bool:
+        if full.is_set():
+            return False
+        delivered.append(event.seq)
+        return True
+
+    async def reader() -> None:
+        async for batch in journal.follow(cid, heartbeat=5, direct=direct):
+            delivered.extend(e.seq for e in batch)
+            if delivered and delivered[-1] == 40:
+                return
+
+    task = asyncio.create_task(reader())
+    await asyncio.sleep(0.05)
+    for i in range(37):
+        if i % 10 == 5:
+            full.set()  # the next events fall back to the reader's task...
+        elif i % 10 == 8:
+            full.clear()  # ...until it has written them and waits again
+        await journal.append(cid, _note(i))
+    await asyncio.wait_for(task, 5)
+    assert delivered == list(range(1, 41))

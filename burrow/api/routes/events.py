@@ -9,7 +9,8 @@ from fastapi import APIRouter, Header, Query, Response
 
 from burrow.api.deps import ConversationDep, ServicesDep, StreamCapDep, UserDep
 from burrow.api.schemas import EventOut
-from burrow.api.streams import HeldStreamingResponse, TooManyStreams
+from burrow.api.sse import EventStreamResponse, WriteNow
+from burrow.api.streams import TooManyStreams
 from burrow.runs.journal import PAGE_BYTES
 
 router = APIRouter(prefix="/api/conversations", tags=["events"])
@@ -49,15 +50,10 @@ async def events(
     except TooManyStreams as exc:
         raise exc.api_error() from None
 
-    async def stream() -> AsyncIterator[bytes]:
+    async def stream(direct: WriteNow) -> AsyncIterator[bytes]:
         yield b": connected\n\n"
-        async for batch in svc.journal.follow(cid, after, HEARTBEAT_SECONDS):
+        async for batch in svc.journal.follow(cid, after, HEARTBEAT_SECONDS, direct):
             # Events that arrived together (or one page of history) go out in one write.
             yield b"".join(e.sse_frame for e in batch) if batch else b": heartbeat\n\n"
 
-    return HeldStreamingResponse(
-        stream(),
-        slot,
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
+    return EventStreamResponse(stream, slot)
