@@ -11,7 +11,7 @@ from typing import Any
 
 import anthropic
 
-from burrow.llm.base import CONTEXT_TOO_LONG, ModelError, retry_after
+from burrow.llm.base import CONTEXT_TOO_LONG, ModelError, retry_after, stream_lost
 
 STATUS_TYPES = {
     400: "invalid_request_error",
@@ -97,13 +97,10 @@ def status_error(exc: anthropic.APIStatusError, *, base_url: str, model: str) ->
 def transport_error(
     exc: anthropic.APIConnectionError, *, base_url: str, started: bool
 ) -> ModelError:
+    if started:
+        return stream_lost(exc, base_url)
     cause = exc.__cause__ or exc
     detail = f"{type(cause).__name__}: {cause}".rstrip(": ")
-    if started:
-        return ModelError(
-            f"The model stream ended early: the connection to {base_url} was lost ({detail}).",
-            retryable=True,
-        )
     if isinstance(exc, anthropic.APITimeoutError):
         return ModelError(
             f"The Anthropic API at {base_url} did not answer in time.", retryable=True

@@ -144,6 +144,16 @@ def redact(text: str, api_key: str) -> str:
     return text.replace(api_key, "***") if len(api_key) >= 4 else text
 
 
+def stream_lost(exc: BaseException, base_url: str) -> ModelError:
+    """A connection that broke after the answer began: retryable, and said as it was."""
+    cause = exc.__cause__ or exc
+    detail = f"{type(cause).__name__}: {cause}".rstrip(": ")
+    return ModelError(
+        f"The model stream ended early: the connection to {base_url} was lost ({detail}).",
+        retryable=True,
+    )
+
+
 def retry_after(headers: Mapping[str, str]) -> float | None:
     """Seconds a `Retry-After` header asks for; None when absent or an HTTP date (the
     backoff then decides)."""

@@ -11,7 +11,7 @@ from typing import Any
 
 import openai
 
-from burrow.llm.base import CONTEXT_TOO_LONG, ModelError, retry_after
+from burrow.llm.base import CONTEXT_TOO_LONG, ModelError, retry_after, stream_lost
 
 
 @dataclass(frozen=True)
@@ -111,13 +111,10 @@ def transport_error(
     started: bool,
     names: SettingNames = IN_ENVIRONMENT,
 ) -> ModelError:
+    if started:
+        return stream_lost(exc, base_url)
     cause = exc.__cause__ or exc
     detail = f"{type(cause).__name__}: {cause}".rstrip(": ")
-    if started:
-        return ModelError(
-            f"The model stream ended early: the connection to {base_url} was lost ({detail}).",
-            retryable=True,
-        )
     if isinstance(exc, openai.APITimeoutError):
         return ModelError(f"The model server at {base_url} did not answer in time.", retryable=True)
     return ModelError(
