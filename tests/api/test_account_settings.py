@@ -210,7 +210,9 @@ async def test_two_admins_demoting_each_other_at_once_leave_one(
                     second.patch(f"/api/users/{admin_id}", json={"is_admin": False}),
                 )
                 codes = [a.status_code for a in answers]
-                assert sorted(codes) == [200, 409], [a.text for a in answers]
+                # The loser either met the last-admin guard (409) or, when the winner had
+                # already committed, was no admin any more when its request was checked (403).
+                assert sorted(codes) in ([200, 403], [200, 409]), [a.text for a in answers]
                 winner = srv.client if codes[0] == 200 else second
                 listed = (await winner.get("/api/users")).json()
                 admins = [u["username"] for u in listed if u["is_admin"] and not u["disabled"]]
