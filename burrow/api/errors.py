@@ -52,6 +52,7 @@ SANDBOX_STATUS = {
     ErrorCode.PATH_ESCAPE: 400,
     ErrorCode.NOT_FOUND: 404,
     ErrorCode.IS_A_DIRECTORY: 400,
+    ErrorCode.NOT_A_FILE: 400,
     ErrorCode.NOT_A_DIRECTORY: 400,
     ErrorCode.TOO_LARGE: 413,
     ErrorCode.PERMISSION_DENIED: 403,

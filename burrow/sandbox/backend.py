@@ -21,6 +21,7 @@ class ErrorCode(enum.StrEnum):
     PATH_ESCAPE = "path_escape"  # the path resolves outside the workspace
     NOT_FOUND = "not_found"  # no such file or directory
     IS_A_DIRECTORY = "is_a_directory"
+    NOT_A_FILE = "not_a_file"  # a FIFO, socket or device: never opened, it could block forever
     NOT_A_DIRECTORY = "not_a_directory"
     INVALID_CWD = "invalid_cwd"
     EXEC_NOT_FOUND = "exec_not_found"

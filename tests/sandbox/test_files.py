@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from burrow.sandbox.backend import ErrorCode, SandboxError
@@ -64,3 +66,19 @@ async def test_missing_files_directories_and_huge_reads_are_typed_errors(
         await sandbox.read_file("big.bin")
     assert caught.value.code == ErrorCode.TOO_LARGE
     assert await sandbox.read_file("big.bin", offset=50 << 20, limit=4) == b"\0" * 4
+
+
+async def test_a_fifo_is_refused_at_once_and_the_agent_keeps_answering(
+    sandbox: LocalSandbox,
+) -> None:
+    """Sandboxed code plants a FIFO where a file is expected: reading or writing it through
+    the agent is refused at once (a blocking open would hold the agent until the host's
+    deadline killed the sandbox), and the next request is answered as usual."""
+    await run(sandbox, "mkfifo", "pipe")
+    for attempt in (sandbox.read_file("pipe"), sandbox.write_file("pipe", b"x")):
+        with pytest.raises(SandboxError) as caught:
+            await asyncio.wait_for(attempt, 2)
+        assert caught.value.code == ErrorCode.NOT_A_FILE
+        assert "not a regular file" in caught.value.message
+    await sandbox.write_file("after.txt", b"still here")
+    assert await sandbox.read_file("after.txt") == b"still here"

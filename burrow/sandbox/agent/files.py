@@ -15,7 +15,7 @@ from . import protocol
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import IO, Any
 
 
 class AgentError(Exception):
@@ -42,6 +42,26 @@ _ERRNO_CODES = {
 def os_error(exc: OSError, path: str) -> AgentError:
     code = _ERRNO_CODES.get(exc.errno or 0, "internal")
     return AgentError(code, f"{exc.strerror or exc}: {path}")
+
+
+def _open_regular(real: str, flags: int, path: str) -> IO[bytes]:
+    """Open `real` only if it is a regular file. Never blocking: a FIFO planted in the
+    workspace would otherwise hold the agent (and every request behind it) until the host's
+    deadline kills the sandbox; a FIFO without a reader refuses a non-blocking write open."""
+    try:
+        fd = os.open(real, flags | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise AgentError("not_a_file", f"{path} is not a regular file") from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat_module.S_ISREG(mode):
+        os.close(fd)
+        if stat_module.S_ISDIR(mode):
+            raise AgentError("is_a_directory", f"Is a directory: {path}")
+        raise AgentError("not_a_file", f"{path} is not a regular file (a FIFO, socket or device)")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "wb" if flags & os.O_WRONLY else "rb")
 
 
 class Workspace:
@@ -84,7 +104,7 @@ class Workspace:
         limit = header.get("limit")
         real = self.resolve(path)
         try:
-            with open(real, "rb") as file:
+            with _open_regular(real, os.O_RDONLY, path) as file:
                 size = os.fstat(file.fileno()).st_size
                 wanted = max(size - offset, 0) if limit is None else int(limit)
                 if wanted > protocol.MAX_READ_BYTES:
@@ -104,7 +124,7 @@ class Workspace:
         real = self.resolve(path)
         try:
             os.makedirs(os.path.dirname(real), exist_ok=True)
-            with open(real, "wb") as file:
+            with _open_regular(real, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, path) as file:
                 file.write(data)
             entry = self.entry(real, os.stat(real))
         except OSError as exc:

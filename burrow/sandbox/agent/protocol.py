@@ -88,6 +88,7 @@ ERROR_CODES = frozenset(
         "path_escape",
         "not_found",
         "is_a_directory",
+        "not_a_file",
         "not_a_directory",
         "invalid_cwd",
         "exec_not_found",
