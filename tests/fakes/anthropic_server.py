@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -25,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from tests.fakes.threaded import DropConnection, ThreadedServer
+from tests.fakes.threaded import DropConnection, FakeModelServer
 
 MODEL = "claude-test"
 CREATED = "2025-01-01T00:00:00Z"
@@ -196,7 +194,7 @@ def given_key(headers: Mapping[str, str]) -> str:
     return headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
 
 
-class FakeAnthropicServer(ThreadedServer):
+class FakeAnthropicServer(FakeModelServer[Reply]):
     """`api_key`: requests without it get 401 authentication_error."""
 
     thread_name = "fake-anthropic"
@@ -205,24 +203,11 @@ class FakeAnthropicServer(ThreadedServer):
         super().__init__()
         self.api_key = api_key
         self.models = models or [MODEL]
-        self.requests: list[dict[str, Any]] = []  # every request body, in order
-        self.raw_requests: list[bytes] = []  # the same, as the bytes that came over the wire
-        self.headers: list[dict[str, str]] = []
-        self._replies: deque[Reply] = deque()
-        self._lock = threading.Lock()
+        self.raw_requests: list[bytes] = []  # the requests as the bytes that came over the wire
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
-
-    def enqueue(self, *replies: Reply) -> None:
-        with self._lock:
-            self._replies.extend(replies)
-
-    @property
-    def pending(self) -> int:
-        with self._lock:
-            return len(self._replies)
 
     def routes(self) -> list[BaseRoute]:
         return [

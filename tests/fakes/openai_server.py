@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
-from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -26,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from tests.fakes.threaded import DropConnection, ThreadedServer
+from tests.fakes.threaded import DropConnection, FakeModelServer
 
 MODEL = "fake-model"
 
@@ -188,7 +186,7 @@ def context_length_error(window: int, tokens: int) -> ErrorReply:
     )
 
 
-class FakeOpenAIServer(ThreadedServer):
+class FakeOpenAIServer(FakeModelServer[Reply]):
     """`api_key`: answer 401 unless the request carries it. `models`: answer 404 for others.
     `context_window`: reject a request over that many tokens (`request_tokens`) as OpenAI
     does, and report each answer's prompt tokens by that count. `responder`: chooses each
@@ -209,29 +207,10 @@ class FakeOpenAIServer(ThreadedServer):
         self.models = models
         self.context_window = context_window
         self.responder = responder
-        self.requests: list[dict[str, Any]] = []  # every request body, in order
-        self.headers: list[dict[str, str]] = []
-        self._replies: deque[Reply] = deque()
-        self._lock = threading.Lock()
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
-
-    def enqueue(self, *replies: Reply) -> None:
-        with self._lock:
-            self._replies.extend(replies)
-
-    def clear(self) -> None:
-        """Drop the replies not yet taken (their caller is gone)."""
-        with self._lock:
-            self._replies.clear()
-
-    @property
-    def pending(self) -> int:
-        """Replies not yet taken by a request."""
-        with self._lock:
-            return len(self._replies)
 
     def routes(self) -> list[BaseRoute]:
         return [

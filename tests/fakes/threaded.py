@@ -7,8 +7,9 @@ import logging
 import socket
 import threading
 import time
+from collections import deque
 from types import TracebackType
-from typing import Self
+from typing import Any, Generic, Self, TypeVar
 
 import uvicorn
 from starlette.routing import BaseRoute
@@ -82,3 +83,33 @@ class ThreadedServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+R = TypeVar("R")
+
+
+class FakeModelServer(ThreadedServer, Generic[R]):
+    """A fake model endpoint: the replies its requests take, in order, and the requests it
+    saw. The queue is shared by the server's thread and the test's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[dict[str, Any]] = []  # every request body, in order
+        self.headers: list[dict[str, str]] = []
+        self._replies: deque[R] = deque()
+        self._lock = threading.Lock()
+
+    def enqueue(self, *replies: R) -> None:
+        with self._lock:
+            self._replies.extend(replies)
+
+    def clear(self) -> None:
+        """Drop the replies not yet taken (their caller is gone)."""
+        with self._lock:
+            self._replies.clear()
+
+    @property
+    def pending(self) -> int:
+        """Replies not yet taken by a request."""
+        with self._lock:
+            return len(self._replies)
