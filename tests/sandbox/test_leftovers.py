@@ -48,6 +48,13 @@ def killed_owner(data_dir: Path, sandbox_id: str, network: str = "none") -> list
         assert owner.stdout.readline() == b"ready\n"
         helpers = [(pid, name) for pid, ppid, name in processes() if ppid == owner.pid]
         owner.kill()
+    # The sandbox dies with its owner (bwrap --die-with-parent), but the kernel tears its
+    # pid namespace down asynchronously: wait for its cgroup to empty, so counts taken
+    # next see what was left behind, not what is still dying.
+    deadline = time.monotonic() + 10
+    while census.take(data_dir).processes:
+        assert time.monotonic() < deadline, "the killed owner's sandbox never died"
+        time.sleep(0.02)
     return helpers
 
 
