@@ -1,4 +1,5 @@
-"""`burrow serve`, `burrow run "prompt"` (DESIGN.md §6) and `burrow db` (schema migrations)."""
+"""`burrow serve`, `burrow run "prompt"` (DESIGN.md §6), `burrow db` (schema migrations) and
+`burrow eval` (the agent eval suite, burrow/evals/)."""
 
 from __future__ import annotations
 
@@ -248,6 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     p_db.add_argument("--data-dir", type=Path)
     p_db.add_argument("-m", "--message", help="revision: what the migration does")
     p_db.set_defaults(handler=db)
+    from burrow.evals.command import add_parser as add_eval
+
+    add_eval(sub)
     args = parser.parse_args(argv)
     try:
         code: int = args.handler(args)

@@ -54,13 +54,61 @@ class ScriptedProvider:
     ) -> AsyncIterator[StreamEvent]:
         self.requests.append(list(messages))
         self.tool_requests.append(list(tools))
-        if self.turn_from_context:
-            index = sum(1 for m in messages if m.role == "assistant")
-        else:
-            index = len(self.requests) - 1
+        index = turn_index(messages) if self.turn_from_context else len(self.requests) - 1
         turn = self.turns[index] if index < len(self.turns) else END_OF_SCRIPT
-        async for event in play(turn, messages, chunk_delay=self.chunk_delay):
+        async for event in play(turn, messages, chunk_delay=self.chunk_delay, number=index):
             yield event
+
+
+class RoutedScripts:
+    """Several scripts on one server, each answering the conversation that began with its
+    prompt: how `burrow eval` runs a whole suite against one scripted server.
+
+    The file is `{"conversations": [{"prompt", "turns": [...], "summary"?}]}`. A request
+    whose first user message is no script's prompt but quotes one (a compaction's summary
+    call sends the transcript) gets that script's `summary`; any other gets an error
+    saying which prompts the file knows.
+    """
+
+    def __init__(self, scripts: dict[str, tuple[list[ScriptedTurn], str]]) -> None:
+        self.scripts = scripts
+        self.name = "scripted"
+
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> AsyncIterator[StreamEvent]:
+        first = next((m.content for m in messages if m.role == "user"), "").strip()
+        if first in self.scripts:
+            turns, _ = self.scripts[first]
+            index = turn_index(messages)
+            turn = turns[index] if index < len(turns) else END_OF_SCRIPT
+        else:
+            quoted = [s for p, (_, s) in self.scripts.items() if p and p in first]
+            if not quoted:
+                raise ModelError(
+                    f"No script begins with this conversation's first message ({first[:80]!r}); "
+                    f"the file has {len(self.scripts)} prompts."
+                )
+            turn, index = ScriptedTurn(text=quoted[0]), 0
+        async for event in play(turn, messages, number=index):
+            yield event
+
+
+_MARKED_CALL = re.compile(r"^call_[0-9a-f]+_t(\d+)_\d+$")
+
+
+def turn_index(messages: Sequence[Message]) -> int:
+    """Which turn of a script answers `messages`: one past the latest turn that left a mark
+    in the context (its tool calls' ids carry their turn's number), else the number of
+    assistant messages. The mark survives compaction, which folds older turns into a
+    summary (a plain count would replay the script from there)."""
+    count = sum(1 for m in messages if m.role == "assistant")
+    for message in reversed(messages):
+        for call in message.tool_calls if message.role == "assistant" else ():
+            marked = _MARKED_CALL.match(call.id)
+            if marked:
+                return max(count, int(marked.group(1)) + 1)
+    return count
 
 
 def words(text: str) -> list[str]:
@@ -80,7 +128,7 @@ def arguments_text(arguments: dict[str, Any] | str) -> str:
 
 
 async def play(
-    turn: ScriptedTurn, messages: Sequence[Message], *, chunk_delay: float = 0.0
+    turn: ScriptedTurn, messages: Sequence[Message], *, chunk_delay: float = 0.0, number: int = 0
 ) -> AsyncIterator[StreamEvent]:
     """Stream one turn the way a real server would: thinking, text, tool calls, usage, done."""
     delay = turn.delay or chunk_delay
@@ -104,7 +152,8 @@ async def play(
         raw = arguments_text(arguments)
         produced += len(name) + len(raw)
         half = len(raw) // 2  # two fragments, as servers stream them
-        yield await paced(ToolCallDelta(index, id=f"call_{batch}_{index}", name=name))
+        call_id = f"call_{batch}_t{number}_{index}"  # the turn's number: see turn_index
+        yield await paced(ToolCallDelta(index, id=call_id, name=name))
         yield await paced(ToolCallDelta(index, arguments=raw[:half]))
         yield await paced(ToolCallDelta(index, arguments=raw[half:]))
     prompt = sum(len(m.content) + len(m.thinking) for m in messages)
@@ -116,15 +165,46 @@ async def play(
 def load_script(path: str | Path) -> list[ScriptedTurn]:
     """Read a script: a JSON list of {text, thinking, tool_calls: [{name, arguments}],
     delay, error, error_retryable}, every key optional."""
+    data = _read(path)
+    if not isinstance(data, list):
+        raise ValueError(f"The model script {path} must be a JSON list of turns")
+    return _turns(data, str(path))
+
+
+def load_provider(path: str | Path) -> ScriptedProvider | RoutedScripts:
+    """The provider a script file describes: one script (a list of turns, continued from
+    the conversation's context) or several routed by prompt (see RoutedScripts)."""
+    data = _read(path)
+    if isinstance(data, list):
+        return ScriptedProvider(_turns(data, str(path)), turn_from_context=True)
+    if not isinstance(data, dict) or not isinstance(data.get("conversations"), list):
+        raise ValueError(
+            f"The model script {path} must be a JSON list of turns or "
+            '{"conversations": [{"prompt", "turns"}]}'
+        )
+    scripts: dict[str, tuple[list[ScriptedTurn], str]] = {}
+    for i, item in enumerate(data["conversations"]):
+        where = f"{path}, conversation {i + 1}"
+        if not isinstance(item, dict) or not isinstance(item.get("prompt"), str):
+            raise ValueError(f"{where}: needs a string 'prompt'")
+        if not isinstance(item.get("turns"), list):
+            raise ValueError(f"{where}: needs a list 'turns'")
+        summary = str(item.get("summary", "Summary: the work so far is in the workspace."))
+        scripts[item["prompt"].strip()] = (_turns(item["turns"], where), summary)
+    return RoutedScripts(scripts)
+
+
+def _read(path: str | Path) -> Any:
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise ValueError(f"Cannot read the model script {path}: {exc.strerror}") from exc
     except json.JSONDecodeError as exc:
         raise ValueError(f"The model script {path} is not valid JSON: {exc}") from exc
-    if not isinstance(data, list):
-        raise ValueError(f"The model script {path} must be a JSON list of turns")
-    return [_turn(item, f"{path}, turn {i + 1}") for i, item in enumerate(data)]
+
+
+def _turns(items: list[Any], where: str) -> list[ScriptedTurn]:
+    return [_turn(item, f"{where}, turn {i + 1}") for i, item in enumerate(items)]
 
 
 _TURN_KEYS = {"text", "thinking", "tool_calls", "delay", "error", "error_retryable"}

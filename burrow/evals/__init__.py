@@ -1,0 +1,1 @@
+"""`burrow eval`: a suite of tasks run through a real Burrow server, checked in the sandbox."""

@@ -1,0 +1,126 @@
+"""`burrow eval`: run the suite (embedded server or --server), report, or --compare two runs."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from burrow.evals import report
+from burrow.evals.client import BurrowClient
+from burrow.evals.runner import TaskResult, run_suite
+from burrow.evals.server import embedded_server
+from burrow.evals.suite import SUITE, SuiteError, Task, load_suite, routed_script
+
+SCRIPTED = "scripted"  # the suite's own scripts: the offline run CI asserts
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "eval",
+        help="run the agent eval suite through a real server and report",
+        description="Run each task of the suite in its own conversation, check the "
+        "workspace with the task's check.sh, and report pass rate, tokens, cost, wall time, "
+        "time to first token and tool time per task.",
+    )
+    p.add_argument("--suite", type=Path, default=SUITE, help="the suite's folder")
+    p.add_argument("--only", nargs="+", default=(), metavar="TASK", help="run only these tasks")
+    p.add_argument(
+        "--model",
+        help=f"the embedded server's model; `{SCRIPTED}` (the default without BURROW_MODEL) "
+        "replays each task's script.json and asserts each task's [expect]",
+    )
+    p.add_argument("--server", help="a running server's URL instead of an embedded one")
+    p.add_argument(
+        "--token",
+        default=os.environ.get("BURROW_EVAL_TOKEN"),
+        help="its API token (BURROW_EVAL_TOKEN)",
+    )
+    p.add_argument("--parallel", type=int, default=4, help="tasks at once (default 4)")
+    p.add_argument("--json", type=Path, dest="json_out", help="write the results as JSON here")
+    p.add_argument("--chart", type=Path, help="write a PNG chart of the results here")
+    p.add_argument("--data-dir", type=Path, help="the embedded server's data (default: temporary)")
+    p.add_argument(
+        "--expect",
+        action="store_true",
+        help="fail unless every task ends as its [expect] says (implied by the scripted model)",
+    )
+    p.add_argument(
+        "--compare",
+        nargs=2,
+        type=Path,
+        metavar=("BEFORE", "AFTER"),
+        help="compare two --json files",
+    )
+    p.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.compare:
+        before, after = (report.load(p) for p in args.compare)
+        print(report.compare(before, after))
+        return 0
+    try:
+        tasks = load_suite(args.suite, args.only)
+    except SuiteError as exc:
+        print(f"burrow eval: {exc}", file=sys.stderr)
+        return 2
+    model = args.model or os.environ.get("BURROW_MODEL") or SCRIPTED
+    if args.server and not args.token:
+        print("burrow eval: --server needs --token (or BURROW_EVAL_TOKEN)", file=sys.stderr)
+        return 2
+    results, shown = asyncio.run(_run(args, tasks, model))
+    print(report.table(results))
+    if args.json_out:
+        args.json_out.write_text(json.dumps(report.as_json(results, shown), indent=2) + "\n")
+    if args.chart:
+        from burrow.evals.chart import draw_chart  # Pillow loads only when a chart is asked for
+
+        draw_chart(results, shown, args.chart)
+    if args.expect or (model == SCRIPTED and not args.server):
+        unmet = [r for r in results if not r.met_expectation]
+        for r in unmet:
+            want = f"{r.name}: expected {_expected(tasks, r.name)}"
+            print(f"{want}, got {r.status}/{'pass' if r.passed else 'fail'} {r.error or ''}")
+        return 1 if unmet else 0
+    return 0
+
+
+async def _run(
+    args: argparse.Namespace, tasks: list[Task], model: str
+) -> tuple[list[TaskResult], str]:
+    if args.server:
+        client = BurrowClient(args.server, args.token)
+        try:
+            return await run_suite(client, tasks, args.parallel), args.server
+        finally:
+            await client.close()
+    with tempfile.TemporaryDirectory(prefix="burrow-eval-") as scratch:
+        data_dir = args.data_dir or Path(scratch) / "data"
+        if model == SCRIPTED:
+            script = Path(scratch) / "suite-script.json"
+            script.write_text(json.dumps(routed_script(tasks)))
+            served = f"scripted:{script}"
+        else:
+            served = model
+        async with embedded_server(data_dir, served, _scripted_env(model)) as server:
+            client = await BurrowClient.login(server.base_url, server.username, server.password)
+            try:
+                return await run_suite(client, tasks, args.parallel), model
+            finally:
+                await client.close()
+
+
+def _scripted_env(model: str) -> dict[str, str]:
+    """The scripted run uses a small window, so the compaction task compacts after a few
+    long outputs as it would after many with a real model; the other tasks stay below it."""
+    return {"BURROW_CONTEXT_WINDOW": "32000"} if model == SCRIPTED else {}
+
+
+def _expected(tasks: list[Task], name: str) -> str:
+    task = next(t for t in tasks if t.name == name)
+    return f"{task.expect.status}/{'pass' if task.expect.passed else 'fail'}"

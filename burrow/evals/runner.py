@@ -1,0 +1,124 @@
+"""Run tasks against a server, several at once, and measure each from its journal."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from burrow.evals.client import BurrowClient, EvalError
+from burrow.evals.suite import Task
+
+MODEL_OUTPUT = {"assistant.thinking.delta", "assistant.text.delta", "tool.started"}
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    name: str
+    status: str  # the run's: completed, failed, canceled, budget_exceeded; "error" if no run
+    passed: bool  # the check exited 0
+    met_expectation: bool  # status and passed as the task's [expect] says
+    tokens: int
+    cost: float
+    wall_s: float  # prompt sent -> run.finished
+    ttft_s: float | None  # run.started -> the model's first output
+    tool_s: float  # summed tool durations
+    model_calls: int
+    tool_calls: int
+    compactions: int
+    error: str | None = None
+    check_output: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+async def run_suite(
+    client: BurrowClient, tasks: Sequence[Task], parallel: int = 4
+) -> list[TaskResult]:
+    """Every task's result, in the tasks' order; `parallel` of them at once."""
+    gate = asyncio.Semaphore(max(1, parallel))
+
+    async def one(task: Task) -> TaskResult:
+        async with gate:
+            return await run_task(client, task)
+
+    return list(await asyncio.gather(*(one(t) for t in tasks)))
+
+
+async def run_task(client: BurrowClient, task: Task) -> TaskResult:
+    started = time.monotonic()
+    try:
+        cid = await client.create_conversation(f"eval: {task.name}", task.approval_mode)
+        if task.budget:
+            await client.set_budget(cid, task.budget)
+        for path, data in task.setup_files():
+            await client.upload(cid, path, data)
+        started = time.monotonic()
+        run_id = await client.send(cid, task.prompt)
+        events = await client.wait_run(cid, run_id, task.timeout)
+        wall = time.monotonic() - started
+        code, output = await client.run_check(cid, task.check)
+    except (EvalError, OSError, TimeoutError) as exc:
+        return _failed(task, str(exc) or type(exc).__name__, time.monotonic() - started)
+    return measure(task, events, wall, code == 0, output)
+
+
+def measure(
+    task: Task, events: Sequence[dict[str, Any]], wall: float, passed: bool, output: str
+) -> TaskResult:
+    """A task's figures from its run's events (the journal is the record, not the client's
+    clock, except for wall time, which is what the person waited)."""
+    finished = next(e for e in events if e["type"] == "run.finished")["data"]
+    usage = finished.get("usage") or {}
+    start = next((_ts(e) for e in events if e["type"] == "run.started"), None)
+    first = next((_ts(e) for e in events if e["type"] in MODEL_OUTPUT), None)
+    status = str(finished["status"])
+    compactions = sum(1 for e in events if e["type"] == "context.compacted")
+    expect = task.expect
+    return TaskResult(
+        name=task.name,
+        status=status,
+        passed=passed,
+        met_expectation=(status, passed) == (expect.status, expect.passed)
+        and (compactions > 0 or not expect.compacted),
+        tokens=int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0)),
+        cost=float(usage.get("cost", 0.0)),
+        wall_s=round(wall, 3),
+        ttft_s=round(first - start, 3) if start is not None and first is not None else None,
+        tool_s=round(
+            sum(e["data"].get("duration_ms", 0) for e in events if e["type"] == "tool.finished")
+            / 1000,
+            3,
+        ),
+        model_calls=sum(1 for e in events if e["type"] == "usage"),
+        tool_calls=sum(1 for e in events if e["type"] == "tool.started"),
+        compactions=compactions,
+        error=finished.get("error"),
+        check_output=output[-2000:],
+    )
+
+
+def _failed(task: Task, error: str, wall: float) -> TaskResult:
+    return TaskResult(
+        name=task.name,
+        status="error",
+        passed=False,
+        met_expectation=False,
+        tokens=0,
+        cost=0.0,
+        wall_s=round(wall, 3),
+        ttft_s=None,
+        tool_s=0.0,
+        model_calls=0,
+        tool_calls=0,
+        compactions=0,
+        error=error,
+    )
+
+
+def _ts(event: dict[str, Any]) -> float:
+    return datetime.fromisoformat(str(event["ts"]).replace("Z", "+00:00")).timestamp()

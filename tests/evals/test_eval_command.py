@@ -1,0 +1,90 @@
+"""`burrow eval` end to end: a real embedded server, real sandboxes, the scripted model."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from burrow.evals.suite import SUITE
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def burrow_eval(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "burrow.cli", "eval", *args]
+    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.timeout(600)  # the whole suite, four tasks at a time
+def test_the_scripted_suite_meets_every_expectation(tmp_path: Path) -> None:
+    out, chart = tmp_path / "results.json", tmp_path / "chart.png"
+    done = burrow_eval("--json", str(out), "--chart", str(chart), "--data-dir", str(tmp_path / "d"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = json.loads(out.read_text())
+    tasks = {t["name"]: t for t in results["tasks"]}
+    assert len(tasks) >= 20
+    assert all(t["met_expectation"] for t in tasks.values()), done.stdout
+    # The kinds of work the suite must cover, each ending as it should.
+    assert tasks["stops-at-budget"]["status"] == "budget_exceeded"
+    assert tasks["long-task-compacts"]["compactions"] >= 1
+    assert tasks["fix-failing-test"]["passed"] and tasks["fix-failing-test"]["tool_calls"] == 4
+    for task in tasks.values():
+        assert task["tokens"] > 0 and task["wall_s"] > 0 and task["ttft_s"] is not None
+    assert results["summary"]["pass_rate"] == 1.0
+    assert "total" in done.stdout and "23/23 passed" in done.stdout
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.timeout(300)
+def test_a_task_that_regresses_fails_the_eval(tmp_path: Path) -> None:
+    """CI runs the suite: a change that makes a task end otherwise must turn it red."""
+    suite = tmp_path / "suite"
+    shutil.copytree(SUITE / "create-file", suite / "create-file")
+    shutil.copytree(SUITE / "stops-at-budget", suite / "stops-at-budget")
+    script = suite / "create-file" / "script.json"
+    turns = json.loads(script.read_text())
+    turns[0]["tool_calls"][0]["arguments"]["content"] = "Hello, world!\n"  # the wrong file
+    script.write_text(json.dumps(turns))
+    done = burrow_eval("--suite", str(suite), "--data-dir", str(tmp_path / "d"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "create-file: expected completed/pass, got completed/fail" in done.stdout
+    assert "stops-at-budget: expected" not in done.stdout
+
+
+def test_compare_names_what_broke_and_what_was_fixed(tmp_path: Path) -> None:
+    def run(passed: dict[str, bool], tokens: int) -> Path:
+        tasks = [
+            {"name": n, "passed": p, "tokens": tokens, "wall_s": 1.0, "tool_s": 0.5}
+            for n, p in passed.items()
+        ]
+        rate = sum(passed.values()) / len(passed)
+        summary = {"pass_rate": rate, "tokens": tokens * len(tasks), "wall_s": 2.0, "tool_s": 1.0}
+        path = tmp_path / f"{len(list(tmp_path.iterdir()))}.json"
+        path.write_text(json.dumps({"model": "m", "summary": summary, "tasks": tasks}))
+        return path
+
+    before = run({"a": True, "b": False}, 100)
+    after = run({"a": False, "b": True}, 120)
+    done = burrow_eval("--compare", str(before), str(after))
+    assert done.returncode == 0, done.stderr
+    lines = {line.split()[0]: line for line in done.stdout.splitlines() if line.strip()}
+    assert "BROKE" in lines["a"] and "+20" in lines["a"]
+    assert "FIXED" in lines["b"]
+    assert "50% -> 50%" in lines["total"]
+
+
+def test_a_broken_suite_is_refused_with_the_reason(tmp_path: Path) -> None:
+    task = tmp_path / "suite" / "t"
+    task.mkdir(parents=True)
+    (task / "task.toml").write_text('prompt = "x"\n[budget]\nmoney = 3\n')
+    (task / "check.sh").write_text("true\n")
+    done = burrow_eval("--suite", str(tmp_path / "suite"))
+    assert done.returncode == 2
+    assert "budget keys are" in done.stderr
+    done = burrow_eval("--only", "no-such-task")
+    assert done.returncode == 2 and "No task named no-such-task" in done.stderr
