@@ -90,6 +90,8 @@ class Settings(BaseSettings):
     """Largest file `POST .../uploads` takes, in MB; counted while it streams in."""
     admin_password: str | None = None
     """The first admin's password (user `admin`); generated and printed once when unset."""
+    metrics_token: str | None = None
+    """Bearer token that may scrape `GET /metrics` (an admin's session or token may too)."""
     secret_key: str | None = None
     """Fernet key that encrypts stored secrets; default: secret.key in the data directory."""
     sandbox: str = "local"

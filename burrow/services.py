@@ -8,7 +8,9 @@ from __future__ import annotations
 import secrets
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from opentelemetry.sdk.trace import SpanProcessor
 
 from burrow.config import Settings
 from burrow.llm.base import Pricing, Provider
@@ -36,6 +38,7 @@ from burrow.store.records import User
 from burrow.store.secrets import Redactor, SecretBox, install_redaction
 from burrow.store.settings import SettingsStore
 from burrow.store.user_secrets import UserSecretStore
+from burrow.telemetry.setup import Telemetry, open_telemetry
 from burrow.tools.base import Tool, ToolLimits
 from burrow.tools.registry import default_tools
 
@@ -54,11 +57,13 @@ class Services:
     owner: User  # the admin: owner of what `burrow run` creates
     secrets: ConversationSecrets
     on_close: Callable[[], None] = lambda: None
+    telemetry: Telemetry = field(default_factory=open_telemetry)
 
     async def close(self) -> None:
         self.on_close()
         await self.runtime.shutdown()
         await self.db.close()
+        self.telemetry.close()
         self.accounts.passwords.close()
 
 
@@ -106,6 +111,7 @@ async def open_services(
     provider: Callable[[], Provider] | None = None,
     tools: dict[str, Tool] | None = None,
     backend: Backend | None = None,
+    span_processor: SpanProcessor | None = None,
 ) -> Services:
     datadir.prepare(settings.data_dir)
     db = await open_database(settings.database(), migrate=settings.auto_migrate)
@@ -115,6 +121,8 @@ async def open_services(
     box = SecretBox.for_data_dir(settings.data_dir, settings.secret_key)
     chosen_secrets = ConversationSecrets(UserSecretStore(db, box))
     journal = Journal(MaskingEventStore(db, redactor, chosen_secrets))
+    telemetry = open_telemetry(span_processor)
+    journal.observers.append(telemetry.timeline)
     models = ModelSettings(model_config(settings), SettingsStore(db), box, redactor)
     await models.load()
     runtime = Runtime(
@@ -154,6 +162,9 @@ async def open_services(
             checkpoint_max_file_bytes=int(settings.checkpoint_max_file_mb * 1024 * 1024),
         ),
     )
+    telemetry.metrics.add_gauge(
+        "burrow_sandboxes", "Sandboxes by status", "status", runtime.sandboxes.statuses
+    )
     await runtime.recover()
     await runtime.sandboxes.recover()
     accounts = AccountStore(db)
@@ -169,6 +180,7 @@ async def open_services(
         owner,
         chosen_secrets,
         uninstall_redaction,
+        telemetry,
     )
 
 

@@ -20,6 +20,7 @@ from burrow.api.routes import (
     files,
     health,
     me,
+    metrics,
     previews,
     sandbox,
     secrets,
@@ -43,7 +44,10 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.services = await open_services()
-        app.state.stream_cap = StreamCap(app.state.services.settings.max_streams_per_user)
+        app.state.stream_cap = cap = StreamCap(app.state.services.settings.max_streams_per_user)
+        app.state.services.telemetry.metrics.add_gauge(
+            "burrow_streams", "Open SSE streams and terminal sockets", "kind", lambda: cap.by_kind
+        )
         try:
             yield
         finally:
@@ -71,6 +75,7 @@ def create_app(
         terminals,
         previews,
         uploads,
+        metrics,
     ):
         app.include_router(module.router)
     web.mount(app)  # last: the UI's catch-all never shadows /api/*

@@ -37,32 +37,36 @@ class StreamCap:
     def __init__(self, limit: int) -> None:
         self.limit = limit  # 0: no cap
         self._open: Counter[str] = Counter()
+        self.by_kind: Counter[str] = Counter()  # open streams of all users: "sse", "terminal"
 
     def open(self, user_id: str) -> int:
         return self._open[user_id]
 
-    def acquire(self, user_id: str) -> StreamSlot:
-        """One more open stream for the user, or `TooManyStreams`."""
+    def acquire(self, user_id: str, kind: str) -> StreamSlot:
+        """One more open stream of `kind` for the user, or `TooManyStreams`."""
         if self.limit and self._open[user_id] >= self.limit:
             raise TooManyStreams(self.limit)
         self._open[user_id] += 1
-        return StreamSlot(self, user_id)
+        self.by_kind[kind] += 1
+        return StreamSlot(self, user_id, kind)
 
-    def _release(self, user_id: str) -> None:
+    def _release(self, user_id: str, kind: str) -> None:
         self._open[user_id] -= 1
         if self._open[user_id] <= 0:
             del self._open[user_id]
+        self.by_kind[kind] -= 1
 
 
 class StreamSlot:
-    def __init__(self, cap: StreamCap, user_id: str) -> None:
+    def __init__(self, cap: StreamCap, user_id: str, kind: str) -> None:
         self._cap = cap
         self._user_id: str | None = user_id
+        self._kind = kind
 
     def release(self) -> None:
         """Free the slot; safe to call more than once."""
         if self._user_id is not None:
-            self._cap._release(self._user_id)
+            self._cap._release(self._user_id, self._kind)
             self._user_id = None
 
 

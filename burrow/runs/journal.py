@@ -8,6 +8,7 @@ what lets a busy run stream thousands of events a second from SQLite.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +17,8 @@ from types import TracebackType
 from burrow.runs.events import EventType
 from burrow.store.events import EventStore
 from burrow.store.records import Event, NewEvent, ProjectionChange
+
+log = logging.getLogger(__name__)
 
 SUBSCRIBER_BUFFER = 2048
 SUBSCRIBER_BUFFER_CHARS = 4 * 1024 * 1024  # of event data: bulky events lag a reader sooner
@@ -152,6 +155,9 @@ class Journal:
         self._subscribers: dict[str, set[Subscription]] = defaultdict(set)
         self._pending: dict[str, list[_Pending]] = defaultdict(list)
         self._writing: set[str] = set()
+        # Called with each committed batch, after its subscribers (telemetry): must be quick
+        # and must not fail; a failure is logged, never the journal's.
+        self.observers: list[Callable[[Sequence[Event]], None]] = []
 
     async def append(self, cid: str, *batch: NewEvent) -> list[Event]:
         """Commit `batch` with the next seqs of `cid`, publish it, and return it."""
@@ -180,6 +186,11 @@ class Journal:
                 for event in stored:
                     for sub in tuple(self._subscribers.get(cid, ())):
                         sub.push(event)
+                for observe in self.observers:
+                    try:
+                        observe(stored)
+                    except Exception:
+                        log.exception("A journal observer failed on %d events", len(stored))
                 offset = 0
                 for p in group:
                     p.done.set_result(stored[offset : offset + len(p.batch)])

@@ -316,6 +316,13 @@ class SandboxPool:
         if not hibernated and self.idle_seconds and cid in self._sandboxes:
             self._arm(cid, self.idle_seconds)  # busy: look again after another idle period
 
+    def statuses(self) -> dict[str, int]:
+        """How many conversations' sandboxes are in each status (for /metrics)."""
+        counts: dict[str, int] = {}
+        for state in self._states.values():
+            counts[state.status] = counts.get(state.status, 0) + 1
+        return counts
+
     async def _status(self, cid: str, status: SandboxStatus, detail: str) -> None:
         self._states[cid] = SandboxState(status, detail)
         await self._journal.append(cid, make(SandboxStatusChanged(status=status, detail=detail)))

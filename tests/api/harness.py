@@ -17,6 +17,7 @@ from typing import IO, Any
 
 import httpx
 import uvicorn
+from opentelemetry.sdk.trace import SpanProcessor
 
 from burrow.api.app import create_app
 from burrow.api.forwarded import TrustedProxies
@@ -161,6 +162,7 @@ async def running_server(
     provider: Callable[[], Provider] | None,
     *,
     preview: bool = False,
+    span_processor: SpanProcessor | None = None,
     **settings: Any,
 ) -> AsyncIterator[RunningServer]:
     """`burrow serve` on a free port of 127.0.0.1, with the model replaced by `provider`
@@ -174,7 +176,9 @@ async def running_server(
     holder: dict[str, Services] = {}
 
     async def start() -> Services:
-        holder["services"] = await open_services(config, provider=provider)
+        holder["services"] = await open_services(
+            config, provider=provider, span_processor=span_processor
+        )
         return holder["services"]
 
     app = create_app(start, TrustedProxies.parse(config.trusted_proxies))

@@ -46,7 +46,7 @@ async def events(
         body = "[" + ",".join(e.envelope_json() for e in page) + "]"
         return Response(body, media_type="application/json")
     try:
-        slot = streams.acquire(user.id)  # held until the stream ends, however it ends
+        slot = streams.acquire(user.id, "sse")  # held until the stream ends, however it ends
     except TooManyStreams as exc:
         raise exc.api_error() from None
 

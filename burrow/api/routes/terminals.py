@@ -98,7 +98,7 @@ async def terminal_socket(websocket: WebSocket, cid: str, tid: str) -> None:
         return
     await websocket.accept()  # before the cap check: a close code reaches only an open socket
     try:
-        slot = stream_cap(websocket).acquire(user.id)
+        slot = stream_cap(websocket).acquire(user.id, "terminal")
     except TooManyStreams as exc:
         await websocket.close(CLOSE_TOO_MANY_STREAMS, exc.close_reason)
         return
