@@ -16,6 +16,7 @@ from burrow.config import Settings
 from burrow.store.datadir import ensure_private_dir
 from burrow.store.migrate import SchemaError, prepare_database
 from burrow.store.records import Event
+from burrow.telemetry import logs
 
 if TYPE_CHECKING:
     import uvicorn
@@ -43,6 +44,7 @@ def serve(args: argparse.Namespace) -> int:
     from burrow.services import open_services
 
     settings = _settings(args)
+    logs.configure(settings.log_format, settings.log_level)
     opened: list[Services] = []
 
     async def start() -> Services:

@@ -90,6 +90,9 @@ class Settings(BaseSettings):
     """Largest file `POST .../uploads` takes, in MB; counted while it streams in."""
     admin_password: str | None = None
     """The first admin's password (user `admin`); generated and printed once when unset."""
+    log_format: Literal["text", "json"] = "text"
+    """Server log lines: text, or JSON lines; both carry the conversation and run ids."""
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
     metrics_token: str | None = None
     """Bearer token that may scrape `GET /metrics` (an admin's session or token may too)."""
     secret_key: str | None = None

@@ -44,6 +44,7 @@ from burrow.runs.window import estimate
 from burrow.store.conversations import ConversationStore
 from burrow.store.events import ConversationGone
 from burrow.store.records import Conversation, Event
+from burrow.telemetry import logs
 from burrow.tools.base import ShellState, Tool, ToolLimits
 
 log = logging.getLogger(__name__)
@@ -213,7 +214,10 @@ class Runtime:
         active = _Active(run_id)
         self._active[cid] = active
         run = self._run(cid, active, announced)
-        active.task = asyncio.create_task(run, name=f"run {run_id}")
+        # The run's ids go with its task: whatever is logged in it carries them.
+        active.task = asyncio.create_task(
+            run, name=f"run {run_id}", context=logs.run_context(cid, run_id)
+        )
 
     async def _run(self, cid: str, active: _Active, announced: bool) -> None:
         try:
