@@ -13,6 +13,7 @@ from burrow.api.csrf import CSRFGuard
 from burrow.api.errors import install_error_handlers
 from burrow.api.forwarded import ForwardedHeaders, TrustedProxies
 from burrow.api.routes import (
+    admin,
     auth,
     checkpoints,
     conversations,
@@ -76,6 +77,7 @@ def create_app(
         previews,
         uploads,
         metrics,
+        admin,
     ):
         app.include_router(module.router)
     web.mount(app)  # last: the UI's catch-all never shadows /api/*

@@ -14,6 +14,11 @@ from burrow.telemetry.timeline import Span
 # Seconds: tool calls run from milliseconds (a file read) to the bash timeout.
 TOOL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 MODEL_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120)
+SECONDS = {
+    "burrow_run_seconds_sum": "run_seconds",
+    "burrow_model_seconds_sum": "model_seconds",
+    "burrow_tool_seconds_sum": "tool_seconds",
+}
 LAG_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1)
 
 
@@ -66,6 +71,19 @@ class Metrics:
 
     def add_gauge(self, name: str, help_text: str, label: str, read: Read) -> None:
         self._gauges.gauges[name] = (help_text, label, read)
+
+    def totals(self) -> dict[str, float]:
+        """Since this process started: runs by status, and seconds in runs, model calls and
+        tools (the sums of their histograms) — the admin page's time split."""
+        out: dict[str, float] = {}
+        for family in self.registry.collect():
+            for sample in family.samples:
+                if sample.name == "burrow_runs_total":
+                    out[f"runs_{sample.labels['status']}"] = sample.value
+                elif sample.name in SECONDS:
+                    key = SECONDS[sample.name]
+                    out[key] = out.get(key, 0.0) + sample.value
+        return out
 
     def scrape(self) -> bytes:
         return generate_latest(self.registry)

@@ -121,3 +121,16 @@ async def test_metrics_after_runs_for_an_admin_or_the_scrape_token(tmp_path: Pat
             refused = await bob.get("/metrics")
             assert refused.status_code == 403
             assert refused.json()["error"]["code"] == "forbidden"
+            assert (await bob.get("/api/admin/usage")).status_code == 403
+
+        # The admin page's figures: per account from the database, time split since start.
+        usage = await srv.client.get("/api/admin/usage")
+        assert usage.status_code == 200, usage.text
+        body = usage.json()
+        accounts = {a["username"]: a for a in body["accounts"]}
+        assert accounts["admin"]["conversations"] == 1 and accounts["admin"]["prompt_tokens"] > 0
+        assert accounts["bob"] == {**accounts["bob"], "conversations": 0, "cost": 0.0}
+        since = body["since_start"]
+        assert since["runs"] == {"completed": 1, "budget_exceeded": 1}
+        assert 0 < since["tool_seconds"] < since["run_seconds"]
+        assert 0 < since["model_seconds"] < since["run_seconds"]
