@@ -18,6 +18,7 @@ from burrow.api.routes import (
     conversations,
     events,
     files,
+    git,
     health,
     me,
     previews,
@@ -71,6 +72,7 @@ def create_app(
         terminals,
         previews,
         uploads,
+        git,
     ):
         app.include_router(module.router)
     web.mount(app)  # last: the UI's catch-all never shadows /api/*
