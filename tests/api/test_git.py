@@ -24,6 +24,8 @@ from typing import Any
 
 import pytest
 
+from burrow.llm.base import ScriptedTurn
+from burrow.llm.scripted import ScriptedProvider
 from burrow.sandbox.backend import ExecChunk, ExecExit, ExecRequest
 from tests.api.harness import RunningServer, running_server, sse_events
 from tests.api.test_secrets import put_secret, second_user
@@ -147,12 +149,21 @@ async def sse_text(srv: RunningServer, cid: str) -> str:
     raise AssertionError("stream ended")
 
 
+def provider() -> ScriptedProvider:
+    return ScriptedProvider(
+        [
+            ScriptedTurn(tool_calls=[("bash", {"command": "cat README.md"})]),
+            ScriptedTurn(text="A widget."),
+        ]
+    )
+
+
 async def test_clone_push_and_pull_request_through_the_egress_fence(
     tmp_path: Path, git_remote: GitRemote, caplog: pytest.LogCaptureFixture
 ) -> None:
     with FakeGitHub() as github:
         async with running_server(
-            tmp_path, None, sandbox_network="egress", github_api_url=github.url
+            tmp_path, provider, sandbox_network="egress", github_api_url=github.url
         ) as srv:
             assert (await put_secret(srv.client, "GIT_TOKEN", PASSWORD)).status_code == 200
             assert (await put_secret(srv.client, "GH_TOKEN", GITHUB_TOKEN)).status_code == 200
@@ -163,8 +174,14 @@ async def test_clone_push_and_pull_request_through_the_egress_fence(
             )  # fmt: skip
             assert created.status_code == 201, created.text
             cid = created.json()["id"]
+            # Sent at once: the run waits for the clone, so its first command sees the files.
+            sent = await srv.send(cid, "what is this?")
             done = await imported(srv, cid)
             assert done["data"]["stage"] == "done", done
+            finished = await srv.run_finished(cid, sent["run_id"], timeout=60)
+            assert finished["data"]["status"] == "completed", finished
+            tool = next(e for e in await srv.events(cid) if e["type"] == "tool.finished")
+            assert tool["seq"] > done["seq"] and tool["data"]["output"].startswith("widget")
             stages = [e["data"]["stage"] for e in await srv.events(cid)
                       if e["type"] == "workspace.import"]  # fmt: skip
             assert stages[0] == "started" and stages[-1] == "done"
