@@ -113,10 +113,11 @@ class RepoImports:
             # One event per phase of git's progress, not per percent: the journal stays short.
             nonlocal phase
             for line in text.replace("\r", "\n").splitlines():
-                name = line.removeprefix("remote: ").split(":", 1)[0].strip()
-                if ":" in line and name and name != phase and not line.startswith("fatal"):
+                said = line.removeprefix("remote: ").strip()
+                name, colon, _ = said.partition(":")
+                if colon and name and name != phase and not said.startswith("fatal"):
                     phase = name
-                    await self._event(cid, "progress", mask.text(line.strip()))
+                    await self._event(cid, "progress", mask.text(said))
 
         credential = source.credential is not None
         argv = ["bash", "-c", CLONE, "burrow-import", source.remote.url, source.ref or ""]
