@@ -3,8 +3,9 @@
 One conversation through a real `burrow serve` (harness), a real bwrap sandbox and a real
 SQLite file, with only the model scripted: a retried model call, AGENTS.md, tools with
 streamed output, an approval, a preview, compaction on demand, a budget stop, a checkpoint
-restored, a model change and a failed clone. Each stored event is then validated against its type's class:
-a writer that drifts from the payload (a renamed or missing field, a wrong type) fails here.
+restored, a model change and a failed clone. Each stored event is then validated against its
+type's class: a writer that drifts from the payload (a renamed or missing field, a wrong
+type) fails here.
 """
 
 from __future__ import annotations
