@@ -217,6 +217,8 @@ class GitPush(BaseModel):
 class GitPushed(BaseModel):
     branch: str
     remote: str
+    url: str
+    """Where the branch went: the remote's URL as the repository configures it."""
     commit: str
     committed: bool
     """A commit of the working tree was made; false: there was nothing new to commit."""

@@ -1,9 +1,11 @@
 """Taking the workspace out: commit it to a branch and push that branch, from the sandbox.
 
-The remote's URL is read from the repository, checked like a clone's, and pushed to by
-URL with the credential scoped to its host (see `git_remote`): a remote or rewrite the
-agent planted in `.git/config` never receives the secret. Burrow's own `.burrow/outputs`
-and `.burrow/services` are left out of the commit.
+The remote's URL is read from the repository as configured, checked like a clone's, and
+pushed to by URL with the credential scoped to its host (see `git_remote`): a rewrite the
+agent planted in `.git/config` (`url.*.insteadOf`) sends the push elsewhere without the
+secret, and a remote pointing at a local path is refused. The remote's URL itself is the
+repository's, which the agent can change: the answer names the URL pushed to. Burrow's own
+`.burrow/outputs` and `.burrow/services` are left out of the commit.
 """
 
 from __future__ import annotations
@@ -73,14 +75,21 @@ class Pushed:
     committed: bool  # a new commit was made (false: the working tree had no change)
 
 
+# $1 the remote's name. Its URL as configured: `git remote get-url` would apply the
+# repository's `url.*.insteadOf` first, and the credential would follow the rewrite.
+REMOTE_URL = r"""
+git rev-parse --git-dir >/dev/null 2>&1 || exit 3
+git config --get "remote.$1.url" || exit 4
+"""
+
+
 async def remote_of(sandbox: Sandbox, name: str) -> Remote:
     """The checked URL of the workspace repository's remote `name`."""
     check_remote_name(name)
-    found = await run_git(sandbox, ["git", *git_options(None, with_credential=False),
-                                    "remote", "get-url", "--", name])  # fmt: skip
+    found = await run_git(sandbox, ["bash", "-c", REMOTE_URL, "burrow-remote", name])
+    if found.exit_code == 3:
+        raise GitFailed("no_repository", "The workspace is not a git repository.")
     if not found.ok:
-        if "not a git repository" in found.stderr:
-            raise GitFailed("no_repository", "The workspace is not a git repository.")
         raise GitFailed("no_remote", f"The repository has no remote named {name}.")
     try:
         return check_url(found.stdout.strip())

@@ -9,8 +9,8 @@ belongs in a secret. Values that start with `-` never reach git's command line.
 
 The credential reaches git through a credential helper given with `-c` (never written to
 any config file) that prints an environment variable of that one git process; the helper
-is scoped to the validated URL's host, so a URL rewritten by the repository's own config
-(`url.*.insteadOf`, a planted remote) never receives it. The same `-c` options switch off
+is scoped to the validated URL's scheme, host and port, so a URL rewritten by the
+repository's own config (`url.*.insteadOf`) never receives it. The same `-c` options switch off
 what a repository's config could make git run (hooks, fsmonitor) while it holds the value.
 """
 

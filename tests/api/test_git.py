@@ -44,6 +44,7 @@ class GitRemote:
     bare: Path  # the repository as the server holds it
     log: Path  # the server's request log
     host_address: str  # this host's end of the veth pair
+    decoy_log: Path  # the request log of a second server on the same address, port 8081
 
 
 def sh(*argv: str, cwd: Path | None = None) -> str:
@@ -75,9 +76,8 @@ def git_remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitRemote]:
     netns, outer, inner = f"bgit{tag}", f"bgh{tag}", f"bgn{tag}"
     block = 4 * secrets.randbelow(63)  # a /30 of 192.0.2.0/24 (TEST-NET-1)
     host, server = f"192.0.2.{block + 1}", f"192.0.2.{block + 2}"
-    log = tmp / "requests.log"
-    log.touch()
-    process: subprocess.Popen[str] | None = None
+    log, decoy_log = tmp / "requests.log", tmp / "decoy.log"
+    processes: list[subprocess.Popen[str]] = []
     try:
         for command in (
             ["ip", "netns", "add", netns],
@@ -92,12 +92,16 @@ def git_remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitRemote]:
             done = subprocess.run(command, capture_output=True, text=True, check=False)
             if done.returncode != 0:
                 unavailable(f"a network namespace ({' '.join(command)}: {done.stderr.strip()})")
-        process = subprocess.Popen(
-            ["ip", "netns", "exec", netns, sys.executable, "-m", "tests.fakes.git_http_server",
-             str(tmp / "srv"), server, "80", PASSWORD, str(log)],
-            cwd=ROOT, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        # The remote on port 80; a decoy on 8081 that a planted URL rewrite points at.
+        for port, its_log in ((80, log), (8081, decoy_log)):
+            its_log.touch()
+            process = subprocess.Popen(
+                ["ip", "netns", "exec", netns, sys.executable, "-m", "tests.fakes.git_http_server",
+                 str(tmp / "srv"), server, str(port), PASSWORD, str(its_log)],
+                cwd=ROOT, stdout=subprocess.PIPE, text=True,
+            )  # fmt: skip
+            processes.append(process)
+            assert process.stdout is not None and process.stdout.readline().strip() == "ready"
         deadline = time.monotonic() + 10
         while True:  # the veth link takes a moment to come up
             try:
@@ -106,9 +110,11 @@ def git_remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitRemote]:
             except OSError:
                 assert time.monotonic() < deadline, "the git server is unreachable from the host"
                 time.sleep(0.1)
-        yield GitRemote(f"http://{server}/acme/widget.git", tmp / "srv/acme/widget.git", log, host)
+        yield GitRemote(
+            f"http://{server}/acme/widget.git", tmp / "srv/acme/widget.git", log, host, decoy_log
+        )
     finally:
-        if process is not None:
+        for process in processes:
             process.kill()
             process.wait(10)
             if process.stdout is not None:
@@ -259,6 +265,19 @@ async def test_clone_push_and_pull_request_through_the_egress_fence(
             assert again.status_code == 502
             assert again.json()["error"]["code"] == "github_error"
             assert "already exists" in again.json()["error"]["message"]
+
+            # A rewrite planted in .git/config sends the push to the decoy: without the secret.
+            server = git_remote.url.split("/")[2]
+            await shell(
+                srv, cid, f"git config url.http://{server}:8081/.insteadOf http://{server}/"
+            )
+            diverted = await srv.client.post(
+                f"/api/conversations/{cid}/git/push",
+                json={"branch": "burrow/change", "secret": "GIT_TOKEN"},
+            )
+            assert diverted.status_code == 502, diverted.text
+            assert "user=None" in git_remote.decoy_log.read_text()  # asked, and got nothing
+            assert "user=x-access-token" not in git_remote.decoy_log.read_text()
 
             # The secrets are nowhere: config, journal (JSON and SSE), the git server's log.
             code, config = await shell(srv, cid, "cat .git/config; git config --list --show-origin")

@@ -114,7 +114,11 @@ async def push(body: GitPush, conversation: ConversationDep, svc: ServicesDep) -
     except GitFailed as exc:
         raise ApiError(FAILURE_STATUS.get(exc.code, 409), exc.code, exc.message) from exc
     return GitPushed(
-        branch=pushed.branch, remote=pushed.remote, commit=pushed.commit, committed=pushed.committed
+        branch=pushed.branch,
+        remote=pushed.remote,
+        url=pushed.url,
+        commit=pushed.commit,
+        committed=pushed.committed,
     )
 
 

@@ -55,7 +55,7 @@ export function GitOut({ cid }: { cid: string }) {
   const push = () =>
     act(async () => {
       const done = await api.gitPush(cid, { branch, ...(secret ? { secret } : {}) });
-      return { text: `Pushed ${done.branch} (${done.commit.slice(0, 7)})${done.committed ? "" : ", nothing new to commit"}.` };
+      return { text: `Pushed ${done.branch} to ${done.url} (${done.commit.slice(0, 7)})${done.committed ? "" : ", nothing new to commit"}.` };
     });
   const pullRequest = () =>
     act(async () => {
