@@ -23,6 +23,7 @@ from burrow.runs import events as ev
 from burrow.runs.git_remote import CREDENTIAL_ENV, Remote, git_options
 from burrow.runs.git_sandbox import run_git
 from burrow.runs.journal import Journal
+from burrow.runs.quotas import QuotaExceeded
 from burrow.runs.sandboxes import SandboxPool
 from burrow.sandbox.backend import SandboxError
 from burrow.sandbox.masking import SecretMask
@@ -98,6 +99,9 @@ class RepoImports:
         except SandboxError as exc:
             with contextlib.suppress(ConversationGone):
                 await self._event(cid, "failed", mask.text(f"The sandbox: {exc.message}"))
+        except QuotaExceeded as exc:  # too many live sandboxes: the message says what to do
+            with contextlib.suppress(ConversationGone):
+                await self._event(cid, "failed", str(exc))
         except Exception as exc:
             log.exception("importing a repository into %s failed", cid)
             with contextlib.suppress(ConversationGone):
