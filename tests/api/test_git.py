@@ -351,6 +351,13 @@ async def test_hostile_repos_refs_and_secrets_are_refused(tmp_path: Path) -> Non
         refused = await srv.client.post(f"/api/conversations/{cid}/git/pull-request", json=pr)
         assert refused.json()["error"]["code"] == "secret_not_found"
 
+        for path in ("git/push", "git/pull-request"):  # a preview page driving the owner's browser
+            foreign = await srv.client.post(
+                f"/api/conversations/{cid}/{path}",
+                json={"branch": "x"},
+                headers={"Origin": "http://3000-c.preview.localhost:8421"},
+            )
+            assert foreign.status_code == 403, foreign.text
         no_repo = await srv.client.post(f"/api/conversations/{cid}/git/push", json={"branch": "x"})
         assert no_repo.status_code == 409 and no_repo.json()["error"]["code"] == "no_repository"
         await shell(srv, cid, "git init -q")
