@@ -266,6 +266,13 @@ async def test_clone_push_and_pull_request_through_the_egress_fence(
             assert again.json()["error"]["code"] == "github_error"
             assert "already exists" in again.json()["error"]["message"]
 
+            echoed = await srv.client.post(
+                f"/api/conversations/{cid}/git/pull-request",
+                json={"title": "t", "base": "main", "head": "echo-the-token", "secret": "GH_TOKEN"},
+            )
+            assert echoed.status_code == 502 and "Bearer ****" in echoed.text
+            assert GITHUB_TOKEN not in echoed.text
+
             # A rewrite planted in .git/config sends the push to the decoy: without the secret.
             server = git_remote.url.split("/")[2]
             await shell(

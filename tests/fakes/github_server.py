@@ -1,5 +1,6 @@
 """A fake of GitHub's REST API for pull requests: records each request, answers 201 with a
-number, or 422 when that head already has an open pull request (as GitHub does)."""
+number, 422 when that head already has an open pull request (as GitHub does), or 401
+repeating the token for the head `echo-the-token`."""
 
 from __future__ import annotations
 
@@ -36,6 +37,9 @@ class FakeGitHub(ThreadedServer):
                 "body": body,
             }
         )
+        if body["head"] == "echo-the-token":  # a server that repeats what it was sent
+            message = f"Bad credentials: {request.headers.get('authorization')}"
+            return JSONResponse({"message": message}, status_code=401)
         if body["head"] in heads:
             return JSONResponse(
                 {

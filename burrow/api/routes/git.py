@@ -112,7 +112,9 @@ async def push(body: GitPush, conversation: ConversationDep, svc: ServicesDep) -
             credential=credential,
         )
     except GitFailed as exc:
-        raise ApiError(FAILURE_STATUS.get(exc.code, 409), exc.code, exc.message) from exc
+        # The remote's words may echo any of the owner's secrets, not just the one used.
+        message = (await svc.secrets.mask_for(conversation.id)).text(exc.message)
+        raise ApiError(FAILURE_STATUS.get(exc.code, 409), exc.code, message) from exc
     return GitPushed(
         branch=pushed.branch,
         remote=pushed.remote,
@@ -152,5 +154,6 @@ async def pull_request(
     try:
         opened = await open_pull_request(svc.settings.github_api_url, token, ask)
     except GitHubError as exc:
-        raise ApiError(502, "github_error", exc.message) from exc
+        message = (await svc.secrets.mask_for(conversation.id)).text(exc.message)
+        raise ApiError(502, "github_error", message) from exc
     return PullRequestOut(number=opened.number, url=opened.url)
