@@ -315,6 +315,7 @@ async def test_a_failed_clone_is_journaled_and_the_conversation_stays_usable(
             assert "could not read Username" in detail or "Authentication failed" in detail
             code, listing = await shell(srv, cid, "ls -A")
             assert code == 0 and ".git" not in listing.split()  # usable, and no half clone
+            assert ".burrow-import" not in listing
             renamed = await srv.client.patch(f"/api/conversations/{cid}", json={"title": "ok"})
             assert renamed.status_code == 200
 
