@@ -118,6 +118,12 @@ class Settings(BaseSettings):
     sandbox_agent_timeout: float = 5.0
     """Seconds the server waits for a sandbox's agent to answer (connect, handshake, one
     reply; a command gets its own timeout plus this) before it kills the sandbox."""
+    github_api_url: str = "https://api.github.com"
+    """GitHub's REST API, where pull requests are opened (GitHub Enterprise:
+    `https://github.example.com/api/v3`)."""
+    git_author_name: str = "Burrow"
+    git_author_email: str = "burrow@localhost"
+    """Author and committer of the commits `git/push` makes."""
     trusted_proxies: str = ""
     """Reverse proxies (comma-separated addresses or networks, e.g. `127.0.0.1,10.0.0.0/8`)
     whose X-Forwarded-For/-Proto/-Host are believed; default none: from anyone else they

@@ -22,6 +22,7 @@ from burrow.runs.budget import Budget
 from burrow.runs.journal import Journal
 from burrow.runs.loop import LoopConfig
 from burrow.runs.models import ModelSettings
+from burrow.runs.repo_import import RepoImports
 from burrow.runs.runtime import Runtime, RuntimeOptions
 from burrow.runs.sandboxes import SandboxPool
 from burrow.runs.secrets import ConversationSecrets, MaskingEventStore
@@ -56,11 +57,13 @@ class Services:
     models: ModelSettings
     owner: User  # the admin: owner of what `burrow run` creates
     secrets: ConversationSecrets
+    imports: RepoImports
     on_close: Callable[[], None] = lambda: None
     telemetry: Telemetry = field(default_factory=open_telemetry)
 
     async def close(self) -> None:
         self.on_close()
+        await self.imports.close()
         await self.runtime.shutdown()
         await self.db.close()
         self.telemetry.close()
@@ -125,17 +128,19 @@ async def open_services(
     journal.observers.append(telemetry.timeline)
     models = ModelSettings(model_config(settings), SettingsStore(db), box, redactor)
     await models.load()
+    sandboxes = SandboxPool(
+        backend or make_backend(settings),
+        journal,
+        idle_seconds=settings.sandbox_idle_hibernate_seconds,
+        owner_of=conversations.owner_of,
+        max_per_owner=settings.max_sandboxes_per_user,
+        for_commands=chosen_secrets.sandbox,
+    )
+    imports = RepoImports(journal, sandboxes)
     runtime = Runtime(
         journal,
         conversations,
-        SandboxPool(
-            backend or make_backend(settings),
-            journal,
-            idle_seconds=settings.sandbox_idle_hibernate_seconds,
-            owner_of=conversations.owner_of,
-            max_per_owner=settings.max_sandboxes_per_user,
-            for_commands=chosen_secrets.sandbox,
-        ),
+        sandboxes,
         tools if tools is not None else default_tools(),
         provider or models.provider,
         ApprovalGate(ApprovalStore(db), conversations),
@@ -160,6 +165,7 @@ async def open_services(
             ),
             compact_at=settings.compact_at,
             checkpoint_max_file_bytes=int(settings.checkpoint_max_file_mb * 1024 * 1024),
+            before_run=imports.wait,
         ),
     )
     telemetry.metrics.add_gauge(
@@ -179,6 +185,7 @@ async def open_services(
         models,
         owner,
         chosen_secrets,
+        imports,
         uninstall_redaction,
         telemetry,
     )

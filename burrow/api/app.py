@@ -19,6 +19,7 @@ from burrow.api.routes import (
     conversations,
     events,
     files,
+    git,
     health,
     me,
     metrics,
@@ -78,6 +79,7 @@ def create_app(
         uploads,
         metrics,
         admin,
+        git,
     ):
         app.include_router(module.router)
     web.mount(app)  # last: the UI's catch-all never shadows /api/*

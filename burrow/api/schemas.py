@@ -82,11 +82,22 @@ class ConversationOut(BaseModel):
         )
 
 
+class RepoIn(BaseModel):
+    """A repository cloned into the new conversation's workspace (in its sandbox)."""
+
+    url: str = Field(max_length=2048, description="https://, http:// or git:// URL")
+    ref: str | None = Field(default=None, max_length=255, description="A branch or tag")
+    secret: str | None = Field(
+        default=None, max_length=128, description="Name of the secret used as the password"
+    )
+
+
 class CreateConversation(BaseModel):
     title: str | None = Field(default=None, max_length=200)
     profile: str | None = Field(default=None, max_length=100)
     model: str | None = Field(default=None, min_length=1, max_length=200)
     approval_mode: ApprovalMode | None = None
+    repo: RepoIn | None = None
 
 
 class RenameConversation(BaseModel):
@@ -192,3 +203,35 @@ class Me(BaseModel):
 class Uploaded(BaseModel):
     files: list[str]
     """Workspace-relative paths of the files written."""
+
+
+class GitPush(BaseModel):
+    branch: str = Field(max_length=255)
+    remote: str = Field(default="origin", max_length=64)
+    secret: str | None = Field(default=None, max_length=128)
+    message: str | None = Field(
+        default=None, max_length=10_000, description="The commit message, when there is one"
+    )
+
+
+class GitPushed(BaseModel):
+    branch: str
+    remote: str
+    url: str
+    """Where the branch went: the remote's URL as the repository configures it."""
+    commit: str
+    committed: bool
+    """A commit of the working tree was made; false: there was nothing new to commit."""
+
+
+class PullRequestIn(BaseModel):
+    title: str = Field(min_length=1, max_length=256)
+    body: str | None = Field(default=None, max_length=65_536)
+    base: str = Field(max_length=255)
+    head: str = Field(max_length=255)
+    secret: str = Field(max_length=128, description="Name of the secret holding a GitHub token")
+
+
+class PullRequestOut(BaseModel):
+    number: int
+    url: str

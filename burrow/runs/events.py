@@ -37,12 +37,15 @@ class EventType(enum.StrEnum):
     MODEL_CHANGED = "model.changed"
     INSTRUCTIONS_LOADED = "instructions.loaded"
     WORKSPACE_RESTORED = "workspace.restored"
+    WORKSPACE_IMPORT = "workspace.import"
 
 
 RunStatus = Literal["completed", "failed", "canceled", "budget_exceeded"]
 SandboxStatus = Literal["starting", "ready", "hibernated", "failed"]
 Decision = Literal["allow_once", "allow_session", "deny"]
 Risk = Literal["safe", "mutating", "dangerous"]
+# A repository brought into the workspace: started, git's progress, then done or failed.
+ImportStage = Literal["started", "progress", "done", "failed"]
 BudgetKind = Literal["tokens", "cost", "steps", "tool_seconds", "total_cost"]
 
 
@@ -270,13 +273,19 @@ class WorkspaceRestored(Payload):
     optional = frozenset({"undo_checkpoint_id"})
 
 
+class WorkspaceImport(Payload):
+    type = EventType.WORKSPACE_IMPORT
+    stage: ImportStage
+    detail: str  # what git said (credentials masked), or what went wrong and what to do
+
+
 PAYLOADS: dict[EventType, type[Payload]] = {
     cls.type: cls
     for cls in (
         UserMessage, RunStarted, ThinkingDelta, TextDelta, AssistantMessage, ToolStarted,
         ToolOutput, ToolFinished, ApprovalRequested, ApprovalResolved, SandboxStatusChanged,
         PreviewOpened, UsageReported, ContextCompacted, RunFinished, Retry, ModelChanged,
-        InstructionsLoaded, WorkspaceRestored,
+        InstructionsLoaded, WorkspaceRestored, WorkspaceImport,
     )
 }  # fmt: skip
 

@@ -10,7 +10,7 @@ import asyncio
 import logging
 import secrets
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -88,6 +88,8 @@ class RuntimeOptions:
     context_window: Callable[[str | None], int] = lambda _model: DEFAULT_CONTEXT_WINDOW
     compact_at: float = 0.8  # share of the window past which a request compacts first
     checkpoint_max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # larger files are not checkpointed
+    # Awaited before a run begins (a repository still being cloned into the workspace).
+    before_run: Callable[[str], Awaitable[None]] | None = None
 
     def compaction(self, model: str | None) -> CompactionPolicy:
         return CompactionPolicy(self.context_window(model), self.compact_at)
@@ -251,6 +253,8 @@ class Runtime:
             await self.journal.append(cid, ev.make(finished, run_id))
 
     async def _prepare(self, cid: str, run_id: str, feed: Subscription) -> AgentRun:
+        if self.options.before_run is not None:
+            await self.options.before_run(cid)
         context = await self._context(cid)
         conversation = await self.conversations.get(cid)
         if conversation is None:

@@ -96,6 +96,10 @@ class ConversationSecrets:
         known = {s.name for s in await self._store.names(owner_id)}
         return sorted({n for n in names if n not in known})
 
+    async def value(self, owner_id: str, name: str) -> str | None:
+        """One secret's value, for a credential Burrow hands git itself; None: no such secret."""
+        return (await self._store.values(owner_id)).get(name)
+
     async def exposure(self, cid: str) -> Exposure:
         """The environment the conversation's next command gets, and its mask, read now."""
         found = await self._store.of_conversation(cid)

@@ -3,8 +3,9 @@
 One conversation through a real `burrow serve` (harness), a real bwrap sandbox and a real
 SQLite file, with only the model scripted: a retried model call, AGENTS.md, tools with
 streamed output, an approval, a preview, compaction on demand, a budget stop, a checkpoint
-restored and a model change. Each stored event is then validated against its type's class:
-a writer that drifts from the payload (a renamed or missing field, a wrong type) fails here.
+restored, a model change and a failed clone. Each stored event is then validated against its
+type's class: a writer that drifts from the payload (a renamed or missing field, a wrong
+type) fails here.
 """
 
 from __future__ import annotations
@@ -38,8 +39,18 @@ async def test_every_journaled_event_validates_against_its_payload_class(
         ]
     )
     provider = RetryingProvider(scripted, base_delay=0.01)
-    async with running_server(tmp_path, lambda: provider, preview=True) as srv:
-        cid = await srv.create_conversation()
+    async with running_server(
+        tmp_path, lambda: provider, preview=True, sandbox_network="egress"
+    ) as srv:
+        # A clone from the sandbox's own loopback: refused at once, a failed import.
+        created = await srv.client.post(
+            "/api/conversations", json={"repo": {"url": "http://localhost:9/none.git"}}
+        )
+        assert created.status_code == 201, created.text
+        cid = created.json()["id"]
+        await srv.wait_for(
+            cid, lambda e: e["type"] == "workspace.import" and e["data"]["stage"] == "failed", 60
+        )
         sandbox = await srv.services.runtime.sandboxes.get(cid)
         await sandbox.write_file("AGENTS.md", b"Be brief.\n")
 

@@ -157,6 +157,11 @@ export function App() {
         offline={offline}
         onOpen={open}
         onCreate={newConversation}
+        onCreateFromRepo={async (repo) => {
+          const created = await api.createConversation(titleFrom(repo.url), repo);
+          setConversations((list) => [created, ...(list ?? [])]);
+          open(created.id);
+        }}
         onRename={async (cid, title) => {
           await api.renameConversation(cid, title);
           await refresh();

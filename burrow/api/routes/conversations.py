@@ -13,6 +13,7 @@ from burrow.api.conversation_settings import (
 )
 from burrow.api.deps import ConversationDep, ServicesDep, UserDep
 from burrow.api.errors import ApiError, not_found
+from burrow.api.routes.git import checked_repo
 from burrow.api.schemas import (
     Accepted,
     ApprovalAnswer,
@@ -60,6 +61,7 @@ async def create_conversation(
     body: CreateConversation, svc: ServicesDep, user: UserDep
 ) -> ConversationOut:
     model = checked_model(svc, body.model) if body.model is not None else None
+    repo = await checked_repo(svc, user.id, body, body.repo) if body.repo else None
     created = await svc.conversations.create(
         user.id,
         body.title or "New conversation",
@@ -67,6 +69,8 @@ async def create_conversation(
         model=model,
         approval_mode=body.approval_mode or "ask",
     )
+    if repo is not None:
+        svc.imports.start(created.id, repo)  # in the background: workspace.import events
     return await view(svc, created)
 
 
@@ -109,6 +113,7 @@ async def update_conversation(
 
 @router.delete("/{cid}", status_code=204)
 async def delete_conversation(conversation: ConversationDep, svc: ServicesDep) -> Response:
+    await svc.imports.forget(conversation.id)
     await svc.runtime.delete(conversation.id)
     svc.secrets.forget(conversation.id)
     return Response(status_code=204)

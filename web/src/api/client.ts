@@ -101,6 +101,7 @@ export interface AccountChange {
   is_admin?: boolean;
 }
 export type Checkpoint = Schemas["CheckpointOut"];
+export type RepoIn = Schemas["RepoIn"];
 
 export const api = {
   me: () => request<Me>("GET", "/api/me"),
@@ -110,8 +111,14 @@ export const api = {
   health: () => request<Health>("GET", "/api/health"),
   conversations: () => request<Conversation[]>("GET", "/api/conversations"),
   conversation: (cid: string) => request<Conversation>("GET", conv(cid)),
-  createConversation: (title?: string) =>
-    request<Conversation>("POST", "/api/conversations", title ? { title } : {}),
+  /** With `repo`, the server clones it into the workspace in the background (workspace.import). */
+  createConversation: (title?: string, repo?: RepoIn) =>
+    request<Conversation>("POST", "/api/conversations", { ...(title ? { title } : {}), ...(repo ? { repo } : {}) }),
+  /** Commits the working tree to `branch` and pushes it (from the sandbox). */
+  gitPush: (cid: string, push: { branch: string; remote?: string; secret?: string; message?: string }) =>
+    request<Schemas["GitPushed"]>("POST", `${conv(cid)}/git/push`, push),
+  pullRequest: (cid: string, pr: { title: string; body?: string; base: string; head: string; secret: string }) =>
+    request<Schemas["PullRequestOut"]>("POST", `${conv(cid)}/git/pull-request`, pr),
   renameConversation: (cid: string, title: string) =>
     request<Conversation>("PATCH", conv(cid), { title }),
   setApprovalMode: (cid: string, approval_mode: ApprovalMode) =>

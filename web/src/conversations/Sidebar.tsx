@@ -1,8 +1,9 @@
 // The conversations: create, open, rename, delete, and each one's live status.
 import { useState } from "react";
 import { ThemeToggle } from "../ThemeToggle";
-import type { Conversation } from "../api/client";
+import type { Conversation, RepoIn } from "../api/client";
 import { relativeTime } from "../format";
+import { RepoImport } from "./RepoImport";
 
 /** The list's word for a conversation; `offline`: the server cannot be reached. */
 export function statusLabel(
@@ -115,6 +116,7 @@ export function Sidebar({
   offline,
   onOpen,
   onCreate,
+  onCreateFromRepo,
   onRename,
   onDelete,
   onSettings,
@@ -127,6 +129,8 @@ export function Sidebar({
   offline: boolean;
   onOpen: (cid: string) => void;
   onCreate: () => void;
+  /** A new conversation whose workspace starts as a clone of `repo`. */
+  onCreateFromRepo?: (repo: RepoIn) => Promise<void>;
   onRename: (cid: string, title: string) => Promise<void>;
   onDelete: (cid: string) => Promise<void>;
   onSettings: () => void;
@@ -146,6 +150,7 @@ export function Sidebar({
       <button type="button" className="new-conv primary" onClick={onCreate}>
         + New conversation
       </button>
+      {onCreateFromRepo && <RepoImport onCreate={onCreateFromRepo} />}
       <ul className="conv-list">
         {conversations === null && <li className="muted pad">Loading…</li>}
         {conversations?.length === 0 && <li className="muted pad">No conversations yet.</li>}

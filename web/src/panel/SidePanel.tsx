@@ -1,6 +1,7 @@
 // Preview, terminal and files of the conversation's sandbox, as tabs.
 import { lazy, Suspense, useState } from "react";
 import { Changes } from "./Changes";
+import { GitOut } from "./GitOut";
 import { Files } from "./Files";
 import { Preview } from "./Preview";
 
@@ -68,7 +69,12 @@ export function SidePanel({
       <div className="tab-body" role="tabpanel" id={`tabpanel-${tab}`} aria-labelledby={`tab-${tab}`}>
         {tab === "preview" && <Preview cid={cid} preview={preview} sandbox={sandbox} />}
         {tab === "files" && <Files cid={cid} version={filesVersion} sandbox={sandbox} />}
-        {tab === "changes" && <Changes cid={cid} version={filesVersion} />}
+        {tab === "changes" && (
+          <>
+            <Changes cid={cid} version={filesVersion} />
+            <GitOut cid={cid} />
+          </>
+        )}
         {terminalSeen && (
           <div className="terminal-slot" hidden={tab !== "terminal"}>
             <Suspense fallback={<div className="panel-empty muted">Loading terminal…</div>}>

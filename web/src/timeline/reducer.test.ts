@@ -369,3 +369,15 @@ describe("workspace.restored", () => {
     expect(s.items[0]).toMatchObject({ kind: "notice", text: "Workspace restored to checkpoint ck_1 (undo: restore ck_2)." });
   });
 });
+
+describe("workspace.import", () => {
+  it("shows each stage, a failure as an error", () => {
+    seq = 0;
+    const s = reduce(initialState, [
+      ev("workspace.import", { stage: "started", detail: "https://example.com/r.git" }, null),
+      ev("workspace.import", { stage: "failed", detail: "Authentication failed" }, null),
+    ]);
+    expect(s.items[0]).toMatchObject({ kind: "notice", tone: "info", text: "Importing: https://example.com/r.git" });
+    expect(s.items[1]).toMatchObject({ kind: "notice", tone: "error", text: "Import failed: Authentication failed" });
+  });
+});

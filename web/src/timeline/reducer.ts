@@ -402,6 +402,17 @@ function apply(d: Draft, e: BurrowEvent): void {
         }.`,
       });
       return;
+    case "workspace.import": {
+      const what = { started: "Importing", progress: "Import", done: "Imported", failed: "Import failed" };
+      const stage = e.data.stage in what ? (e.data.stage as keyof typeof what) : "progress";
+      d.push({
+        kind: "notice",
+        key,
+        tone: stage === "failed" ? "error" : "info",
+        text: `${what[stage]}: ${e.data.detail}`,
+      });
+      return;
+    }
     case "context.compacted":
       d.s.contextUsed = e.data.tokens_after;
       d.push({

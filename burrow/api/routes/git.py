@@ -1,0 +1,159 @@
+"""A repository in (`repo` of a new conversation) and out (push a branch, open a pull request).
+
+Git runs in the conversation's sandbox, so it needs the sandbox's egress; the GitHub API
+call is the server's own. A secret named here is looked up among the caller's secrets and
+given to that one git process or API call only.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from burrow.api.deps import ConversationDep, ServicesDep
+from burrow.api.errors import ApiError
+from burrow.api.schemas import GitPush, GitPushed, PullRequestIn, PullRequestOut, RepoIn
+from burrow.runs.git_push import Author, GitFailed, commit_and_push, remote_of
+from burrow.runs.git_remote import (
+    GitRefused,
+    check_ref,
+    check_remote_name,
+    check_url,
+    github_repository,
+)
+from burrow.runs.github import GitHubError, PullRequestAsk, open_pull_request
+from burrow.runs.repo_import import RepoSource
+from burrow.services import Services
+from burrow.store.records import Conversation
+
+router = APIRouter(prefix="/api/conversations", tags=["git"])
+
+FAILURE_STATUS = {"push_failed": 502}  # the remote's fault or the network's; the rest: 409
+
+
+def network_policy(svc: Services, chosen: object | None) -> str:
+    """The network the conversation's sandbox gets: its own choice (`network`, when the
+    conversation or request carries one), else the server's default."""
+    own = getattr(chosen, "network", None)
+    return own if isinstance(own, str) else svc.settings.sandbox_network
+
+
+def require_egress(svc: Services, chosen: object | None, what: str) -> None:
+    if network_policy(svc, chosen) == "none":
+        raise ApiError(
+            409,
+            "network_disabled",
+            f"{what} needs the sandbox's network, and its policy is `none`: set "
+            "BURROW_SANDBOX_NETWORK=egress (or choose egress for the conversation).",
+        )
+
+
+async def secret_value(svc: Services, owner_id: str, name: str | None) -> str | None:
+    if name is None:
+        return None
+    value = await svc.secrets.value(owner_id, name)
+    if value is None:
+        raise ApiError(
+            400,
+            "secret_not_found",
+            f"You have no secret named {name[:128]}: set it first (PUT /api/secrets/{{name}}).",
+        )
+    return value
+
+
+def refused(exc: GitRefused) -> ApiError:
+    return ApiError(400, exc.code, exc.message)
+
+
+async def checked_repo(svc: Services, owner_id: str, body: object, repo: RepoIn) -> RepoSource:
+    """The repository a new conversation starts from, checked before anything is created."""
+    try:
+        remote = check_url(repo.url)
+        ref = check_ref(repo.ref) if repo.ref else None
+    except GitRefused as exc:
+        raise refused(exc) from exc
+    require_egress(svc, body, "Cloning a repository")
+    return RepoSource(remote, ref, await secret_value(svc, owner_id, repo.secret))
+
+
+def require_idle(svc: Services, cid: str) -> None:
+    if svc.runtime.active_run(cid) is not None:
+        raise ApiError(
+            409,
+            "run_active",
+            "A run is going in this conversation and may be changing files: push once it "
+            "ends, or stop it first.",
+        )
+    if svc.imports.busy(cid):
+        raise ApiError(
+            409, "import_running", "The repository is still being cloned: push once it is in."
+        )
+
+
+@router.post("/{cid}/git/push")
+async def push(body: GitPush, conversation: ConversationDep, svc: ServicesDep) -> GitPushed:
+    """Commit the working tree to `branch` (made if needed) and push it to `remote`."""
+    try:
+        check_ref(body.branch, "branch")
+        check_remote_name(body.remote)
+    except GitRefused as exc:
+        raise refused(exc) from exc
+    require_idle(svc, conversation.id)
+    require_egress(svc, conversation, "Pushing")
+    credential = await secret_value(svc, conversation.owner_id, body.secret)
+    sandbox = await svc.runtime.sandboxes.get(conversation.id)
+    settings = svc.settings
+    try:
+        pushed = await commit_and_push(
+            sandbox,
+            branch=body.branch,
+            remote_name=body.remote,
+            message=body.message or default_message(conversation),
+            author=Author(settings.git_author_name, settings.git_author_email),
+            credential=credential,
+        )
+    except GitFailed as exc:
+        # The remote's words may echo any of the owner's secrets, not just the one used.
+        message = (await svc.secrets.mask_for(conversation.id)).text(exc.message)
+        raise ApiError(FAILURE_STATUS.get(exc.code, 409), exc.code, message) from exc
+    return GitPushed(
+        branch=pushed.branch,
+        remote=pushed.remote,
+        url=pushed.url,
+        commit=pushed.commit,
+        committed=pushed.committed,
+    )
+
+
+def default_message(conversation: Conversation) -> str:
+    return f"{conversation.title}\n\nMade with Burrow (conversation {conversation.id})."
+
+
+@router.post("/{cid}/git/pull-request", status_code=201)
+async def pull_request(
+    body: PullRequestIn, conversation: ConversationDep, svc: ServicesDep
+) -> PullRequestOut:
+    """Open a pull request of `head` into `base` on the GitHub repository of `origin`."""
+    owner_prefix, _, head_branch = body.head.rpartition(":")  # "owner:branch" for a fork
+    try:
+        check_ref(body.base, "base")
+        check_ref(head_branch, "head")
+        if owner_prefix:
+            check_remote_name(owner_prefix)
+    except GitRefused as exc:
+        raise refused(exc) from exc
+    token = await secret_value(svc, conversation.owner_id, body.secret)
+    assert token is not None  # `secret` is required
+    sandbox = await svc.runtime.sandboxes.get(conversation.id)
+    try:
+        owner, repo = github_repository(await remote_of(sandbox, "origin"))
+    except GitFailed as exc:
+        raise ApiError(409, exc.code, exc.message) from exc
+    except GitRefused as exc:
+        raise ApiError(409, exc.code, exc.message) from exc
+    ask = PullRequestAsk(owner, repo, body.title, body.head, body.base, body.body or "")
+    try:
+        opened = await open_pull_request(svc.settings.github_api_url, token, ask)
+    except GitHubError as exc:
+        message = (await svc.secrets.mask_for(conversation.id)).text(exc.message)
+        raise ApiError(502, "github_error", message) from exc
+    return PullRequestOut(number=opened.number, url=opened.url)
