@@ -37,6 +37,8 @@ from burrow.store.secrets import Redactor, SecretBox, install_redaction
 from burrow.store.settings import SettingsStore
 from burrow.store.user_secrets import UserSecretStore
 from burrow.tools.base import Tool, ToolLimits
+from burrow.tools.mcp.connections import McpConnections
+from burrow.tools.mcp.outbound import UrlPolicy
 from burrow.tools.registry import default_tools
 
 ADMIN = "admin"
@@ -54,6 +56,7 @@ class Services:
     owner: User  # the admin: owner of what `burrow run` creates
     secrets: ConversationSecrets
     on_close: Callable[[], None] = lambda: None
+    mcp: McpConnections | None = None
 
     async def close(self) -> None:
         self.on_close()
@@ -117,17 +120,19 @@ async def open_services(
     journal = Journal(MaskingEventStore(db, redactor, chosen_secrets))
     models = ModelSettings(model_config(settings), SettingsStore(db), box, redactor)
     await models.load()
+    sandboxes = SandboxPool(
+        backend or make_backend(settings),
+        journal,
+        idle_seconds=settings.sandbox_idle_hibernate_seconds,
+        owner_of=conversations.owner_of,
+        max_per_owner=settings.max_sandboxes_per_user,
+        for_commands=chosen_secrets.sandbox,
+    )
+    mcp = mcp_connections(settings, sandboxes, UserSecretStore(db, box))
     runtime = Runtime(
         journal,
         conversations,
-        SandboxPool(
-            backend or make_backend(settings),
-            journal,
-            idle_seconds=settings.sandbox_idle_hibernate_seconds,
-            owner_of=conversations.owner_of,
-            max_per_owner=settings.max_sandboxes_per_user,
-            for_commands=chosen_secrets.sandbox,
-        ),
+        sandboxes,
         tools if tools is not None else default_tools(),
         provider or models.provider,
         ApprovalGate(ApprovalStore(db), conversations),
@@ -152,6 +157,7 @@ async def open_services(
             ),
             compact_at=settings.compact_at,
             checkpoint_max_file_bytes=int(settings.checkpoint_max_file_mb * 1024 * 1024),
+            tool_sources=[mcp],
         ),
     )
     await runtime.recover()
@@ -169,6 +175,26 @@ async def open_services(
         owner,
         chosen_secrets,
         uninstall_redaction,
+        mcp,
+    )
+
+
+def mcp_connections(
+    settings: Settings, sandboxes: SandboxPool, secrets: UserSecretStore
+) -> McpConnections:
+    async def secrets_of(cid: str) -> tuple[str, dict[str, str]] | None:
+        found = await secrets.of_conversation(cid)
+        return None if found is None else (found.owner_id, found.values)
+
+    return McpConnections(
+        settings.data_dir,
+        sandbox=sandboxes.get,
+        secrets_of=secrets_of,
+        policy=UrlPolicy(
+            settings.mcp_allow_urls.split(","),
+            own_ports={settings.port, settings.preview_listen_port()},
+        ),
+        connect_timeout=settings.mcp_connect_timeout,
     )
 
 

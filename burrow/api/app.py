@@ -19,6 +19,7 @@ from burrow.api.routes import (
     events,
     files,
     health,
+    mcp,
     me,
     previews,
     sandbox,
@@ -71,6 +72,7 @@ def create_app(
         terminals,
         previews,
         uploads,
+        mcp,
     ):
         app.include_router(module.router)
     web.mount(app)  # last: the UI's catch-all never shadows /api/*

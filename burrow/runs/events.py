@@ -37,6 +37,7 @@ class EventType(enum.StrEnum):
     MODEL_CHANGED = "model.changed"
     INSTRUCTIONS_LOADED = "instructions.loaded"
     WORKSPACE_RESTORED = "workspace.restored"
+    MCP_WARNING = "mcp.warning"
 
 
 RunStatus = Literal["completed", "failed", "canceled", "budget_exceeded"]
@@ -270,13 +271,22 @@ class WorkspaceRestored(Payload):
     optional = frozenset({"undo_checkpoint_id"})
 
 
+class McpWarning(Payload):
+    """An MCP server could not be used for this run (it failed to start, crashed, its URL
+    is refused, a secret it needs is missing); its tools are absent, the run goes on."""
+
+    type = EventType.MCP_WARNING
+    server: str
+    message: str
+
+
 PAYLOADS: dict[EventType, type[Payload]] = {
     cls.type: cls
     for cls in (
         UserMessage, RunStarted, ThinkingDelta, TextDelta, AssistantMessage, ToolStarted,
         ToolOutput, ToolFinished, ApprovalRequested, ApprovalResolved, SandboxStatusChanged,
         PreviewOpened, UsageReported, ContextCompacted, RunFinished, Retry, ModelChanged,
-        InstructionsLoaded, WorkspaceRestored,
+        InstructionsLoaded, WorkspaceRestored, McpWarning,
     )
 }  # fmt: skip
 
