@@ -34,9 +34,9 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> bytes:
         unavailable(f"{uv} and {SANDBOX_PYTHON}")
     target = tmp_path_factory.mktemp("mcp-sdk") / "sdk"
     version = importlib.metadata.version("mcp")
+    command = [str(uv), "pip", "install", "--quiet", "--target", str(target)]
     done = subprocess.run(
-        [str(uv), "pip", "install", "--quiet", "--target", str(target)]
-        + ["--python", SANDBOX_PYTHON, f"mcp=={version}", PUBLISHED],
+        [*command, "--python", SANDBOX_PYTHON, f"mcp=={version}", PUBLISHED],
         capture_output=True,
         text=True,
         timeout=600,

@@ -37,7 +37,7 @@ def _finished(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 async def _wait_until(check: Any, timeout: float = 20) -> None:
     async with asyncio.timeout(timeout):
-        while not check():
+        while not check():  # noqa: ASYNC110 (polling the host's /proc)
             await asyncio.sleep(0.05)
 
 
@@ -144,14 +144,14 @@ async def test_interrupting_a_call_cancels_it_on_the_server(tmp_path: Path, bund
                 return ""
 
         async with asyncio.timeout(20):
-            while "started" not in await marker():
+            while "started" not in await marker():  # noqa: ASYNC110 (a file in the sandbox)
                 await asyncio.sleep(0.05)
         response = await srv.client.post(f"/api/conversations/{cid}/interrupt", json={})
         assert response.status_code == 202
         finished = await srv.run_finished(cid, run["run_id"])
         assert finished["data"]["status"] == "canceled"
         async with asyncio.timeout(10):  # notifications/cancelled reached the tool
-            while "cancelled" not in await marker():
+            while "cancelled" not in await marker():  # noqa: ASYNC110
                 await asyncio.sleep(0.05)
         assert "finished" not in await marker()
         assert processes_tagged(tag)  # the server itself lives on for the next run

@@ -42,17 +42,15 @@ def build(marker_dir: str) -> MCPServer:
     @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
     async def slow(seconds: float) -> str:
         """Wait; records in a marker file whether it finished or was cancelled."""
-        path = os.path.join(marker_dir, "slow.marker")
-        with open(path, "w") as file:
-            file.write(f"started {os.getpid()}\n")
+        marker = anyio.Path(marker_dir) / "slow.marker"
+        await marker.write_text(f"started {os.getpid()}\n")
         try:
             await anyio.sleep(seconds)
         except BaseException:
-            with open(path, "a") as file:
-                file.write("cancelled\n")
+            with anyio.CancelScope(shield=True):  # the scope is cancelled: shield the record
+                await marker.write_text(f"started {os.getpid()}\ncancelled\n")
             raise
-        with open(path, "a") as file:
-            file.write("finished\n")
+        await marker.write_text(f"started {os.getpid()}\nfinished\n")
         return "done"
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
