@@ -60,7 +60,9 @@ class UrlPolicy:
         if self.explicitly_allowed(url):
             return
         ip = ipaddress.ip_address(address.split("%")[0])
-        if not ip.is_global or str(ip) in self._own():
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped  # judged as the IPv4 address it reaches
+        if not ip.is_global or ip.is_multicast or str(ip) in self._own():
             raise UrlRefused(
                 f"{urlsplit(url).hostname} resolves to {ip}, which is not a public address; "
                 "an administrator can allow it by listing the URL in BURROW_MCP_ALLOW_URLS"

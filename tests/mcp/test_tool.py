@@ -1,0 +1,41 @@
+"""An MCP tool's annotations decide its risk; unknown means ask."""
+
+from __future__ import annotations
+
+import mcp_types as types
+import pytest
+
+from burrow.runs.approvals import policy
+from burrow.runs.risk import assess
+from burrow.tools.mcp.tool import kind_of, tool_name
+
+
+@pytest.mark.parametrize(
+    ("hints", "risk", "action"),
+    [
+        (None, "dangerous", "ask"),  # says nothing: the spec's defaults, may destroy
+        (types.ToolAnnotations(read_only_hint=True), "safe", "allow"),
+        (types.ToolAnnotations(read_only_hint=True, open_world_hint=True), "dangerous", "ask"),
+        (types.ToolAnnotations(destructive_hint=True), "dangerous", "ask"),
+        (types.ToolAnnotations(read_only_hint=False, destructive_hint=False), "mutating", "allow"),
+        (
+            types.ToolAnnotations(destructive_hint=False, open_world_hint=True),
+            "dangerous",
+            "ask",
+        ),
+    ],
+)
+def test_annotations_set_the_risk(
+    hints: types.ToolAnnotations | None, risk: str, action: str
+) -> None:
+    assessment = assess("mcp__s__t", {}, kind_of(hints))
+    assert assessment.risk == risk
+    assert policy("ask", assessment).action == action
+    read_only = policy("read_only", assessment).action
+    assert read_only == ("allow" if risk == "safe" else "deny")
+
+
+def test_names_are_prefixed_and_fit_the_model_apis() -> None:
+    assert tool_name("files", "read") == "mcp__files__read"
+    assert tool_name("s", "dotted.name with space") == "mcp__s__dotted_name_with_space"
+    assert len(tool_name("s", "x" * 200)) == 64
