@@ -36,6 +36,7 @@ const KNOWN: Record<EventType, true> = {
   retry: true,
   "model.changed": true,
   "workspace.restored": true,
+  "mcp.warning": true,
   "run.finished": true,
 };
 
@@ -75,6 +76,7 @@ const SHAPES: { [K in EventType]: Partial<Record<keyof EventData[K], Field>> } =
   "model.changed": { model: "string" },
   "workspace.restored": { checkpoint_id: "string", undo_checkpoint_id: "string" },
   retry: { attempt: "count", delay_s: "number", reason: "string" },
+  "mcp.warning": { server: "string", message: "string" },
   "run.finished": { status: "string", usage: "usage", budget: "object" },
 };
 

@@ -369,3 +369,16 @@ describe("workspace.restored", () => {
     expect(s.items[0]).toMatchObject({ kind: "notice", text: "Workspace restored to checkpoint ck_1 (undo: restore ck_2)." });
   });
 });
+
+describe("mcp", () => {
+  it("shows a server that could not be used as an error notice", () => {
+    const s = reduce(initialState, [
+      ev("mcp.warning", { server: "files", message: "MCP server 'files' needs the secret(s) TOKEN" }, null),
+    ]);
+    expect(s.items[0]).toMatchObject({
+      kind: "notice",
+      tone: "error",
+      text: "MCP server files: MCP server 'files' needs the secret(s) TOKEN",
+    });
+  });
+});
