@@ -3,12 +3,13 @@
 One conversation through a real `burrow serve` (harness), a real bwrap sandbox and a real
 SQLite file, with only the model scripted: a retried model call, AGENTS.md, tools with
 streamed output, an approval, a preview, compaction on demand, a budget stop, a checkpoint
-restored and a model change. Each stored event is then validated against its type's class:
+restored, a model change and an MCP server left out. Each stored event is then validated against its type's class:
 a writer that drifts from the payload (a renamed or missing field, a wrong type) fails here.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from burrow.llm.base import ScriptedTurn
@@ -38,6 +39,13 @@ async def test_every_journaled_event_validates_against_its_payload_class(
         ]
     )
     provider = RetryingProvider(scripted, base_delay=0.01)
+    # An MCP server that needs a secret nobody set: an mcp.warning at the first run.
+    mcp = {
+        "mcpServers": {"keyed": {"url": "https://mcp.example.com", "headers": {"X": "${ABSENT}"}}}
+    }
+    tmp_path.mkdir(mode=0o700, exist_ok=True)
+    (tmp_path / "mcp.json").write_text(json.dumps(mcp))
+    (tmp_path / "mcp.json").chmod(0o600)
     async with running_server(tmp_path, lambda: provider, preview=True) as srv:
         cid = await srv.create_conversation()
         sandbox = await srv.services.runtime.sandboxes.get(cid)
