@@ -137,6 +137,7 @@ async def test_host_server_gets_no_burrow_environment_and_leaves_nothing(
                 tool_calls=[
                     ("mcp__local__secret_digest", {"name": "OPENAI_API_KEY"}),
                     ("mcp__local__secret_digest", {"name": "GIVEN"}),
+                    ("mcp__local__echo", {}),  # no `text`: the server's error, shown as one
                 ]
             ),
             ScriptedTurn(text="Done."),
@@ -147,11 +148,14 @@ async def test_host_server_gets_no_burrow_environment_and_leaves_nothing(
         cid = await srv.create_conversation()
         run = await srv.send(cid, "hi")
         assert (await srv.run_finished(cid, run["run_id"]))["data"]["status"] == "completed"
-        outputs = _outputs(await srv.events(cid))
-        assert outputs == [
+        events = await srv.events(cid)
+        outputs = _outputs(events)
+        assert outputs[:2] == [
             hashlib.sha256(b"").hexdigest(),  # Burrow's own environment is not passed on
             hashlib.sha256(TOKEN.encode()).hexdigest(),
         ]
+        errors = [e["data"]["is_error"] for e in events if e["type"] == "tool.finished"]
+        assert errors == [False, False, True] and "text" in outputs[2]
         [pid] = processes_tagged(tag)
         assert os.readlink(f"/proc/{pid}/ns/pid") == os.readlink("/proc/self/ns/pid")
     # Server shutdown stopped it.

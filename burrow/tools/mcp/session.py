@@ -19,6 +19,7 @@ from typing import Any, Literal
 import mcp_types as types
 from mcp import Client
 from mcp.client._transport import TransportStreams
+from mcp.shared.exceptions import MCPError
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,10 @@ class McpSession:
         except TimeoutError:
             self._fail(f"did not answer within {timeout:g} s")
             await self.close()
+        except asyncio.CancelledError:  # an interrupted run: leave no server behind
+            self._stop.set()
+            self._task.cancel()
+            raise
 
     async def _serve(self) -> None:
         try:
@@ -85,9 +90,12 @@ class McpSession:
             raise ConnectionError(f"MCP server {self.name!r} is not connected ({self.error})")
         try:
             return await client.call_tool(tool, arguments)
-        except Exception:
-            if self._ended():
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED or self._ended():
                 self._fail("the server stopped")
+            raise  # the server's own error answer: the session is fine
+        except Exception as exc:  # the connection broke: the next run connects again
+            self._fail(f"the connection broke: {_reason(exc, '')}")
             raise
 
     async def close(self) -> None:
@@ -126,9 +134,8 @@ async def _list_tools(client: Client) -> list[types.Tool]:
     return tools
 
 
-def _reason(exc: BaseException) -> str:
+def _reason(exc: BaseException, prefix: str = "could not connect: ") -> str:
     """What went wrong, from the exception groups anyio wraps failures in."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
-    text = str(exc) or type(exc).__name__
-    return f"could not connect: {text}"
+    return prefix + (str(exc) or type(exc).__name__)

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 import mcp_types as types
+from mcp.shared.exceptions import MCPError
 
 from burrow.llm.base import ToolSpec
 from burrow.sandbox.backend import SandboxError
@@ -117,4 +118,6 @@ def render(result: types.CallToolResult) -> str:
 def _message(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    if isinstance(exc, MCPError):
+        return f"{exc.error.message} (error {exc.code})"
     return str(exc) or type(exc).__name__
