@@ -3,13 +3,13 @@
 One conversation through a real `burrow serve` (harness), a real bwrap sandbox and a real
 SQLite file, with only the model scripted: a retried model call, AGENTS.md, tools with
 streamed output, an approval, a preview, compaction on demand, a budget stop, a checkpoint
-restored, a model change and an MCP server left out. Each stored event is then validated against its type's class:
-a writer that drifts from the payload (a renamed or missing field, a wrong type) fails here.
+restored, a model change and an MCP server left out. Each stored event is then validated
+against its type's class: a writer that drifts from the payload (a renamed or missing
+field, a wrong type) fails here.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from burrow.llm.base import ScriptedTurn
@@ -18,6 +18,7 @@ from burrow.llm.scripted import ScriptedProvider
 from burrow.runs import events as ev
 from burrow.runs.events import EventType
 from tests.api.harness import running_server
+from tests.mcp.conftest import write_config
 
 RISKY = {"command": "mkdir -p build && rm -rf build"}
 SERVE = {"command": "python3 -m http.server 8000", "port": 8000}
@@ -40,12 +41,7 @@ async def test_every_journaled_event_validates_against_its_payload_class(
     )
     provider = RetryingProvider(scripted, base_delay=0.01)
     # An MCP server that needs a secret nobody set: an mcp.warning at the first run.
-    mcp = {
-        "mcpServers": {"keyed": {"url": "https://mcp.example.com", "headers": {"X": "${ABSENT}"}}}
-    }
-    tmp_path.mkdir(mode=0o700, exist_ok=True)
-    (tmp_path / "mcp.json").write_text(json.dumps(mcp))
-    (tmp_path / "mcp.json").chmod(0o600)
+    write_config(tmp_path, {"keyed": {"url": "https://mcp.example.com", "headers": {"X": "${A}"}}})
     async with running_server(tmp_path, lambda: provider, preview=True) as srv:
         cid = await srv.create_conversation()
         sandbox = await srv.services.runtime.sandboxes.get(cid)
