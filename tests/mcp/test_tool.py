@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import mcp_types as types
 import pytest
 
@@ -39,3 +41,26 @@ def test_names_are_prefixed_and_fit_the_model_apis() -> None:
     assert tool_name("files", "read") == "mcp__files__read"
     assert tool_name("s", "dotted.name with space") == "mcp__s__dotted_name_with_space"
     assert len(tool_name("s", "x" * 200)) == 64
+
+
+def test_a_server_cannot_flood_the_model_with_tools() -> None:
+    from burrow.tools.mcp.session import McpSession
+    from burrow.tools.mcp.tool import MAX_TOOLS, offered
+
+    def tool(name: str, schema: dict[str, Any] | None = None) -> types.Tool:
+        return types.Tool(name=name, input_schema=schema or {"type": "object"})
+
+    session = McpSession("s", transport=lambda: None)  # type: ignore[arg-type,return-value]
+    huge = {"type": "object", "description": "x" * 40_000}
+    session.tools = [
+        tool("big", huge),
+        tool("a.b"),
+        tool("a_b"),  # the same model-facing name as a.b
+        *(tool(f"t{n}") for n in range(MAX_TOOLS + 5)),
+    ]
+    tools, left_out = offered("s", session)
+    assert len(tools) == MAX_TOOLS
+    assert "mcp__s__big" not in tools and "mcp__s__a_b" in tools
+    assert any("big" in why and "schema" in why for why in left_out)
+    assert any("clashes" in why for why in left_out)
+    assert sum("more than" in why for why in left_out) == 6

@@ -32,7 +32,7 @@ from burrow.tools.mcp.outbound import UrlPolicy, UrlRefused
 from burrow.tools.mcp.sandbox_stdio import StderrTail, sandbox_stdio
 from burrow.tools.mcp.servers import ConfigError, ServerConfig
 from burrow.tools.mcp.session import McpSession
-from burrow.tools.mcp.tool import McpTool
+from burrow.tools.mcp.tool import McpTool, offered
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,8 @@ class McpConnections:
                 await live.pop(gone).session.close()
             for server in config.servers:
                 connection, problem = await self._connect(cid, server, secrets)
+                if connection is not None and problem:
+                    warnings[server.name] = f"MCP server {server.name!r}: {problem}"
                 if connection is None:
                     warnings[server.name] = problem
                     self._seen[owner][server.name] = ServerState(
@@ -143,12 +145,11 @@ class McpConnections:
         if session.status != "connected":
             await session.close()
             return None, f"MCP server {server.name!r} is unavailable: {session.error}"
-        tools: dict[str, Tool] = {}
-        for remote in session.tools:
-            tool = McpTool(server.name, remote, session)
-            tools.setdefault(tool.spec.name, tool)
-        connection = _Connection(expanded, session, tools)
+        tools, left_out = offered(server.name, session, in_sandbox=server.transport == "sandbox")
+        connection = _Connection(expanded, session, dict(tools))
         live[server.name] = connection
+        if left_out:
+            return connection, f"some tools were left out: {'; '.join(left_out[:5])}"
         return connection, ""
 
     async def _open(self, cid: str, server: ServerConfig) -> McpSession:

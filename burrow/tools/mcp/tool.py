@@ -26,6 +26,8 @@ from burrow.tools.output import OutputBuffer
 PREFIX = "mcp__"
 MAX_NAME = 64  # what the model APIs accept as a tool name
 MAX_DESCRIPTION = 2_000
+MAX_TOOLS = 100  # per server: every tool's spec goes with every model request
+MAX_SCHEMA_CHARS = 32_000  # an input schema larger than this is not offered
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -44,11 +46,36 @@ def kind_of(annotations: types.ToolAnnotations | None) -> ToolKind:
     )
 
 
+def offered(
+    server: str, session: McpSession, *, in_sandbox: bool = False
+) -> tuple[dict[str, McpTool], list[str]]:
+    """The server's tools as the model gets them, and why any were left out (a hostile or
+    careless server must not fill every request with its specs)."""
+    tools: dict[str, McpTool] = {}
+    left_out: list[str] = []
+    for remote in session.tools:
+        size = len(json.dumps(remote.input_schema))
+        if size > MAX_SCHEMA_CHARS:
+            left_out.append(f"{remote.name} (an input schema of {size:,} characters)")
+            continue
+        tool = McpTool(server, remote, session, in_sandbox=in_sandbox)
+        if tool.spec.name in tools:
+            left_out.append(f"{remote.name} (its name clashes with another tool's)")
+        elif len(tools) >= MAX_TOOLS:
+            left_out.append(f"{remote.name} (more than {MAX_TOOLS} tools)")
+        else:
+            tools[tool.spec.name] = tool
+    return tools, left_out
+
+
 class McpTool:
-    def __init__(self, server: str, tool: types.Tool, session: McpSession) -> None:
+    def __init__(
+        self, server: str, tool: types.Tool, session: McpSession, *, in_sandbox: bool = False
+    ) -> None:
         self.server = server
         self.remote_name = tool.name
         self._session = session
+        self._in_sandbox = in_sandbox  # its calls are use of the sandbox (the idle timer)
         description = (tool.description or tool.title or tool.name)[:MAX_DESCRIPTION]
         schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
         self._spec = ToolSpec(
@@ -67,6 +94,8 @@ class McpTool:
         return self._kind
 
     async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        if self._in_sandbox:
+            await ctx.sandbox()  # counts as use: no hibernation under a long call
         try:
             async with asyncio.timeout(ctx.limits.max_timeout):
                 result = await self._session.call(self.remote_name, arguments)
