@@ -3,6 +3,7 @@ and its tools; a server left out is a warning in the conversation's timeline."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -47,3 +48,19 @@ async def test_settings_show_servers_tools_and_warnings(tmp_path: Path, page: Pa
         keyed = servers.locator("li[data-status=failed]").filter(has_text="keyed")
         await expect(keyed).to_contain_text("MCP_KEY")
         await shot(page, "mcp-servers-settings")
+
+        # An administrator edits mcp.json here; a host server cannot be added from the page.
+        await dialog.get_by_role("button", name="Edit mcp.json").click()
+        editor = dialog.get_by_label("mcp.json")
+        document = json.loads(await editor.input_value())
+        assert set(document["mcpServers"]) == {"bench", "keyed"}
+        document["mcpServers"]["extra"] = {"command": "sh", "args": ["-c", "id"], "host": True}
+        await editor.fill(json.dumps(document))
+        await dialog.get_by_role("button", name="Save mcp.json").click()
+        await expect(dialog.get_by_role("alert")).to_contain_text("only in mcp.json")
+        document["mcpServers"]["extra"] = {"command": "python3", "args": ["-m", "server"]}
+        await editor.fill(json.dumps(document))
+        await dialog.get_by_role("button", name="Save mcp.json").click()
+        extra = servers.get_by_role("listitem").filter(has_text="extra").first
+        await expect(extra).to_contain_text("starts at a conversation's next run")
+        assert '"extra"' in (tmp_path / "mcp.json").read_text()

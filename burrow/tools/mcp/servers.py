@@ -9,6 +9,7 @@ user's secret NAME, never by anything in the server's own environment.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -141,3 +142,40 @@ def _strings(entry: dict[str, Any], key: str) -> dict[str, str]:
     ):
         raise ConfigError(f"`{key}` must be an object of strings")
     return dict(value)
+
+
+def read_document(data_dir: Path) -> dict[str, Any]:
+    """mcp.json as it is on disk (an empty list of servers when there is none or it is
+    unreadable); for the administrator's editor."""
+    try:
+        document = json.loads((data_dir / FILE_NAME).read_bytes()[:MAX_FILE_BYTES])
+    except (OSError, ValueError):
+        return {"mcpServers": {}}
+    return document if isinstance(document, dict) else {"mcpServers": {}}
+
+
+def replace_document(data_dir: Path, document: dict[str, Any]) -> McpConfig:
+    """Write mcp.json from the settings page, whole or not at all. Refused (ConfigError)
+    when an entry is malformed, or when it adds or changes a `"host": true` server: code
+    on the host is the machine owner's choice, made in the file itself, not a web admin's."""
+    encoded = json.dumps(document, indent=2).encode()
+    if len(encoded) > MAX_FILE_BYTES:
+        raise ConfigError(f"mcp.json may be at most {MAX_FILE_BYTES} bytes")
+    config = parse(document)
+    if config.problems:
+        raise ConfigError("; ".join(f"{name}: {what}" for name, what in config.problems))
+    current = read_document(data_dir).get("mcpServers")
+    current = current if isinstance(current, dict) else {}
+    for name, entry in document["mcpServers"].items():
+        if entry.get("host") and current.get(name) != entry:
+            raise ConfigError(
+                f'{name}: a server on the host (`"host": true`) is added or changed only in '
+                f"{FILE_NAME} on the server itself"
+            )
+    path = data_dir / FILE_NAME
+    staged = data_dir / f".{FILE_NAME}.new"
+    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as file:
+        file.write(encoded)
+    os.replace(staged, path)
+    return config

@@ -23,13 +23,39 @@ function risk(kind: McpServer["tools"][number]["kind"]): string {
   return "read-only";
 }
 
-export function McpServersSection() {
+export function McpServersSection({ isAdmin = false }: { isAdmin?: boolean }) {
   const [servers, setServers] = useState<McpServer[] | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [draft, setDraft] = useState<string | null>(null);
+  const [saving, setSaving] = useState(false);
 
   useEffect(() => {
     api.mcpServers().then(setServers, (e: unknown) => setError(e instanceof Error ? e.message : String(e)));
   }, []);
+
+  const edit = async () => {
+    setError(null);
+    try {
+      setDraft(JSON.stringify(await api.mcpConfig(), null, 2));
+    } catch (e) {
+      setError(e instanceof Error ? e.message : String(e));
+    }
+  };
+
+  const save = async () => {
+    if (draft === null) return;
+    setSaving(true);
+    setError(null);
+    try {
+      const parsed: unknown = JSON.parse(draft);
+      setServers(await api.saveMcpConfig(parsed as Parameters<typeof api.saveMcpConfig>[0]));
+      setDraft(null);
+    } catch (e) {
+      setError(e instanceof Error ? e.message : String(e));
+    } finally {
+      setSaving(false);
+    }
+  };
 
   return (
     <section className="mcp-servers" aria-labelledby="mcp-title">
@@ -38,7 +64,11 @@ export function McpServersSection() {
         Tools from the servers in <code>mcp.json</code> of the data directory, offered to the model
         as <code>mcp__server__tool</code>. A tool that does not say it only reads asks for approval.
       </p>
-      {error && <p className="error" role="alert">{error}</p>}
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
       {servers && servers.length === 0 && <p className="muted">No MCP servers are configured.</p>}
       {servers && servers.length > 0 && (
         <ul className="mcp-list" aria-label="MCP servers">
@@ -63,6 +93,34 @@ export function McpServersSection() {
             </li>
           ))}
         </ul>
+      )}
+      {isAdmin && draft === null && (
+        <button type="button" onClick={() => void edit()}>
+          Edit mcp.json
+        </button>
+      )}
+      {isAdmin && draft !== null && (
+        <div className="mcp-editor">
+          <p className="muted">
+            Servers on the host (<code>"host": true</code>) are added or changed only in the file on the
+            server itself.
+          </p>
+          <textarea
+            aria-label="mcp.json"
+            rows={10}
+            spellCheck={false}
+            value={draft}
+            onChange={(e) => setDraft(e.target.value)}
+          />
+          <div className="actions">
+            <button type="button" onClick={() => setDraft(null)} disabled={saving}>
+              Discard
+            </button>
+            <button type="button" className="primary" onClick={() => void save()} disabled={saving}>
+              Save mcp.json
+            </button>
+          </div>
+        </div>
       )}
     </section>
   );

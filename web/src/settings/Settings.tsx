@@ -234,7 +234,7 @@ export function SettingsDialog({
         </div>
       </form>
       <SecretsSection />
-      <McpServersSection />
+      <McpServersSection isAdmin={me?.is_admin ?? false} />
       <AppearanceSection />
       <PasswordSection />
       <TokensSection />
