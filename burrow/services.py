@@ -195,6 +195,7 @@ def mcp_connections(
             own_ports={settings.port, settings.preview_listen_port()},
         ),
         connect_timeout=settings.mcp_connect_timeout,
+        idle_seconds=settings.sandbox_idle_hibernate_seconds or None,
     )
 
 

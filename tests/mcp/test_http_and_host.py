@@ -195,3 +195,28 @@ async def test_published_server_from_pypi_in_the_sandbox(tmp_path: Path, bundle:
         assert '"timezone": "UTC"' in output or "UTC" in output
         names = {spec.name for spec in provider.tool_requests[0]}
         assert {"mcp__time__get_current_time", "mcp__time__convert_time"} <= names
+
+
+async def test_an_idle_conversations_host_server_is_stopped(tmp_path: Path) -> None:
+    """A conversation without a run for the idle period keeps no host process (its sandbox
+    would hibernate too); its next run starts the server again."""
+    tag = f"wb-{secrets.token_hex(4)}"
+    entry = {"command": sys.executable, "args": [str(WORKBENCH), "--tag", tag], "host": True}
+    write_config(tmp_path, {"local": entry})
+    provider = ScriptedProvider([])
+    async with running_server(
+        tmp_path, lambda: provider, sandbox_idle_hibernate_seconds=1.0
+    ) as srv:
+        first = await srv.create_conversation()
+        run = await srv.send(first, "hi")
+        await srv.run_finished(first, run["run_id"], 60)
+        assert len(processes_tagged(tag)) == 1
+        await asyncio.sleep(1.5)
+        second = await srv.create_conversation()
+        run = await srv.send(second, "hi")
+        await srv.run_finished(second, run["run_id"], 60)
+        async with asyncio.timeout(10):  # the first one's server stopped, the second's runs
+            while len(processes_tagged(tag)) != 1:  # noqa: ASYNC110 (the host's /proc)
+                await asyncio.sleep(0.05)
+        states = {s["name"]: s for s in (await srv.client.get("/api/mcp/servers")).json()}
+        assert states["local"]["status"] == "connected"

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import tempfile
+import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -67,6 +68,7 @@ class McpConnections:
         secrets_of: SecretsOf,
         policy: UrlPolicy,
         connect_timeout: float = 30.0,
+        idle_seconds: float | None = None,
     ) -> None:
         self.data_dir = data_dir
         self._sandbox = sandbox  # the conversation's bare sandbox: files, processes
@@ -78,12 +80,18 @@ class McpConnections:
         self._seen: dict[str, dict[str, ServerState]] = defaultdict(dict)  # owner -> last
         self._warned: dict[str, dict[str, str]] = defaultdict(dict)  # cid -> server -> message
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        # Servers of a conversation without a run for this long are stopped (like its
+        # sandbox hibernates), so idle conversations keep no host process; None: never.
+        self.idle_seconds = idle_seconds
+        self._last_run: dict[str, float] = {}
 
     async def tools_for(self, cid: str, run_id: str) -> tuple[dict[str, Tool], list[NewEvent]]:
         """The MCP tools the conversation's run gets, and warnings for servers left out."""
+        await self._stop_idle(cid)
         config = servers.load(self.data_dir)
         if not config.servers and not config.problems:
             return {}, []
+        self._last_run[cid] = time.monotonic()
         found = await self._secrets_of(cid)
         if found is None:
             return {}, []
@@ -109,6 +117,19 @@ class McpConnections:
                     tools.setdefault(name, tool)
                 self._seen[owner][server.name] = _state(server, connection.session)
         return tools, self._warnings(cid, warnings)
+
+    async def _stop_idle(self, active: str) -> None:
+        if not self.idle_seconds:
+            return
+        now = time.monotonic()
+        for cid, last in list(self._last_run.items()):
+            live = self._live.get(cid, {})
+            idle = min([now - last, *(c.session.idle_for() for c in live.values())])
+            if cid != active and idle > self.idle_seconds:
+                del self._last_run[cid]
+                async with self._locks[cid]:
+                    for connection in self._live.pop(cid, {}).values():
+                        await connection.session.close()
 
     def _warnings(self, cid: str, current: dict[str, str]) -> list[NewEvent]:
         """A warning when a server's trouble is new, not again at every run."""
@@ -216,6 +237,7 @@ class McpConnections:
         self._locks.pop(cid, None)
         self._owners.pop(cid, None)
         self._warned.pop(cid, None)
+        self._last_run.pop(cid, None)
 
     async def close(self) -> None:
         """Server shutdown: every MCP server stops, none is left running."""

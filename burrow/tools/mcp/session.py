@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal
@@ -48,6 +49,8 @@ class McpSession:
         self._ready: asyncio.Future[None] | None = None
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self.calls = 0  # calls in flight
+        self.last_used = time.monotonic()
 
     @property
     def alive(self) -> bool:
@@ -88,6 +91,7 @@ class McpSession:
         client = self._client
         if client is None or not self.alive:
             raise ConnectionError(f"MCP server {self.name!r} is not connected ({self.error})")
+        self.calls += 1
         try:
             return await client.call_tool(tool, arguments)
         except MCPError as exc:
@@ -97,6 +101,13 @@ class McpSession:
         except Exception as exc:  # the connection broke: the next run connects again
             self._fail(f"the connection broke: {_reason(exc, '')}")
             raise
+        finally:
+            self.calls -= 1
+            self.last_used = time.monotonic()
+
+    def idle_for(self) -> float:
+        """Seconds since the last call ended; 0 while one runs."""
+        return 0.0 if self.calls else time.monotonic() - self.last_used
 
     async def close(self) -> None:
         """Leave the client (the server's process ends with its transport)."""
