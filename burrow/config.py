@@ -124,6 +124,12 @@ class Settings(BaseSettings):
     git_author_name: str = "Burrow"
     git_author_email: str = "burrow@localhost"
     """Author and committer of the commits `git/push` makes."""
+    mcp_allow_urls: str = ""
+    """URL prefixes (comma-separated) of MCP servers the host may reach although they are
+    not on the public internet (loopback, private ranges, this host, Burrow's own ports),
+    e.g. `http://127.0.0.1:9000/mcp`. Public URLs in mcp.json need no entry."""
+    mcp_connect_timeout: float = 30.0
+    """Seconds an MCP server gets to start and list its tools before it is left out."""
     trusted_proxies: str = ""
     """Reverse proxies (comma-separated addresses or networks, e.g. `127.0.0.1,10.0.0.0/8`)
     whose X-Forwarded-For/-Proto/-Host are believed; default none: from anyone else they

@@ -41,6 +41,8 @@ from burrow.store.settings import SettingsStore
 from burrow.store.user_secrets import UserSecretStore
 from burrow.telemetry.setup import Telemetry, open_telemetry
 from burrow.tools.base import Tool, ToolLimits
+from burrow.tools.mcp.connections import McpConnections
+from burrow.tools.mcp.outbound import UrlPolicy
 from burrow.tools.registry import default_tools
 
 ADMIN = "admin"
@@ -60,6 +62,7 @@ class Services:
     imports: RepoImports
     on_close: Callable[[], None] = lambda: None
     telemetry: Telemetry = field(default_factory=open_telemetry)
+    mcp: McpConnections | None = None
 
     async def close(self) -> None:
         self.on_close()
@@ -137,6 +140,7 @@ async def open_services(
         for_commands=chosen_secrets.sandbox,
     )
     imports = RepoImports(journal, sandboxes)
+    mcp = mcp_connections(settings, sandboxes, UserSecretStore(db, box))
     runtime = Runtime(
         journal,
         conversations,
@@ -166,6 +170,7 @@ async def open_services(
             compact_at=settings.compact_at,
             checkpoint_max_file_bytes=int(settings.checkpoint_max_file_mb * 1024 * 1024),
             before_run=imports.wait,
+            tool_sources=[mcp],
         ),
     )
     telemetry.metrics.add_gauge(
@@ -188,6 +193,27 @@ async def open_services(
         imports,
         uninstall_redaction,
         telemetry,
+        mcp,
+    )
+
+
+def mcp_connections(
+    settings: Settings, sandboxes: SandboxPool, secrets: UserSecretStore
+) -> McpConnections:
+    async def secrets_of(cid: str) -> tuple[str, dict[str, str]] | None:
+        found = await secrets.of_conversation(cid)
+        return None if found is None else (found.owner_id, found.values)
+
+    return McpConnections(
+        settings.data_dir,
+        sandbox=sandboxes.get,
+        secrets_of=secrets_of,
+        policy=UrlPolicy(
+            settings.mcp_allow_urls.split(","),
+            own_ports={settings.port, settings.preview_listen_port()},
+        ),
+        connect_timeout=settings.mcp_connect_timeout,
+        idle_seconds=settings.sandbox_idle_hibernate_seconds or None,
     )
 
 

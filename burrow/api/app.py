@@ -21,6 +21,7 @@ from burrow.api.routes import (
     files,
     git,
     health,
+    mcp,
     me,
     metrics,
     previews,
@@ -80,6 +81,7 @@ def create_app(
         metrics,
         admin,
         git,
+        mcp,
     ):
         app.include_router(module.router)
     web.mount(app)  # last: the UI's catch-all never shadows /api/*

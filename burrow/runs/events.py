@@ -38,6 +38,7 @@ class EventType(enum.StrEnum):
     INSTRUCTIONS_LOADED = "instructions.loaded"
     WORKSPACE_RESTORED = "workspace.restored"
     WORKSPACE_IMPORT = "workspace.import"
+    MCP_WARNING = "mcp.warning"
 
 
 RunStatus = Literal["completed", "failed", "canceled", "budget_exceeded"]
@@ -279,13 +280,22 @@ class WorkspaceImport(Payload):
     detail: str  # what git said (credentials masked), or what went wrong and what to do
 
 
+class McpWarning(Payload):
+    """An MCP server could not be used for this run (it failed to start, crashed, its URL
+    is refused, a secret it needs is missing); its tools are absent, the run goes on."""
+
+    type = EventType.MCP_WARNING
+    server: str
+    message: str
+
+
 PAYLOADS: dict[EventType, type[Payload]] = {
     cls.type: cls
     for cls in (
         UserMessage, RunStarted, ThinkingDelta, TextDelta, AssistantMessage, ToolStarted,
         ToolOutput, ToolFinished, ApprovalRequested, ApprovalResolved, SandboxStatusChanged,
         PreviewOpened, UsageReported, ContextCompacted, RunFinished, Retry, ModelChanged,
-        InstructionsLoaded, WorkspaceRestored, WorkspaceImport,
+        InstructionsLoaded, WorkspaceRestored, WorkspaceImport, McpWarning,
     )
 }  # fmt: skip
 

@@ -43,7 +43,7 @@ from burrow.runs.sandboxes import SandboxPool
 from burrow.runs.window import estimate
 from burrow.store.conversations import ConversationStore
 from burrow.store.events import ConversationGone
-from burrow.store.records import Conversation, Event
+from burrow.store.records import Conversation, Event, NewEvent
 from burrow.telemetry import logs
 from burrow.tools.base import ShellState, Tool, ToolLimits
 
@@ -74,6 +74,21 @@ class ModelChooser(Protocol):
     def describe(self, model: str | None) -> ModelInfo: ...
 
 
+class ToolSource(Protocol):
+    """Tools a conversation gets beyond the built-in ones (its MCP servers'), looked up at
+    the start of each run; what could not be had comes back as warning events."""
+
+    async def tools_for(self, cid: str, run_id: str) -> tuple[dict[str, Tool], list[NewEvent]]: ...
+
+    async def forget(self, cid: str) -> None:
+        """The conversation was deleted."""
+        ...
+
+    async def close(self) -> None:
+        """Server shutdown."""
+        ...
+
+
 @dataclass
 class RuntimeOptions:
     limits: ToolLimits = field(default_factory=ToolLimits)
@@ -90,6 +105,7 @@ class RuntimeOptions:
     checkpoint_max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # larger files are not checkpointed
     # Awaited before a run begins (a repository still being cloned into the workspace).
     before_run: Callable[[str], Awaitable[None]] | None = None
+    tool_sources: Sequence[ToolSource] = ()  # MCP servers
 
     def compaction(self, model: str | None) -> CompactionPolicy:
         return CompactionPolicy(self.context_window(model), self.compact_at)
@@ -270,7 +286,7 @@ class Runtime:
         env = RunEnv(
             journal=self.journal,
             provider=model.provider,
-            tools=self.tools,
+            tools=await self._tools(cid, run_id),
             sandbox=lambda: self.sandboxes.commands(cid),  # secrets in, masked out
             shell=self._shells.setdefault(cid, ShellState()),
             limits=self.options.limits,
@@ -286,6 +302,19 @@ class Runtime:
             preview_url=self.options.preview_url,
         )
         return AgentRun(env, cid, run_id, context, feed)
+
+    async def _tools(self, cid: str, run_id: str) -> Mapping[str, Tool]:
+        """The built-in tools and what the tool sources add (never replacing one)."""
+        if not self.options.tool_sources:
+            return self.tools
+        tools = dict(self.tools)
+        for source in self.options.tool_sources:
+            found, warnings = await source.tools_for(cid, run_id)
+            for name, tool in found.items():
+                tools.setdefault(name, tool)
+            if warnings:
+                await self.journal.append(cid, *warnings)
+        return tools
 
     def _model(self, conversation: Conversation) -> _Model:
         models, chosen = self.options.models, conversation.model
@@ -397,6 +426,8 @@ class Runtime:
         await self.interrupt(cid)
         self.journal.close_subscribers(cid)
         await self.conversations.delete(cid)
+        for source in self.options.tool_sources:
+            await source.forget(cid)
         await self.sandboxes.destroy(cid)
         self._shells.pop(cid, None)
         self._contexts.pop(cid, None)
@@ -449,6 +480,8 @@ class Runtime:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=10)
+        for source in self.options.tool_sources:
+            await source.close()
         await self.sandboxes.close()
 
 

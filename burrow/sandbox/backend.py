@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -103,11 +103,16 @@ class ExecRequest:
     cwd: str | None = None  # absolute path inside the sandbox; None = the workspace
     env: Mapping[str, str] = field(default_factory=dict)
     timeout: float | None = None  # seconds; the process group is killed when it passes
-    stdin: bytes | None = None  # written then closed; None = /dev/null
+    # Bytes: written then closed. A stream: each piece is written as it comes and stdin is
+    # closed when the stream ends (a long-lived server's input). None: /dev/null.
+    stdin: bytes | AsyncIterable[bytes] | None = None
     # A file (absolute, inside the sandbox) the command may write for its caller, e.g. the
     # final cwd; its content comes back in ExecExit.result and the file is removed. It
     # keeps such bookkeeping out of the output the model and the user see.
     result_file: str | None = None
+    # A long-lived helper (an MCP server), not a command: it does not keep the sandbox from
+    # hibernating, and hibernation ends it.
+    background: bool = False
 
 
 class PtySession(Protocol):

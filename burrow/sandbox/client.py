@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Mapping
 from typing import Any, Literal, TypeVar
 
 from burrow.sandbox.agent import protocol
@@ -34,6 +34,7 @@ TUNNEL_BUFFER_BYTES = 256 * 1024  # a tunnel reader's buffer before it pauses th
 # A terminal's output frames: the agent sends at most 64 KiB; more is a broken (or
 # subverted) agent, refused before it is buffered.
 PTY_MAX_PAYLOAD_BYTES = 256 * 1024
+STDIN_FRAME_BYTES = 1 << 20  # a streamed stdin is sent in frames of at most this
 ABORT_WAIT_SECONDS = 2.0  # how long an early close waits for the killed command to exit
 REPLY_TIMEOUT_SECONDS = 5.0  # connect, handshake and one answer; generous for a loaded host
 
@@ -191,10 +192,14 @@ class AgentClient:
             timeout=request.timeout,
             stdin=request.stdin is not None,
             result_file=request.result_file,
+            background=request.background,
         )
-        if request.stdin is not None:
+        if isinstance(request.stdin, bytes):
             spawn += protocol.encode_frame(protocol.STDIN, request.stdin, eof=True)
         conn, _ = await self._within("a command request", self._open(spawn))
+        feeding: asyncio.Task[None] | None = None
+        if request.stdin is not None and not isinstance(request.stdin, bytes):
+            feeding = asyncio.create_task(_feed_stdin(conn, request.stdin))
         # The agent kills a command at its timeout and reports the exit; one that has not
         # reported it a reply timeout later is not going to.
         until = None
@@ -224,9 +229,13 @@ class AgentClient:
                 else:
                     raise SandboxError(ErrorCode.PROTOCOL, f"unexpected {frame.kind} frame")
         finally:
-            if not finished:
-                await self._abort(conn)
-            conn.close()
+            if feeding is not None:
+                feeding.cancel()
+            try:
+                if not finished:
+                    await self._abort(conn)
+            finally:  # even when the abort's wait is cancelled too
+                conn.close()
 
     async def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
         frame = await self._request(
@@ -364,6 +373,20 @@ class AgentClient:
                     pass
         except (OSError, SandboxError, TimeoutError):
             pass  # the agent also kills the group when the connection closes
+
+
+async def _feed_stdin(conn: _Connection, chunks: AsyncIterable[bytes]) -> None:
+    """Send each piece of a streamed stdin as it comes, then close the command's stdin.
+    Pieces larger than a frame may carry are split."""
+    try:
+        async for chunk in chunks:
+            for start in range(0, len(chunk), STDIN_FRAME_BYTES):
+                piece = chunk[start : start + STDIN_FRAME_BYTES]
+                conn.send(protocol.encode_frame(protocol.STDIN, piece))
+            await conn.writer.drain()  # the agent's pace, not an unbounded buffer here
+        conn.send(protocol.encode_frame(protocol.STDIN, eof=True))
+    except (OSError, RuntimeError):
+        pass  # the connection is gone; the exec stream reports how the command ended
 
 
 async def _read_frame(reader: asyncio.StreamReader) -> protocol.Frame:

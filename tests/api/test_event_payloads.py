@@ -3,9 +3,9 @@
 One conversation through a real `burrow serve` (harness), a real bwrap sandbox and a real
 SQLite file, with only the model scripted: a retried model call, AGENTS.md, tools with
 streamed output, an approval, a preview, compaction on demand, a budget stop, a checkpoint
-restored, a model change and a failed clone. Each stored event is then validated against its
-type's class: a writer that drifts from the payload (a renamed or missing field, a wrong
-type) fails here.
+restored, a model change, a failed clone and an MCP server left out. Each stored event is
+then validated against its type's class: a writer that drifts from the payload (a renamed or
+missing field, a wrong type) fails here.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from burrow.llm.scripted import ScriptedProvider
 from burrow.runs import events as ev
 from burrow.runs.events import EventType
 from tests.api.harness import running_server
+from tests.mcp.conftest import write_config
 
 RISKY = {"command": "mkdir -p build && rm -rf build"}
 SERVE = {"command": "python3 -m http.server 8000", "port": 8000}
@@ -39,6 +40,8 @@ async def test_every_journaled_event_validates_against_its_payload_class(
         ]
     )
     provider = RetryingProvider(scripted, base_delay=0.01)
+    # An MCP server that needs a secret nobody set: an mcp.warning at the first run.
+    write_config(tmp_path, {"keyed": {"url": "https://mcp.example.com", "headers": {"X": "${A}"}}})
     async with running_server(
         tmp_path, lambda: provider, preview=True, sandbox_network="egress"
     ) as srv:

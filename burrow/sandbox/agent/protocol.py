@@ -22,13 +22,25 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-PROTOCOL_VERSION = (1, 2)  # (major, minor); a different major is refused with PROTOCOL
-FEATURES = ("exec", "stdin", "signal", "files", "result_file", "tunnel", "pty", "busy")
+PROTOCOL_VERSION = (1, 3)  # (major, minor); a different major is refused with PROTOCOL
+# 1.3: `spawn` takes `background: true` (a long-lived helper such as an MCP server, fed by
+# `stdin` frames for as long as it runs, and not counted as a running command).
+FEATURES = (
+    "exec",
+    "stdin",
+    "signal",
+    "files",
+    "result_file",
+    "tunnel",
+    "pty",
+    "busy",
+    "background",
+)
 
 # Requests (host -> agent)
 HELLO = "hello"
 PING = "ping"
-SPAWN = "spawn"
+SPAWN = "spawn"  # `argv`, `cwd`, `env`, `timeout`, `stdin`, `result_file`, `background`
 STDIN = "stdin"  # payload = bytes for the process; header `eof: true` closes its stdin
 SIGNAL = "signal"  # `signal`: number, delivered to the command's whole process group
 READ = "read"

@@ -68,11 +68,16 @@ def _dispatch(
         # wait for subprocess and selectors to load.
         from .process import Execution
 
-        _running.append(None)
+        # A background helper (an MCP server) lives as long as its host connection; it must
+        # not keep the sandbox awake, so it is not a running command.
+        counted = not request.header.get("background")
+        if counted:
+            _running.append(None)
         try:
             Execution(conn, decoder, backlog, request.header, workspace.root).run()
         finally:
-            _running.pop()
+            if counted:
+                _running.pop()
     elif kind == protocol.PTY_OPEN:
         from .terminal import Terminal
 

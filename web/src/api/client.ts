@@ -7,6 +7,8 @@ export type FileEntry = Schemas["FileEntryOut"];
 export type Health = Schemas["Health"];
 export type SecretName = Schemas["SecretOut"];
 export type SandboxInfo = Schemas["SandboxStatusOut"];
+export type McpServer = Schemas["McpServerOut"];
+export type McpConfig = Schemas["McpConfigDocument"];
 
 // The settings route may be newer than the server this was built against.
 type Fallback<K extends string, T> = K extends keyof Schemas ? Schemas[K] : T;
@@ -204,6 +206,10 @@ export const api = {
     return `${scheme}//${location.host}${conv(cid)}/terminals/${encodeURIComponent(tid)}/ws`;
   },
   secrets: () => request<SecretName[]>("GET", "/api/secrets"),
+  mcpServers: () => request<McpServer[]>("GET", "/api/mcp/servers"),
+  /** Administrators: mcp.json as it is, and replacing it (host servers only on disk). */
+  mcpConfig: () => request<McpConfig>("GET", "/api/mcp/config"),
+  saveMcpConfig: (config: McpConfig) => request<McpServer[]>("PUT", "/api/mcp/config", config),
   /** Create or replace; the value is never sent back. */
   putSecret: (name: string, value: string) =>
     request<SecretName>("PUT", `/api/secrets/${encodeURIComponent(name)}`, { value }),

@@ -37,6 +37,7 @@ const KNOWN: Record<EventType, true> = {
   "model.changed": true,
   "workspace.restored": true,
   "workspace.import": true,
+  "mcp.warning": true,
   "run.finished": true,
 };
 
@@ -77,6 +78,7 @@ const SHAPES: { [K in EventType]: Partial<Record<keyof EventData[K], Field>> } =
   "workspace.restored": { checkpoint_id: "string", undo_checkpoint_id: "string" },
   "workspace.import": { stage: "string", detail: "string" },
   retry: { attempt: "count", delay_s: "number", reason: "string" },
+  "mcp.warning": { server: "string", message: "string" },
   "run.finished": { status: "string", usage: "usage", budget: "object" },
 };
 

@@ -381,3 +381,16 @@ describe("workspace.import", () => {
     expect(s.items[1]).toMatchObject({ kind: "notice", tone: "error", text: "Import failed: Authentication failed" });
   });
 });
+
+describe("mcp", () => {
+  it("shows a server that could not be used as an error notice", () => {
+    const s = reduce(initialState, [
+      ev("mcp.warning", { server: "files", message: "MCP server 'files' needs the secret(s) TOKEN" }, null),
+    ]);
+    expect(s.items[0]).toMatchObject({
+      kind: "notice",
+      tone: "error",
+      text: "MCP server files: MCP server 'files' needs the secret(s) TOKEN",
+    });
+  });
+});

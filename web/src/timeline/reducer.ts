@@ -423,6 +423,9 @@ function apply(d: Draft, e: BurrowEvent): void {
         summary: e.data.summary ?? "",
       });
       return;
+    case "mcp.warning":
+      d.push({ kind: "notice", key, tone: "error", text: `MCP server ${e.data.server}: ${e.data.message}` });
+      return;
     case "instructions.loaded":
       d.push({
         kind: "notice",

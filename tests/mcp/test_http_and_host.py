@@ -1,0 +1,222 @@
+"""MCP servers reached from the host: Streamable HTTP through the URL policy, a stdio server
+an administrator put on the host, and a published server (from PyPI) in the sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import secrets
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+
+from burrow.llm.base import ScriptedTurn
+from burrow.llm.scripted import ScriptedProvider
+from tests.api.harness import free_port, running_server
+from tests.mcp.conftest import BUNDLE_DIR, WORKBENCH, install, processes_tagged, write_config
+from tests.mcp.workbench import build
+
+TOKEN = "mcp-http-token-" + "z" * 12
+
+
+@contextlib.asynccontextmanager
+async def http_server(marker_dir: Path) -> AsyncIterator[tuple[str, list[dict[bytes, bytes]]]]:
+    """The workbench over Streamable HTTP on 127.0.0.1; yields its URL and the headers of
+    every request it got."""
+    inner = build(str(marker_dir)).streamable_http_app()
+    seen: list[dict[bytes, bytes]] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            seen.append(dict(scope["headers"]))
+        await inner(scope, receive, send)
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, "127.0.0.1", port, log_level="warning"))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp", seen
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 30)
+
+
+def _warnings(events: list[dict[str, Any]]) -> dict[str, str]:
+    return {e["data"]["server"]: e["data"]["message"] for e in events if e["type"] == "mcp.warning"}
+
+
+def _outputs(events: list[dict[str, Any]]) -> list[str]:
+    return [e["data"]["output"] for e in events if e["type"] == "tool.finished"]
+
+
+async def test_http_server_needs_an_explicit_entry_for_loopback(tmp_path: Path) -> None:
+    async with http_server(tmp_path) as (url, seen):
+        write_config(
+            tmp_path / "data",
+            {"web": {"url": url, "headers": {"Authorization": "Bearer ${API_TOKEN}"}}},
+        )
+        provider = ScriptedProvider([ScriptedTurn(text="Hi.")])
+        async with running_server(tmp_path / "data", lambda: provider) as srv:
+            await srv.client.put("/api/secrets/API_TOKEN", json={"value": TOKEN})
+            cid = await srv.create_conversation()
+            run = await srv.send(cid, "hi")
+            assert (await srv.run_finished(cid, run["run_id"]))["data"]["status"] == "completed"
+            warning = _warnings(await srv.events(cid))["web"]
+            assert "127.0.0.1" in warning and "BURROW_MCP_ALLOW_URLS" in warning
+            assert not [s.name for s in provider.tool_requests[0] if s.name.startswith("mcp__")]
+            assert not seen  # refused before any byte was sent
+
+        provider = ScriptedProvider(
+            [
+                ScriptedTurn(tool_calls=[("mcp__web__echo", {"text": "over http"})]),
+                ScriptedTurn(text="Done."),
+            ]
+        )
+        async with running_server(tmp_path / "data", lambda: provider, mcp_allow_urls=url) as srv:
+            await srv.client.put("/api/secrets/API_TOKEN", json={"value": TOKEN})
+            cid = await srv.create_conversation()
+            run = await srv.send(cid, "hi")
+            assert (await srv.run_finished(cid, run["run_id"]))["data"]["status"] == "completed"
+            events = await srv.events(cid)
+            assert _outputs(events) == ["echo: over http"]
+            assert seen[0][b"authorization"] == f"Bearer {TOKEN}".encode()
+            [web] = (await srv.client.get("/api/mcp/servers")).json()
+            assert web["status"] == "connected" and web["transport"] == "http"
+
+
+async def test_burrows_own_port_and_names_for_loopback_are_refused(tmp_path: Path) -> None:
+    provider = ScriptedProvider([ScriptedTurn(text="Hi.")])
+    async with running_server(tmp_path, lambda: provider) as srv:
+        port = srv.base_url.rsplit(":", 1)[1]
+        write_config(
+            tmp_path,
+            {
+                "self": {"url": f"{srv.base_url}/api/health"},
+                "named": {"url": f"http://localhost:{free_port()}/mcp"},
+                "metadata": {"url": "http://169.254.169.254/latest/meta-data"},
+            },
+        )
+        cid = await srv.create_conversation()
+        run = await srv.send(cid, "hi")
+        assert (await srv.run_finished(cid, run["run_id"]))["data"]["status"] == "completed"
+        warnings = _warnings(await srv.events(cid))
+        assert f"own port {port}" in warnings["self"]
+        assert "not a public address" in warnings["named"]
+        assert "169.254.169.254" in warnings["metadata"]
+
+
+async def test_host_server_gets_no_burrow_environment_and_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tag = f"wb-{secrets.token_hex(4)}"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-host-secret-never-passed-on")
+    write_config(
+        tmp_path,
+        {
+            "local": {
+                "command": sys.executable,
+                "args": [str(WORKBENCH), "--tag", tag],
+                "env": {"GIVEN": "${API_TOKEN}"},
+                "host": True,
+            }
+        },
+    )
+    provider = ScriptedProvider(
+        [
+            ScriptedTurn(
+                tool_calls=[
+                    ("mcp__local__secret_digest", {"name": "OPENAI_API_KEY"}),
+                    ("mcp__local__secret_digest", {"name": "GIVEN"}),
+                    ("mcp__local__echo", {}),  # no `text`: the server's error, shown as one
+                ]
+            ),
+            ScriptedTurn(text="Done."),
+        ]
+    )
+    async with running_server(tmp_path, lambda: provider) as srv:
+        await srv.client.put("/api/secrets/API_TOKEN", json={"value": TOKEN})
+        cid = await srv.create_conversation()
+        run = await srv.send(cid, "hi")
+        assert (await srv.run_finished(cid, run["run_id"]))["data"]["status"] == "completed"
+        events = await srv.events(cid)
+        outputs = _outputs(events)
+        assert outputs[:2] == [
+            hashlib.sha256(b"").hexdigest(),  # Burrow's own environment is not passed on
+            hashlib.sha256(TOKEN.encode()).hexdigest(),
+        ]
+        errors = [e["data"]["is_error"] for e in events if e["type"] == "tool.finished"]
+        assert errors == [False, False, True] and "text" in outputs[2]
+        [pid] = processes_tagged(tag)
+        assert os.readlink(f"/proc/{pid}/ns/pid") == os.readlink("/proc/self/ns/pid")
+    # Server shutdown stopped it.
+    async with asyncio.timeout(10):
+        while processes_tagged(tag):  # noqa: ASYNC110 (polling the host's /proc)
+            await asyncio.sleep(0.05)
+
+
+async def test_published_server_from_pypi_in_the_sandbox(tmp_path: Path, bundle: bytes) -> None:
+    write_config(
+        tmp_path,
+        {
+            "time": {
+                "command": "python3",
+                "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"],
+                "env": {"PYTHONPATH": f"{BUNDLE_DIR}/sdk"},
+            }
+        },
+    )
+    provider = ScriptedProvider(
+        [
+            ScriptedTurn(tool_calls=[("mcp__time__get_current_time", {"timezone": "UTC"})]),
+            ScriptedTurn(text="Done."),
+        ]
+    )
+    async with running_server(tmp_path, lambda: provider, sandbox_limits=False) as srv:
+        created = await srv.client.post(
+            "/api/conversations", json={"title": "time", "approval_mode": "auto"}
+        )
+        cid = created.json()["id"]
+        await install(srv, cid, bundle)
+        run = await srv.send(cid, "what time is it")
+        assert (await srv.run_finished(cid, run["run_id"], 60))["data"]["status"] == "completed"
+        events = await srv.events(cid)
+        assert not _warnings(events)
+        [output] = _outputs(events)
+        assert '"timezone": "UTC"' in output or "UTC" in output
+        names = {spec.name for spec in provider.tool_requests[0]}
+        assert {"mcp__time__get_current_time", "mcp__time__convert_time"} <= names
+
+
+async def test_an_idle_conversations_host_server_is_stopped(tmp_path: Path) -> None:
+    """A conversation without a run for the idle period keeps no host process (its sandbox
+    would hibernate too); its next run starts the server again."""
+    tag = f"wb-{secrets.token_hex(4)}"
+    entry = {"command": sys.executable, "args": [str(WORKBENCH), "--tag", tag], "host": True}
+    write_config(tmp_path, {"local": entry})
+    provider = ScriptedProvider([])
+    async with running_server(
+        tmp_path, lambda: provider, sandbox_idle_hibernate_seconds=1.0
+    ) as srv:
+        first = await srv.create_conversation()
+        run = await srv.send(first, "hi")
+        await srv.run_finished(first, run["run_id"], 60)
+        assert len(processes_tagged(tag)) == 1
+        await asyncio.sleep(1.5)
+        second = await srv.create_conversation()
+        run = await srv.send(second, "hi")
+        await srv.run_finished(second, run["run_id"], 60)
+        async with asyncio.timeout(10):  # the first one's server stopped, the second's runs
+            while len(processes_tagged(tag)) != 1:  # noqa: ASYNC110 (the host's /proc)
+                await asyncio.sleep(0.05)
+        states = {s["name"]: s for s in (await srv.client.get("/api/mcp/servers")).json()}
+        assert states["local"]["status"] == "connected"
