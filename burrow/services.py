@@ -24,6 +24,7 @@ from burrow.runs.runtime import Runtime, RuntimeOptions
 from burrow.runs.sandboxes import SandboxPool
 from burrow.runs.secrets import ConversationSecrets, MaskingEventStore
 from burrow.runs.window import context_window
+from burrow.sandbox.allowlist import DomainAllowlist
 from burrow.sandbox.backend import Backend
 from burrow.sandbox.cgroups import Limits
 from burrow.sandbox.local import LocalBackend
@@ -77,6 +78,7 @@ def make_backend(settings: Settings) -> Backend:
             settings.data_dir,
             limits=limits,
             network=settings.sandbox_network,
+            allow_domains=DomainAllowlist.parse(settings.sandbox_allow_domains) or None,
             seccomp=settings.sandbox_seccomp,
             agent_timeout=settings.sandbox_agent_timeout,
         )
@@ -127,6 +129,7 @@ async def open_services(
             owner_of=conversations.owner_of,
             max_per_owner=settings.max_sandboxes_per_user,
             for_commands=chosen_secrets.sandbox,
+            network_of=conversations.network_of,
         ),
         tools if tools is not None else default_tools(),
         provider or models.provider,

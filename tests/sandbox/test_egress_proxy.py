@@ -1,0 +1,126 @@
+"""Egress with BURROW_SANDBOX_ALLOW_DOMAINS: the sandbox reaches only the allowlisting proxy,
+which lets listed names through and refuses the rest, private addresses included."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from burrow.sandbox.allowlist import DomainAllowlist
+from burrow.sandbox.local import LocalBackend, LocalSandbox
+from tests.sandbox.harness import TEST_LIMITS, run
+
+ALLOWED = "registry.npmjs.org,localhost,*.npmjs.com"
+
+# Speaks to the proxy as a client would, prints its status line and body.
+ASK_PROXY = """
+import socket, sys
+sock = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+sock.sendall(sys.argv[1].encode().decode("unicode_escape").encode())
+answer = b""
+while chunk := sock.recv(65536):
+    answer += chunk
+    if b"\\r\\n\\r\\n" in answer and sys.argv[1].startswith("CONNECT") and b" 200 " in answer:
+        break
+print(answer.decode(errors="replace"))
+"""
+
+DIRECT = """
+import socket, sys
+for address in sys.argv[1:]:
+    try:
+        socket.create_connection((address, 443), timeout=5)
+        print(address, "connected")
+    except OSError as exc:
+        print(address, "failed", exc)
+"""
+
+
+@pytest.fixture
+async def fenced(tmp_path: Path) -> AsyncIterator[LocalSandbox]:
+    backend = LocalBackend(
+        tmp_path / "data",
+        limits=TEST_LIMITS,
+        network="egress",
+        allow_domains=DomainAllowlist.parse(ALLOWED),
+    )
+    try:
+        yield await backend.create("fenced")
+    finally:
+        await backend.close()
+
+
+async def test_an_allowed_domain_works_through_the_proxy_with_curl(fenced: LocalSandbox) -> None:
+    result = await run(
+        fenced,
+        "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "https://registry.npmjs.org/react",
+        timeout=60,
+    )  # fmt: skip
+    assert result.exit.exit_code == 0, result.stderr.decode()
+    assert result.text == "200"
+
+
+async def test_a_domain_not_on_the_list_gets_a_403_naming_the_setting(
+    fenced: LocalSandbox,
+) -> None:
+    https = await run(
+        fenced, "python3", "-c", ASK_PROXY, "CONNECT example.com:443 HTTP/1.1\\r\\n\\r\\n"
+    )
+    assert https.text.startswith("HTTP/1.1 403"), https.text
+    assert "BURROW_SANDBOX_ALLOW_DOMAINS" in https.text and "example.com" in https.text
+    plain = "GET http://example.com/ HTTP/1.1\\r\\nHost: example.com\\r\\n\\r\\n"
+    assert (await run(fenced, "python3", "-c", ASK_PROXY, plain)).text.startswith("HTTP/1.1 403")
+    # An allowed URL with another Host: the Host header is not where the check looks, and
+    # it is not what is sent either (we get the allowed host's answer, or a refusal).
+    fronted = "GET http://localhost/ HTTP/1.1\\r\\nHost: example.com\\r\\n\\r\\n"
+    assert (await run(fenced, "python3", "-c", ASK_PROXY, fronted)).text.startswith("HTTP/1.1 403")
+    # and curl fails
+    curl = await run(fenced, "curl", "-sS", "https://example.com/", timeout=30)
+    assert curl.exit.exit_code != 0 and "403" in curl.stderr.decode()
+
+
+async def test_a_name_resolving_to_loopback_is_refused(fenced: LocalSandbox) -> None:
+    # `localhost` is on the list, but it resolves to the host's own loopback.
+    result = await run(
+        fenced, "python3", "-c", ASK_PROXY, "CONNECT localhost:5432 HTTP/1.1\\r\\n\\r\\n"
+    )
+    assert result.text.startswith("HTTP/1.1 403"), result.text
+    assert "127.0.0.1" in result.text
+
+
+async def test_direct_connections_bypassing_the_proxy_fail(fenced: LocalSandbox) -> None:
+    # Public addresses (npm's, Cloudflare's, TEST-NET) and the host: no route at all.
+    targets = ["104.16.0.35", "1.1.1.1", "192.0.2.1", "10.0.2.2"]
+    result = await run(fenced, "python3", "-c", DIRECT, *targets, timeout=60)
+    assert result.text.count("failed") == len(targets), result.text
+    routes = (await run(fenced, "cat", "/proc/net/route")).text
+    assert len(routes.strip().splitlines()) == 1  # the header: no route anywhere
+    # names do not resolve inside either: the proxy resolves them, on the host
+    lookup = await run(fenced, "getent", "hosts", "registry.npmjs.org", timeout=30)
+    assert lookup.exit.exit_code != 0
+
+
+async def test_commands_get_the_proxy_in_their_environment(fenced: LocalSandbox) -> None:
+    env = (await run(fenced, "env")).text
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+        assert f"{name}=http://127.0.0.1:3128" in env
+    assert "NO_PROXY=localhost,127.0.0.1,::1" in env
+
+
+async def test_the_proxy_port_cannot_be_taken_by_the_sandbox(fenced: LocalSandbox) -> None:
+    take = "import socket; s = socket.socket(); s.bind(('127.0.0.1', 3128))"
+    result = await run(fenced, "python3", "-c", take)
+    assert result.exit.exit_code != 0 and "Address already in use" in result.stderr.decode()
+
+
+async def test_without_an_allowlist_egress_has_no_proxy(tmp_path: Path) -> None:
+    backend = LocalBackend(tmp_path / "data", limits=TEST_LIMITS, network="none")
+    try:
+        sandbox = await backend.create("plain", network="none")
+        env = (await run(sandbox, "env")).text
+        assert "HTTPS_PROXY" not in env
+        assert backend.network_plan("none").policy == "none"
+    finally:
+        await backend.close()
