@@ -3,12 +3,16 @@ which lets listed names through and refuses the rest, private addresses included
 
 from __future__ import annotations
 
+import asyncio
+import socket
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from burrow.sandbox.allowlist import DomainAllowlist
+from burrow.sandbox.egress_proxy import AllowlistProxy, ProxyLimits
 from burrow.sandbox.local import LocalBackend, LocalSandbox
 from tests.sandbox.harness import TEST_LIMITS, run
 
@@ -124,3 +128,68 @@ async def test_without_an_allowlist_egress_has_no_proxy(tmp_path: Path) -> None:
         assert backend.network_plan("none").policy == "none"
     finally:
         await backend.close()
+
+
+# The proxy's own bounds, served on a host socket: no sandbox needed to count connections.
+@pytest.fixture
+async def bounded() -> AsyncIterator[tuple[AllowlistProxy, int]]:
+    proxy = AllowlistProxy(
+        DomainAllowlist.parse("registry.npmjs.org,localhost"),
+        limits=ProxyLimits(max_connections=2, idle_seconds=0.5),
+    )
+    sock = socket.create_server(("127.0.0.1", 0))
+    sock.setblocking(False)
+    await proxy.serve(sock)
+    try:
+        yield proxy, sock.getsockname()[1]
+    finally:
+        await proxy.close()
+
+
+async def test_connections_per_sandbox_are_bounded(bounded: tuple[AllowlistProxy, int]) -> None:
+    _, port = bounded
+    held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    answer = await asyncio.wait_for(reader.read(), 5)
+    assert answer.startswith(b"HTTP/1.1 503") and b"limit" in answer
+    writer.close()
+    for _, w in held:
+        w.close()
+
+
+async def test_an_idle_connection_is_closed(bounded: tuple[AllowlistProxy, int]) -> None:
+    _, port = bounded
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    started = time.monotonic()
+    assert await asyncio.wait_for(reader.read(), 5) == b""  # closed, nothing said
+    assert 0.4 < time.monotonic() - started < 3
+    writer.close()
+
+
+async def test_a_flood_of_headers_is_refused(bounded: tuple[AllowlistProxy, int]) -> None:
+    _, port = bounded
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"CONNECT registry.npmjs.org:443 HTTP/1.1\r\n" + b"X: " + b"a" * 100_000)
+    answer = await asyncio.wait_for(reader.read(), 5)
+    assert answer.startswith(b"HTTP/1.1 431")
+    writer.close()
+
+
+@pytest.mark.parametrize(
+    "request_line",
+    [
+        b"CONNECT registry.npmjs.org:99999 HTTP/1.1",
+        b"GET / HTTP/1.1",  # no Host: nowhere to go
+        b"GET https://registry.npmjs.org/ HTTP/1.1",  # https goes through CONNECT
+        b"GET http://registry.npmjs.org:x/ HTTP/1.1",
+        b"nonsense",
+    ],
+)
+async def test_malformed_requests_get_a_400(
+    bounded: tuple[AllowlistProxy, int], request_line: bytes
+) -> None:
+    _, port = bounded
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(request_line + b"\r\n\r\n")
+    assert (await asyncio.wait_for(reader.read(), 5)).startswith(b"HTTP/1.1 400")
+    writer.close()
