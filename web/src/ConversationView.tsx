@@ -5,6 +5,7 @@ import { ContextMeter } from "./ContextMeter";
 import { Composer } from "./composer/Composer";
 import { SecretsPicker, SecretsWarning } from "./conversations/ConversationSecrets";
 import { ModelSelect } from "./conversations/ModelSelect";
+import { NetworkSelect } from "./conversations/NetworkSelect";
 import { formatCost, formatTokens } from "./format";
 import { SidePanel, type Tab } from "./panel/SidePanel";
 import { type Item, runStatus, type RunStatus } from "./timeline/reducer";
@@ -197,6 +198,12 @@ export function ConversationView({
             mode={conversation?.approval_mode}
             onChanged={onChanged}
           />
+          <NetworkSelect
+            cid={cid}
+            network={conversation?.network}
+            running={status !== "idle"}
+            onChanged={onChanged}
+          />
           {conversation && (
             <SecretsPicker cid={cid} chosen={conversation.secrets ?? []} onChanged={onChanged} />
           )}
@@ -230,7 +237,7 @@ export function ConversationView({
             ◧
           </button>
         </header>
-        <SecretsWarning cid={cid} chosen={conversation?.secrets ?? []} />
+        <SecretsWarning cid={cid} chosen={conversation?.secrets ?? []} network={conversation?.network} />
         <Timeline cid={cid} state={state} empty={emptyState} onShowPreview={showPreview} />
         <Composer
           running={status !== "idle"}

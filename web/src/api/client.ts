@@ -7,6 +7,7 @@ export type FileEntry = Schemas["FileEntryOut"];
 export type Health = Schemas["Health"];
 export type SecretName = Schemas["SecretOut"];
 export type SandboxInfo = Schemas["SandboxStatusOut"];
+export type Network = Conversation["network"];
 
 // The settings route may be newer than the server this was built against.
 type Fallback<K extends string, T> = K extends keyof Schemas ? Schemas[K] : T;
@@ -119,6 +120,8 @@ export const api = {
   /** Names of the caller's secrets the conversation's commands and terminals get. */
   setConversationSecrets: (cid: string, secrets: string[]) =>
     request<Conversation>("PATCH", conv(cid), { secrets }),
+  /** Between runs; an idle sandbox restarts with it on next use. */
+  setNetwork: (cid: string, network: Network) => request<Conversation>("PATCH", conv(cid), { network }),
   /** `""`: back to the server's model. */
   setModel: (cid: string, model: string) => request<Conversation>("PATCH", conv(cid), { model }),
   models: () => request<Schemas["ModelOut"][]>("GET", "/api/settings/models"),
