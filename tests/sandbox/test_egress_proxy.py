@@ -16,7 +16,7 @@ from burrow.sandbox.egress_proxy import AllowlistProxy, ProxyLimits
 from burrow.sandbox.local import LocalBackend, LocalSandbox
 from tests.sandbox.harness import TEST_LIMITS, run
 
-ALLOWED = "registry.npmjs.org,localhost,*.npmjs.com"
+ALLOWED = "registry.npmjs.org,localhost,*.npmjs.com,pypi.org,files.pythonhosted.org"
 
 # Speaks to the proxy as a client would, prints its status line and body.
 ASK_PROXY = """
@@ -64,6 +64,16 @@ async def test_an_allowed_domain_works_through_the_proxy_with_curl(fenced: Local
     )  # fmt: skip
     assert result.exit.exit_code == 0, result.stderr.decode()
     assert result.text == "200"
+
+
+async def test_npm_and_pip_find_the_proxy_on_their_own(fenced: LocalSandbox) -> None:
+    npm = await run(fenced, "npm", "view", "react", "version", timeout=90)
+    assert npm.exit.exit_code == 0, npm.stderr.decode()[-2000:]
+    assert npm.text.strip().split(".")[0].isdigit()
+    pip = "python3 -m pip download --no-deps -q -d /tmp/wheels six==1.16.0 && ls /tmp/wheels"
+    result = await run(fenced, "sh", "-c", pip, timeout=90)
+    assert result.exit.exit_code == 0, result.stderr.decode()[-2000:]
+    assert "six-1.16.0" in result.text
 
 
 async def test_a_domain_not_on_the_list_gets_a_403_naming_the_setting(
