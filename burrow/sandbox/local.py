@@ -246,13 +246,15 @@ class LocalSandbox:
         try:
             async with asyncio.timeout(plan.boot_timeout):
                 pid = await self._sandbox_pid(info_read) if info_read >= 0 else 0
+                await self.client.handshake(plan.boot_timeout)
+                # The network after the handshake: bwrap has set up loopback by then (while
+                # slirp4netns configured the namespace at the same time, bwrap's own set-up
+                # failed now and then under load), and none of the sandbox's own code has
+                # run yet: no command starts before the fence is up or the proxy listens.
                 if plan.slirp:
                     self._egress = network.Egress()
                     await self._egress.start(pid)
-                await self.client.handshake(plan.boot_timeout)
                 if plan.allowlist is not None:
-                    # After the handshake: bwrap has brought loopback up, and nothing of
-                    # the sandbox's own code has run yet to take the port first.
                     await self._start_proxy(pid, plan.allowlist, plan.proxy_limits)
         except (SandboxError, TimeoutError) as exc:
             reason = await self._boot_failure(process, exc)
