@@ -144,9 +144,10 @@ class LocalSandbox:
         try:
             await self._boot(plan)
         except SandboxError:
-            # Under load, bwrap's own loopback set-up in a new network namespace now and then
-            # fails ("loopback: Failed RTM_NEWADDR") while slirp4netns configures the same
-            # namespace; nothing of the sandbox ran yet, and a second boot succeeds.
+            # Under load, bwrap's own loopback set-up ("loopback: Failed RTM_NEWADDR") failed
+            # now and then while slirp4netns configured the same namespace. slirp4netns now
+            # starts after the handshake, when that set-up is done; one more boot stays as a
+            # guard, since nothing of the sandbox ran yet and a failed boot costs the user.
             if not plan.slirp or LOOPBACK_RACE not in self.detail:
                 raise
             log.warning("sandbox %s: %s; booting once more", self.id, self.detail)
