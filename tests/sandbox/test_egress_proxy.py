@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from burrow.sandbox import network
 from burrow.sandbox.allowlist import DomainAllowlist
 from burrow.sandbox.egress_proxy import AllowlistProxy, ProxyLimits
 from burrow.sandbox.local import LocalBackend, LocalSandbox
@@ -203,3 +204,33 @@ async def test_malformed_requests_get_a_400(
     writer.write(request_line + b"\r\n\r\n")
     assert (await asyncio.wait_for(reader.read(), 5)).startswith(b"HTTP/1.1 400")
     writer.close()
+
+
+@pytest.mark.parametrize(
+    ("address", "refused"),
+    [
+        ("127.0.0.1", True),
+        ("10.1.2.3", True),
+        ("172.20.0.1", True),
+        ("192.168.1.1", True),
+        ("169.254.169.254", True),  # cloud metadata
+        ("100.64.0.1", True),
+        ("0.0.0.0", True),
+        ("::1", True),
+        ("::", True),
+        ("fe80::1", True),
+        ("fd00::1", True),
+        ("::ffff:127.0.0.1", True),  # IPv4-mapped loopback
+        ("::ffff:10.0.0.1", True),
+        ("104.16.0.35", False),
+        ("2606:4700::6810:1", False),
+        ("203.0.113.80", False),  # TEST-NET: routed like a public address here, as by slirp
+    ],
+)
+def test_the_proxy_fences_what_slirp_egress_fences(address: str, refused: bool) -> None:
+    assert network.fenced(address) is refused
+
+
+def test_the_hosts_own_addresses_are_fenced() -> None:
+    assert network.fenced("198.51.100.7", ["198.51.100.7"])
+    assert not network.fenced("198.51.100.8", ["198.51.100.7"])
