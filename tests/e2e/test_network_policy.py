@@ -23,11 +23,15 @@ async def test_the_header_shows_and_changes_the_policy(tmp_path: Path, page: Pag
         await open_app(page, srv, f"/c/{cid}")
         select = page.get_by_label("Network", exact=True)
         await expect(select).to_have_value("none")
+        # The sandbox status area names the policy (the panel's, or the header's when closed).
+        status = page.locator(".sandbox-state, .header-meta[title=Sandbox]").first
+        await expect(status).to_contain_text("· no network")
         await expect(page.locator(".secrets-warning")).to_have_count(0)
 
         await select.select_option("egress")
         await expect(select).to_have_value("egress")
         await expect(select.locator("option[value=egress]")).to_have_text("Network: egress")
+        await expect(status).to_contain_text("· egress")
         conversation = (await srv.client.get(f"/api/conversations/{cid}")).json()
         assert conversation["network"] == "egress"
         # Secrets and egress to anywhere: the user is told.
@@ -52,6 +56,8 @@ async def test_an_allowlist_is_named_and_silences_the_warning(tmp_path: Path, pa
         await expect(select.locator("option[value=egress]")).to_have_text(
             "Network: egress + allowlist"
         )
+        status = page.locator(".sandbox-state, .header-meta[title=Sandbox]").first
+        await expect(status).to_contain_text("· egress + allowlist")
         # Its tooltip names what is reachable.
         await expect(select).to_have_attribute("title", re.compile("registry.npmjs.org"))
         await expect(page.locator(".secrets-warning")).to_have_count(0)
