@@ -101,9 +101,15 @@ class Settings(BaseSettings):
     """Sandbox backend: `local` (bubblewrap namespaces)."""
     sandbox_idle_hibernate_seconds: float = 900.0
     """Idle seconds before a sandbox hibernates (processes stop, files stay); 0 = never."""
-    sandbox_network: Literal["none", "egress"] = "none"
-    """`none`: loopback only. `egress`: outbound through slirp4netns, with the host's
-    loopback, private ranges and own addresses unreachable."""
+    sandbox_network: Literal["none", "egress"] = "egress"
+    """A new conversation's network policy (each may choose its own). `egress`: outbound
+    through slirp4netns, with the host's loopback, private ranges and own addresses
+    unreachable (without slirp4netns sandboxes get none, and say so). `none`: loopback
+    only."""
+    sandbox_allow_domains: str = ""
+    """Comma-separated host names (`*.example.com` wildcards) egress is limited to: the
+    sandbox then reaches only an allowlisting HTTP(S) proxy the server runs, through
+    HTTP(S)_PROXY; empty: any public address."""
     sandbox_limits: bool = True
     """Resource limits (cgroups, workspace disk image); need root or delegated cgroups."""
     sandbox_memory_mb: int = 1024

@@ -27,6 +27,7 @@ from burrow.runs.runtime import Runtime, RuntimeOptions
 from burrow.runs.sandboxes import SandboxPool
 from burrow.runs.secrets import ConversationSecrets, MaskingEventStore
 from burrow.runs.window import context_window
+from burrow.sandbox.allowlist import DomainAllowlist
 from burrow.sandbox.backend import Backend
 from burrow.sandbox.cgroups import Limits
 from burrow.sandbox.local import LocalBackend
@@ -88,6 +89,7 @@ def make_backend(settings: Settings) -> Backend:
             settings.data_dir,
             limits=limits,
             network=settings.sandbox_network,
+            allow_domains=DomainAllowlist.parse(settings.sandbox_allow_domains) or None,
             seccomp=settings.sandbox_seccomp,
             agent_timeout=settings.sandbox_agent_timeout,
         )
@@ -138,6 +140,7 @@ async def open_services(
         owner_of=conversations.owner_of,
         max_per_owner=settings.max_sandboxes_per_user,
         for_commands=chosen_secrets.sandbox,
+        network_of=conversations.network_of,
     )
     imports = RepoImports(journal, sandboxes)
     mcp = mcp_connections(settings, sandboxes, UserSecretStore(db, box))

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field, field_validator
 from burrow.store.records import Conversation
 
 ApprovalMode = Literal["ask", "auto", "read_only"]
+Network = Literal["none", "egress"]
 
 
 class Usage(BaseModel):
@@ -52,11 +53,14 @@ class ConversationOut(BaseModel):
     """`[provider:]model` this conversation uses; null: the server's model."""
     budget: Budget
     context: ContextUse
+    network: Network
+    """Its sandbox's network policy: `egress` (public addresses, or only the domains of
+    BURROW_SANDBOX_ALLOW_DOMAINS) or `none` (loopback only)."""
     last_run_failed: bool = False
     """The conversation is at rest ("idle") and its last run ended "failed"."""
 
     @classmethod
-    def of(cls, c: Conversation, context: ContextUse) -> ConversationOut:
+    def of(cls, c: Conversation, context: ContextUse, default_network: Network) -> ConversationOut:
         return cls(
             id=c.id,
             title=c.title,
@@ -79,6 +83,7 @@ class ConversationOut(BaseModel):
             model=c.model,
             budget=Budget.model_validate(c.budget),
             context=context,
+            network=c.network if c.network in ("none", "egress") else default_network,  # type: ignore[arg-type]
         )
 
 
@@ -98,6 +103,8 @@ class CreateConversation(BaseModel):
     model: str | None = Field(default=None, min_length=1, max_length=200)
     approval_mode: ApprovalMode | None = None
     repo: RepoIn | None = None
+    network: Network | None = None
+    """Default: BURROW_SANDBOX_NETWORK."""
 
 
 class RenameConversation(BaseModel):
@@ -119,6 +126,11 @@ class RenameConversation(BaseModel):
         default=None,
         description="Fields given replace the stored ones; a field given as null goes "
         "back to the server's limit",
+    )
+    network: Network | None = Field(
+        default=None,
+        description="Between runs only; an idle sandbox is hibernated to take it at once, "
+        "a busy one takes it at its next start",
     )
 
 
@@ -183,8 +195,13 @@ class FileEntryOut(BaseModel):
 class SandboxOut(BaseModel):
     status: str
     backend: str
-    network: Literal["none", "egress"] = "none"
-    """`egress`: commands reach any internet host, so a secret given to them can leave."""
+    network: Network = "none"
+    """The conversation's policy. `egress` without `allow_domains`: commands reach any
+    internet host, so a secret given to them can leave."""
+    allow_domains: list[str] = []
+    """With egress: the only host names reachable (through Burrow's proxy); empty: any."""
+    network_detail: str = ""
+    """How the sandbox is connected here; says so when egress is unavailable."""
 
 
 class Health(BaseModel):

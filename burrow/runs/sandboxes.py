@@ -26,6 +26,7 @@ from burrow.sandbox.backend import (
     ErrorCode,
     ExecExit,
     ExecRequest,
+    NetworkPolicy,
     Sandbox,
     SandboxError,
     closing_exec,
@@ -55,6 +56,7 @@ class SandboxPool:
         owner_of: Callable[[str], Awaitable[str | None]] | None = None,
         max_per_owner: int = 0,
         for_commands: Callable[[str, Sandbox], Sandbox] = lambda cid, sandbox: sandbox,
+        network_of: Callable[[str], Awaitable[NetworkPolicy | None]] | None = None,
     ) -> None:
         self.backend = backend
         # What commands and terminals run on: the sandbox with the conversation's secrets.
@@ -62,6 +64,7 @@ class SandboxPool:
         self.idle_seconds = idle_seconds  # None or 0: never hibernate
         self.max_per_owner = max_per_owner  # live sandboxes per owner (needs owner_of); 0: any
         self._owner_of = owner_of
+        self._network_of = network_of  # the conversation's policy, read at each start
         self._owners: dict[str, str] = {}  # cid -> owner, as learned (owners never change)
         self._live: dict[str, str] = {}  # cid -> owner, from admission until it stops
         self.terminals = TerminalRegistry(on_activity=self.touch)
@@ -140,16 +143,24 @@ class SandboxPool:
         self._sandboxes.pop(cid, None)
         await self.terminals.close_all(cid)  # shells of a sandbox that died are gone
         try:
-            sandbox = await self.backend.create(cid)
+            policy = await self.network_of(cid)
+            sandbox = await self.backend.create(cid, network=policy)
         except SandboxError as exc:
             self._live.pop(cid, None)
             await self._status(cid, "failed", exc.message)
             raise
         self._sandboxes[cid] = sandbox
         detail = await self._start_services(self._for_commands(cid, sandbox))
+        plan = self.backend.network_plan(policy)
+        if plan.degraded:  # said where the user looks, not only in the server's log
+            detail = "; ".join(part for part in (plan.detail, detail) if part)
         await self._status(cid, "ready", detail)
         self.touch(cid)
         return sandbox
+
+    async def network_of(self, cid: str) -> NetworkPolicy | None:
+        """The conversation's network policy (None: the backend's default)."""
+        return await self._network_of(cid) if self._network_of is not None else None
 
     async def _start_services(self, sandbox: Sandbox) -> str:
         """Start what `.burrow/services.json` records, as the preview tool would."""

@@ -14,6 +14,19 @@ from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+NetworkPolicy = Literal["none", "egress"]
+"""`none`: loopback only; `egress`: outbound to public addresses (or through an allowlist)."""
+
+
+@dataclass(frozen=True)
+class NetworkPlan:
+    """The network a sandbox gets for the policy it asked for."""
+
+    policy: NetworkPolicy  # what it gets
+    detail: str  # how, in a line for people
+    degraded: bool = False  # less than asked: egress is unavailable on this host
+    allow_domains: tuple[str, ...] = ()  # egress only to these, through the proxy
+
 
 class ErrorCode(enum.StrEnum):
     """Typed failure causes, shared by the in-sandbox agent and every backend."""
@@ -206,12 +219,17 @@ class Backend(Protocol):
 
     name: str
 
-    async def create(self, sandbox_id: str) -> Sandbox:
-        """Start (or restart) the sandbox for `sandbox_id` and return it once ready.
+    async def create(self, sandbox_id: str, *, network: NetworkPolicy | None = None) -> Sandbox:
+        """Start (or restart) the sandbox for `sandbox_id` and return it once ready, with
+        the network policy `network` (None: the backend's default).
 
         Raises SandboxError(BOOT_FAILED) with the reason when it cannot start; never falls
         back to the host.
         """
+        ...
+
+    def network_plan(self, network: NetworkPolicy | None) -> NetworkPlan:
+        """How a sandbox asking for `network` (None: the default) is connected here."""
         ...
 
     async def destroy(self, sandbox_id: str) -> None:

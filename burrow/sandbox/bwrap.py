@@ -108,13 +108,14 @@ def build_argv(
     info_fd: int | None = None,
     tmp_size_bytes: int = TMP_SIZE_BYTES,
     resolv_conf: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> list[str]:
     """The full command that starts the sandbox with its agent listening on `listen_fd`.
 
     The network namespace has only loopback; egress mode plugs user-mode networking into
     it afterwards (see network.py), which needs the pid that `info_fd` reports, and its
     own resolver (`resolv_conf`), as the host's may sit on an address the sandbox must
-    not reach.
+    not reach. `env` adds to the sandbox's environment (the allowlisting proxy's address).
     """
     argv = [
         bwrap,
@@ -135,7 +136,7 @@ def build_argv(
         hostname,
         "--clearenv",
     ]
-    for name, value in SANDBOX_ENV.items():
+    for name, value in {**SANDBOX_ENV, **(env or {})}.items():
         argv += ["--setenv", name, value]
     for path in SYSTEM_DIRS:
         if os.path.islink(path):  # merged-/usr systems: /bin -> usr/bin

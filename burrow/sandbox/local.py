@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from burrow.sandbox import bwrap, cgroups, network, seccomp
+from burrow.sandbox.allowlist import DomainAllowlist
 from burrow.sandbox.backend import (
     ErrorCode,
     ExecChunk,
@@ -37,6 +38,7 @@ from burrow.sandbox.backend import (
     ExecExit,
     ExecRequest,
     FileEntry,
+    NetworkPlan,
     SandboxError,
     SandboxStatus,
     closing_exec,
@@ -49,8 +51,9 @@ from burrow.sandbox.client import (
     PtyConnection,
 )
 from burrow.sandbox.disk import WorkspaceDisk
+from burrow.sandbox.egress_proxy import AllowlistProxy, ProxyLimits
 from burrow.sandbox.leftovers import Reaper
-from burrow.sandbox.network import NetworkPolicy
+from burrow.sandbox.network import NetworkPolicy, egress_unavailable
 
 SANDBOX_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 STDERR_TAIL_LINES = 20
@@ -72,8 +75,14 @@ class BootPlan:
     boot_timeout: float
     seccomp_filter: bytes | None
     limits: Limits | None
-    network: NetworkPolicy
+    network: NetworkPolicy  # as realised: "none" when egress cannot be had here
     resolv_conf: Path | None
+    allowlist: DomainAllowlist | None = None  # egress only through the allowlisting proxy
+    proxy_limits: ProxyLimits | None = None
+
+    @property
+    def slirp(self) -> bool:
+        return self.network == "egress" and self.allowlist is None
 
 
 class LocalSandbox:
@@ -93,6 +102,7 @@ class LocalSandbox:
         self.cgroup: cgroups.SandboxCgroup | None = None
         self.limits: Limits | None = None
         self._egress: network.Egress | None = None
+        self._proxy: AllowlistProxy | None = None
         self.workspace_dir = workspace_dir  # on the host
         self.socket_path = socket_path
         self.client = AgentClient(str(socket_path), reply_timeout=agent_timeout)
@@ -134,10 +144,11 @@ class LocalSandbox:
         try:
             await self._boot(plan)
         except SandboxError:
-            # Under load, bwrap's own loopback set-up in a new network namespace now and then
-            # fails ("loopback: Failed RTM_NEWADDR") while slirp4netns configures the same
-            # namespace; nothing of the sandbox ran yet, and a second boot succeeds.
-            if plan.network != "egress" or LOOPBACK_RACE not in self.detail:
+            # Under load, bwrap's own loopback set-up ("loopback: Failed RTM_NEWADDR") failed
+            # now and then while slirp4netns configured the same namespace. slirp4netns now
+            # starts after the handshake, when that set-up is done; one more boot stays as a
+            # guard, since nothing of the sandbox ran yet and a failed boot costs the user.
+            if not plan.slirp or LOOPBACK_RACE not in self.detail:
                 raise
             log.warning("sandbox %s: %s; booting once more", self.id, self.detail)
             await self._boot(plan)
@@ -166,7 +177,7 @@ class LocalSandbox:
                 seccomp_fd = seccomp.filter_fd(plan.seccomp_filter)
                 fds.append(seccomp_fd)
             info_fd = None
-            if plan.network == "egress":
+            if plan.network == "egress":  # slirp4netns and the proxy need the sandbox's pid
                 info_read, info_fd = os.pipe()
                 fds.append(info_fd)
             argv = bwrap.build_argv(
@@ -178,7 +189,8 @@ class LocalSandbox:
                 seccomp_fd=seccomp_fd,
                 info_fd=info_fd,
                 tmp_size_bytes=(plan.limits.tmp_mb << 20) if plan.limits else bwrap.TMP_SIZE_BYTES,
-                resolv_conf=plan.resolv_conf if plan.network == "egress" else None,
+                resolv_conf=plan.resolv_conf if plan.slirp else None,
+                env=network.proxy_env() if plan.allowlist is not None else None,
             )
             argv, args_fd = bwrap.hide_options(argv)
             fds.append(args_fd)
@@ -234,9 +246,17 @@ class LocalSandbox:
         ]
         try:
             async with asyncio.timeout(plan.boot_timeout):
-                if info_read >= 0:
-                    await self._start_egress(info_read)
+                pid = await self._sandbox_pid(info_read) if info_read >= 0 else 0
                 await self.client.handshake(plan.boot_timeout)
+                # The network after the handshake: bwrap has set up loopback by then (while
+                # slirp4netns configured the namespace at the same time, bwrap's own set-up
+                # failed now and then under load), and none of the sandbox's own code has
+                # run yet: no command starts before the fence is up or the proxy listens.
+                if plan.slirp:
+                    self._egress = network.Egress()
+                    await self._egress.start(pid)
+                if plan.allowlist is not None:
+                    await self._start_proxy(pid, plan.allowlist, plan.proxy_limits)
         except (SandboxError, TimeoutError) as exc:
             reason = await self._boot_failure(process, exc)
             await self.stop()
@@ -260,15 +280,28 @@ class LocalSandbox:
             self.cgroup = cgroups.SandboxCgroup(cgroups.name_for(self.workspace_dir), plan.limits)
             await asyncio.to_thread(self.cgroup.create)
 
-    async def _start_egress(self, info_read: int) -> None:
+    async def _sandbox_pid(self, info_read: int) -> int:
         info = b""
         while b"}" not in info:  # bwrap writes its JSON in pieces
             chunk = await asyncio.to_thread(os.read, info_read, 4096)
             if not chunk:
                 raise SandboxError(ErrorCode.BOOT_FAILED, "bubblewrap exited before it started")
             info += chunk
-        self._egress = network.Egress()
-        await self._egress.start(network.read_child_pid(info))
+        return network.read_child_pid(info)
+
+    async def _start_proxy(
+        self, pid: int, allowlist: DomainAllowlist, limits: ProxyLimits | None
+    ) -> None:
+        sock = await asyncio.to_thread(network.listen_in_namespace, pid)
+        proxy = AllowlistProxy(
+            allowlist, limits=limits, host_addresses=await asyncio.to_thread(network.host_addresses)
+        )
+        try:
+            await proxy.serve(sock)
+        except OSError:
+            sock.close()
+            raise
+        self._proxy = proxy
 
     async def stop(self) -> None:
         """Kill every process of the sandbox from the host; nothing here waits on the agent.
@@ -290,6 +323,9 @@ class LocalSandbox:
         egress, self._egress = self._egress, None
         if egress is not None:
             await egress.stop()
+        proxy, self._proxy = self._proxy, None
+        if proxy is not None:
+            await proxy.close()
         cgroup, self.cgroup = self.cgroup, None
         if cgroup is not None:
             await asyncio.to_thread(cgroup.kill_and_remove)
@@ -459,6 +495,8 @@ class LocalBackend:
         runtime_dir: Path | None = None,
         limits: Limits | None = None,
         network: NetworkPolicy = "none",
+        allow_domains: DomainAllowlist | None = None,
+        proxy_limits: ProxyLimits | None = None,
         seccomp: bool = True,
         agent_timeout: float = REPLY_TIMEOUT_SECONDS,
     ) -> None:
@@ -466,7 +504,9 @@ class LocalBackend:
         self.python = python
         self.boot_timeout = boot_timeout
         self.limits = limits  # None: no cgroups and no disk quota (tests, unprivileged hosts)
-        self.network: NetworkPolicy = network
+        self.network: NetworkPolicy = network  # for a create() that names none
+        self.allow_domains = allow_domains or None  # empty: egress goes anywhere public
+        self.proxy_limits = proxy_limits
         self.seccomp = seccomp
         self.agent_timeout = agent_timeout  # past it, an agent that has not answered is killed
         self._runtime_dir = runtime_dir
@@ -477,6 +517,28 @@ class LocalBackend:
         self._agent_lock = asyncio.Lock()
         self._seccomp_filter: bytes | None = None
         self.reaper = Reaper(self.data_dir, self._locks, SANDBOX_ID)
+        if network == "egress" and self.allow_domains is None:
+            missing = egress_unavailable()
+            if missing:
+                log.warning(
+                    "Sandbox egress is unavailable: %s. Sandboxes start with no network "
+                    "(policy none) and say so in their status.",
+                    missing,
+                )
+
+    def network_plan(self, policy: NetworkPolicy | None) -> NetworkPlan:
+        policy = policy or self.network
+        if policy == "none":
+            return NetworkPlan("none", "no network (loopback only)")
+        if self.allow_domains is not None:
+            allowed = tuple(self.allow_domains.entries())
+            how = f"egress through Burrow's allowlisting proxy only ({', '.join(allowed)})"
+            return NetworkPlan("egress", how, allow_domains=allowed)
+        missing = egress_unavailable()
+        if missing:
+            how = f"egress is unavailable: {missing}; the sandbox has no network"
+            return NetworkPlan("none", how, degraded=True)
+        return NetworkPlan("egress", "egress to public addresses (host and private ranges cut)")
 
     def workspace_dir(self, sandbox_id: str) -> Path:
         """Where the sandbox's /workspace lives on the host."""
@@ -486,7 +548,9 @@ class LocalBackend:
         """The sandbox if this backend started it (in any status), without starting it."""
         return self._sandboxes.get(sandbox_id)
 
-    async def create(self, sandbox_id: str) -> LocalSandbox:
+    async def create(
+        self, sandbox_id: str, *, network: NetworkPolicy | None = None
+    ) -> LocalSandbox:
         workspace_dir = self.workspace_dir(sandbox_id)
         async with self._locks.setdefault(sandbox_id, asyncio.Lock()):
             await self.reaper.before_boot(_checked_id(sandbox_id))
@@ -510,7 +574,7 @@ class LocalBackend:
                     agent_timeout=self.agent_timeout,
                 )
                 self._sandboxes[sandbox_id] = sandbox
-            await sandbox.start(await self._plan(bwrap_bin))
+            await sandbox.start(await self._plan(bwrap_bin, network))
             return sandbox
 
     def _disk(self, sandbox_id: str) -> WorkspaceDisk | None:
@@ -519,9 +583,10 @@ class LocalBackend:
         image = self.data_dir / "workspaces" / f"{_checked_id(sandbox_id)}.img"
         return WorkspaceDisk(image, self.workspace_dir(sandbox_id), self.limits.disk_mb)
 
-    async def _plan(self, bwrap_bin: str) -> BootPlan:
+    async def _plan(self, bwrap_bin: str, policy: NetworkPolicy | None) -> BootPlan:
         if self._seccomp_filter is None and self.seccomp:
             self._seccomp_filter = seccomp.build_filter()
+        realised = self.network_plan(policy).policy
         return BootPlan(
             bwrap=bwrap_bin,
             python=self.python,
@@ -529,10 +594,10 @@ class LocalBackend:
             boot_timeout=self.boot_timeout,
             seccomp_filter=self._seccomp_filter,
             limits=self.limits,
-            network=self.network,
-            resolv_conf=network.resolv_conf(self._runtime_path())
-            if self.network == "egress"
-            else None,
+            network=realised,
+            resolv_conf=network.resolv_conf(self._runtime_path()) if realised == "egress" else None,
+            allowlist=self.allow_domains if realised == "egress" else None,
+            proxy_limits=self.proxy_limits,
         )
 
     async def destroy(self, sandbox_id: str) -> None:

@@ -1,5 +1,13 @@
 """A sandbox's network policy: `none` (loopback only) or `egress` (outbound, user-mode).
 
+With a domain allowlist (`BURROW_SANDBOX_ALLOW_DOMAINS`) egress takes another road: no
+slirp4netns at all, the namespace keeps loopback only, and the server listens on the
+sandbox's own 127.0.0.1:3128 with a socket it made inside that namespace
+(`listen_in_namespace`): the allowlisting proxy (egress_proxy.py) is then the one way out,
+and the host's own ports stay unreachable. (slirp4netns offers no port-level forward from
+the guest to the host: without `--disable-host-loopback` its 10.0.2.2 would open every port
+of the host's loopback, the API and the database included.)
+
 Egress plugs slirp4netns into the sandbox's network namespace: a user-mode TCP/IP stack
 that turns the sandbox's connections into ordinary sockets of an unprivileged host
 process, so the sandbox gets no interface on the host's networks. The host's loopback is
@@ -13,18 +21,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import ipaddress
 import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import threading
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
 
 from burrow.sandbox.backend import ErrorCode, SandboxError
-
-NetworkPolicy = Literal["none", "egress"]
+from burrow.sandbox.backend import NetworkPolicy as NetworkPolicy  # named here too
 
 SLIRP_DNS = "10.0.2.3"
 BLOCKED_RANGES = (
@@ -39,7 +49,85 @@ BLOCKED_RANGES = (
     "198.18.0.0/15",
     "224.0.0.0/3",  # multicast and reserved
 )
+# The same fence for the allowlisting proxy's destinations, plus IPv6's loopback,
+# unspecified, link-local, unique-local and multicast ranges. Not `is_global`: TEST-NET
+# and benchmarking ranges are routed like public ones on some networks (mirrors).
+FENCED_NETWORKS = tuple(
+    ipaddress.ip_network(r)
+    for r in (*BLOCKED_RANGES, "255.255.255.255/32", "::/127", "fe80::/10", "fc00::/7", "ff00::/8")
+)
 READY_TIMEOUT = 5.0
+PROXY_PORT = 3128  # on the sandbox's own loopback, made before any of its code runs
+CLONE_NEWNET = 0x40000000
+
+
+def proxy_env() -> dict[str, str]:
+    """What points npm, pip, git and curl at the allowlisting proxy; loopback stays direct
+    (the sandbox's own dev servers)."""
+    url = f"http://127.0.0.1:{PROXY_PORT}"
+    no_proxy = "localhost,127.0.0.1,::1"
+    return {
+        "HTTP_PROXY": url,
+        "HTTPS_PROXY": url,
+        "http_proxy": url,
+        "https_proxy": url,
+        "NO_PROXY": no_proxy,
+        "no_proxy": no_proxy,
+    }
+
+
+def egress_unavailable() -> str | None:
+    """Why slirp-based egress cannot work on this host, or None when it can."""
+    if shutil.which("slirp4netns") is None:
+        return (
+            "slirp4netns is not installed (`make sandbox-tools` or `apt-get install slirp4netns`)"
+        )
+    return None
+
+
+def listen_in_namespace(sandbox_pid: int, port: int = PROXY_PORT) -> socket.socket:
+    """A listening TCP socket on 127.0.0.1:`port` of the sandbox's network namespace.
+
+    A socket belongs to the namespace it was created in, whatever thread later uses it:
+    a short-lived thread joins the namespace (setns affects the calling thread only),
+    makes the socket and ends; the server then accepts on it like on any other.
+    """
+    made: list[socket.socket] = []
+    failed: list[str] = []
+
+    def make() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = os.open(f"/proc/{sandbox_pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            if libc.setns(fd, CLONE_NEWNET) != 0:
+                failed.append(f"setns: {os.strerror(ctypes.get_errno())}")
+                return
+        finally:
+            os.close(fd)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.bind(("127.0.0.1", port))
+            sock.listen(128)
+            sock.setblocking(False)
+        except OSError as exc:
+            sock.close()
+            failed.append(str(exc))
+            return
+        made.append(sock)
+
+    thread = threading.Thread(target=make, name="burrow-netns-listen")
+    try:
+        thread.start()
+        thread.join()
+    except OSError as exc:
+        failed.append(str(exc))
+    if not made:
+        raise SandboxError(
+            ErrorCode.BOOT_FAILED,
+            f"Could not open the egress proxy inside the sandbox ({'; '.join(failed)}); "
+            "the allowlist needs root (or unset BURROW_SANDBOX_ALLOW_DOMAINS).",
+        )
+    return made[0]
 
 
 def host_addresses() -> list[str]:
@@ -57,6 +145,14 @@ def host_addresses() -> list[str]:
             if "inet" in fields:
                 found.add(fields[fields.index("inet") + 1].split("/")[0])
     return sorted(found)
+
+
+def fenced(address: str, host_addresses: Iterable[str] = ()) -> bool:
+    """Whether egress may not reach `address` (an IPv4-mapped IPv6 counts as its IPv4)."""
+    ip = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return str(ip) in set(host_addresses) or any(ip in net for net in FENCED_NETWORKS)
 
 
 def resolv_conf(runtime_dir: Path) -> Path:
@@ -80,8 +176,8 @@ class Egress:
         if slirp is None:
             raise SandboxError(
                 ErrorCode.BOOT_FAILED,
-                "BURROW_SANDBOX_NETWORK=egress needs slirp4netns "
-                "(`apt-get install slirp4netns`; `make run` installs it).",
+                "The egress network policy needs slirp4netns "
+                "(`apt-get install slirp4netns`; `make sandbox-tools` installs it).",
             )
         ready_read, ready_write = os.pipe()
         exit_read, self._exit_write = os.pipe()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import secrets
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 import sqlalchemy as sa
 
@@ -42,6 +42,7 @@ def _conversation(row: Any) -> Conversation:
         budget=json.loads(row.budget or "{}"),
         cache_read_tokens=row.cache_read_tokens,
         cache_write_tokens=row.cache_write_tokens,
+        network=row.network,
     )
 
 
@@ -64,6 +65,7 @@ class ConversationStore:
         *,
         model: str | None = None,
         approval_mode: str = "ask",
+        network: str | None = None,
     ) -> Conversation:
         ts = now()
         cid = new_id("c")
@@ -76,6 +78,7 @@ class ConversationStore:
                     profile=profile,
                     approval_mode=approval_mode,
                     model=model,
+                    network=network,
                     created_at=ts,
                     updated_at=ts,
                     status="idle",
@@ -108,6 +111,12 @@ class ConversationStore:
         owner: str | None = await self._db.run(lambda conn: conn.execute(query).scalar())
         return owner
 
+    async def network_of(self, cid: str) -> Literal["none", "egress"] | None:
+        """The sandbox's network policy (None: the server's default)."""
+        query = sa.select(conversations.c.network).where(conversations.c.id == cid)
+        chosen = await self._db.run(lambda conn: conn.execute(query).scalar())
+        return "egress" if chosen == "egress" else "none" if chosen == "none" else None
+
     async def owned_by(self, owner_id: str, limit: int = 200) -> list[Conversation]:
         query = (
             sa.select(conversations)
@@ -130,6 +139,7 @@ class ConversationStore:
         secrets: list[str] | None = None,
         model: str | _Keep | None = KEEP,
         budget: dict[str, float] | None = None,
+        network: str | None = None,
     ) -> None:
         """Change what is given; `model=None` goes back to the server's model, `budget`
         replaces the stored overrides as a whole."""
@@ -145,6 +155,8 @@ class ConversationStore:
             values["approval_mode"] = approval_mode
         if secrets is not None:
             values["secrets"] = json.dumps(sorted(set(secrets)))
+        if network is not None:
+            values["network"] = network
         if not values:
             return
         query = conversations.update().where(conversations.c.id == cid).values(**values)

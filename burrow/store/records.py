@@ -41,6 +41,7 @@ class Conversation:
     budget: dict[str, float] = field(default_factory=dict)  # overrides of the run limits
     cache_read_tokens: int = 0  # of the prompt tokens, read from the provider's cache
     cache_write_tokens: int = 0  # of the prompt tokens, written to it
+    network: str | None = None  # "none" | "egress"; None: the server's default policy
 
 
 @dataclass(frozen=True)

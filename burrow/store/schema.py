@@ -51,6 +51,9 @@ conversations = sa.Table(
     sa.Column("model", sa.String(200), nullable=True),
     # Budget overrides as a JSON object ({tokens?, cost?, steps?, tool_seconds?, total_cost?}).
     sa.Column("budget", sa.Text, nullable=False, default="{}", server_default="{}"),
+    # Network policy of its sandbox, "none" or "egress"; NULL (older rows): the server's
+    # BURROW_SANDBOX_NETWORK.
+    sa.Column("network", sa.String(20), nullable=True),
     sa.Index("ix_conversations_owner_updated", "owner_id", "updated_at"),
 )
 

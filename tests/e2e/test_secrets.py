@@ -17,7 +17,8 @@ VALUE = "sk-live-Browser-Secret-7731"
 
 
 async def test_settings_set_list_delete_and_the_egress_warning(tmp_path: Path, page: Page) -> None:
-    async with serving(tmp_path, page, ScriptedProvider([])) as srv:
+    # Conversations without network (the default is egress): no warning for them.
+    async with serving(tmp_path, page, ScriptedProvider([]), sandbox_network="none") as srv:
         await open_app(page, srv)
         await page.get_by_role("button", name=re.compile("Settings")).click()
         dialog = page.get_by_role("dialog")
@@ -67,7 +68,7 @@ async def test_a_conversation_with_secrets_and_open_egress_is_warned_about(
     tmp_path: Path, page: Page
 ) -> None:
     provider = ScriptedProvider([])
-    # The warning reads the server's network policy; the sandbox itself never starts here.
+    # The warning reads the conversation's network policy; the sandbox never starts here.
     async with running_server(tmp_path, lambda: provider, sandbox_network="egress") as srv:
         await srv.client.put("/api/secrets/DEPLOY_TOKEN", json={"value": VALUE})
         cid = await srv.create_conversation("egress")

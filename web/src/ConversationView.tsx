@@ -5,6 +5,7 @@ import { ContextMeter } from "./ContextMeter";
 import { Composer } from "./composer/Composer";
 import { SecretsPicker, SecretsWarning } from "./conversations/ConversationSecrets";
 import { ModelSelect } from "./conversations/ModelSelect";
+import { NetworkSelect, networkLabel, useSandboxNetwork } from "./conversations/NetworkSelect";
 import { formatCost, formatTokens } from "./format";
 import { SidePanel, type Tab } from "./panel/SidePanel";
 import { type Item, runStatus, type RunStatus } from "./timeline/reducer";
@@ -97,6 +98,8 @@ export function ConversationView({
   const status = runStatus(state);
   const sandbox =
     state.sandbox.status !== "none" ? state.sandbox.status : (conversation?.sandbox_status ?? "none");
+  const networkInfo = useSandboxNetwork(cid, conversation?.network);
+  const network = conversation ? networkLabel(conversation.network, networkInfo) : undefined;
   const [panelOpen, setPanelOpen] = useState(() => !narrow.matches);
   // Beside the conversation when there is room; closed when the window gets narrow.
   useEffect(() => {
@@ -197,12 +200,19 @@ export function ConversationView({
             mode={conversation?.approval_mode}
             onChanged={onChanged}
           />
+          <NetworkSelect
+            cid={cid}
+            network={conversation?.network}
+            running={status !== "idle"}
+            onChanged={onChanged}
+          />
           {conversation && (
             <SecretsPicker cid={cid} chosen={conversation.secrets ?? []} onChanged={onChanged} />
           )}
           {!panelOpen && (
             <span className={`header-meta ${sandbox === "failed" ? "error-text" : "muted"}`} title="Sandbox">
               sandbox {sandbox}
+              {network ? ` · ${network}` : ""}
             </span>
           )}
           {sandbox === "failed" && (
@@ -230,7 +240,7 @@ export function ConversationView({
             ◧
           </button>
         </header>
-        <SecretsWarning cid={cid} chosen={conversation?.secrets ?? []} />
+        <SecretsWarning cid={cid} chosen={conversation?.secrets ?? []} network={conversation?.network} />
         <Timeline cid={cid} state={state} empty={emptyState} onShowPreview={showPreview} />
         <Composer
           running={status !== "idle"}
@@ -250,6 +260,7 @@ export function ConversationView({
           preview={state.preview}
           filesVersion={state.filesVersion}
           sandbox={sandbox}
+          network={network}
           onClose={() => setPanelOpen(false)}
         />
       )}

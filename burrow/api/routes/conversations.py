@@ -41,7 +41,11 @@ async def views(svc: Services, conversations: Sequence[Conversation]) -> list[Co
     used = await context_used(svc.journal, [c.id for c in conversations])
     window = svc.runtime.options.context_window
     return [
-        ConversationOut.of(c, ContextUse(used=used.get(c.id, 0), window=window(c.model)))
+        ConversationOut.of(
+            c,
+            ContextUse(used=used.get(c.id, 0), window=window(c.model)),
+            svc.settings.sandbox_network,
+        )
         for c in conversations
     ]
 
@@ -68,6 +72,8 @@ async def create_conversation(
         body.profile or "default",
         model=model,
         approval_mode=body.approval_mode or "ask",
+        # Stored, not looked up later: a conversation keeps its policy when the default moves.
+        network=body.network or svc.settings.sandbox_network,
     )
     if repo is not None:
         svc.imports.start(created.id, repo)  # in the background: workspace.import events
@@ -91,6 +97,13 @@ async def update_conversation(
                 "unknown_secrets",
                 f"No secret named {', '.join(unknown)}: set it first (PUT /api/secrets/{{name}}).",
             )
+    if body.network is not None and conversation.status in ("running", "waiting_approval"):
+        raise ApiError(
+            409,
+            "run_active",
+            "The network policy changes between runs: wait for this one to finish "
+            "(or interrupt it), then change it.",
+        )
     settings = ConversationSettings(svc, conversation)
     model = settings.model(body.model)
     budget = settings.budget(body.budget)
@@ -99,11 +112,22 @@ async def update_conversation(
         title=body.title,
         approval_mode=body.approval_mode,
         secrets=body.secrets,
+        network=body.network,
         **model,
         **budget,
     )
     if body.approval_mode is not None:
         svc.runtime.approvals.mode_changed(conversation.id, body.approval_mode)
+    if body.network is not None and body.network != (
+        conversation.network or svc.settings.sandbox_network
+    ):
+        # A sandbox's network is set when it boots: an idle one is hibernated now (files
+        # kept, services started again on wake) and wakes with the new policy on next use;
+        # one running a command (a terminal's job) takes it at its next start.
+        await svc.runtime.sandboxes.hibernate(
+            conversation.id,
+            f"network changed to {body.network}; files kept, wakes with it on next use",
+        )
     await settings.announce()
     renamed = await svc.conversations.get(conversation.id)
     if renamed is None:

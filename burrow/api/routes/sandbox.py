@@ -6,6 +6,7 @@ from fastapi import APIRouter
 
 from burrow.api.deps import ConversationDep, ServicesDep
 from burrow.api.schemas import SandboxOut
+from burrow.services import Services
 
 router = APIRouter(prefix="/api/conversations", tags=["sandbox"])
 
@@ -23,12 +24,7 @@ async def sandbox_status(conversation: ConversationDep, svc: ServicesDep) -> San
     if status == "none":  # not started by this server process: the journal's last word
         latest = await svc.conversations.get(conversation.id)
         status = latest.sandbox_status if latest else conversation.sandbox_status
-    return SandboxStatusOut(
-        status=status,
-        backend=pool.backend.name,
-        detail=detail,
-        network=svc.settings.sandbox_network,
-    )
+    return await sandbox_out(svc, conversation.id, status, detail)
 
 
 @router.post("/{cid}/sandbox/restart", status_code=202)
@@ -38,9 +34,18 @@ async def restart_sandbox(conversation: ConversationDep, svc: ServicesDep) -> Sa
     pool = svc.runtime.sandboxes
     await pool.restart(conversation.id)
     state = pool.state(conversation.id)
+    return await sandbox_out(svc, conversation.id, state.status, state.detail)
+
+
+async def sandbox_out(svc: Services, cid: str, status: str, detail: str) -> SandboxStatusOut:
+    pool = svc.runtime.sandboxes
+    policy = await pool.network_of(cid) or svc.settings.sandbox_network
+    plan = pool.backend.network_plan(policy)
     return SandboxStatusOut(
-        status=state.status,
+        status=status,
         backend=pool.backend.name,
-        detail=state.detail,
-        network=svc.settings.sandbox_network,
+        detail=detail,
+        network=policy,
+        allow_domains=list(plan.allow_domains),
+        network_detail=plan.detail,
     )

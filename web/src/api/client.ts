@@ -9,6 +9,7 @@ export type SecretName = Schemas["SecretOut"];
 export type SandboxInfo = Schemas["SandboxStatusOut"];
 export type McpServer = Schemas["McpServerOut"];
 export type McpConfig = Schemas["McpConfigDocument"];
+export type Network = Conversation["network"];
 
 // The settings route may be newer than the server this was built against.
 type Fallback<K extends string, T> = K extends keyof Schemas ? Schemas[K] : T;
@@ -128,6 +129,8 @@ export const api = {
   /** Names of the caller's secrets the conversation's commands and terminals get. */
   setConversationSecrets: (cid: string, secrets: string[]) =>
     request<Conversation>("PATCH", conv(cid), { secrets }),
+  /** Between runs; an idle sandbox restarts with it on next use. */
+  setNetwork: (cid: string, network: Network) => request<Conversation>("PATCH", conv(cid), { network }),
   /** `""`: back to the server's model. */
   setModel: (cid: string, model: string) => request<Conversation>("PATCH", conv(cid), { model }),
   models: () => request<Schemas["ModelOut"][]>("GET", "/api/settings/models"),

@@ -1,7 +1,8 @@
 // Which of the user's secrets a conversation's commands and terminals get, and a warning
 // when the sandbox could send them anywhere.
 import { useEffect, useState } from "react";
-import { api, type SecretName } from "../api/client";
+import { api, type Network, type SecretName } from "../api/client";
+import { useSandboxNetwork } from "./NetworkSelect";
 
 export function SecretsPicker({
   cid,
@@ -74,22 +75,20 @@ export function SecretsPicker({
   );
 }
 
-/** Shown while secrets are chosen and the sandbox reaches any internet host. */
-export function SecretsWarning({ cid, chosen }: { cid: string; chosen: string[] }) {
-  const [network, setNetwork] = useState<string | null>(null);
+/** Shown while secrets are chosen and the sandbox reaches any internet host (egress with no
+ * domain allowlist). */
+export function SecretsWarning({
+  cid,
+  chosen,
+  network,
+}: {
+  cid: string;
+  chosen: string[];
+  network: Network | undefined;
+}) {
   const any = chosen.length > 0;
-  useEffect(() => {
-    if (!any) return;
-    let live = true;
-    api.sandbox(cid).then(
-      (s) => live && setNetwork(s.network ?? "none"),
-      () => live && setNetwork(null),
-    );
-    return () => {
-      live = false;
-    };
-  }, [cid, any]);
-  if (!any || network !== "egress") return null;
+  const info = useSandboxNetwork(cid, any ? network : undefined);
+  if (!any || !info || info.network !== "egress" || info.allow_domains.length > 0) return null;
   return (
     <p className="secrets-warning" role="alert">
       This sandbox holds {chosen.length === 1 ? "the secret" : "the secrets"}{" "}
@@ -99,8 +98,9 @@ export function SecretsWarning({ cid, chosen }: { cid: string; chosen: string[] 
           <code>{n}</code>
         </span>
       ))}{" "}
-      and can reach any internet host: a command can send them anywhere. Unselect them, or run
-      the sandbox without egress or with a domain allowlist (<code>BURROW_SANDBOX_ALLOW_DOMAINS</code>).
+      and can reach any internet host: a command can send them anywhere. Unselect them, set the
+      conversation's network to none, or have the server limit egress to a domain allowlist (
+      <code>BURROW_SANDBOX_ALLOW_DOMAINS</code>).
     </p>
   );
 }

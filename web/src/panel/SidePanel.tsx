@@ -22,6 +22,7 @@ export function SidePanel({
   preview,
   filesVersion,
   sandbox,
+  network,
   onClose,
 }: {
   cid: string;
@@ -30,6 +31,8 @@ export function SidePanel({
   preview: { port: number; url: string } | null;
   filesVersion: number;
   sandbox: string;
+  /** its network policy, as shown ("no network", "egress", "egress + allowlist") */
+  network?: string;
   onClose: () => void;
 }) {
   // A terminal stays attached while the person looks at another tab.
@@ -61,6 +64,7 @@ export function SidePanel({
         <span className="spacer" />
         <span className={`sandbox-state ${sandbox}`} title="The conversation's sandbox">
           sandbox {sandbox}
+          {network ? ` · ${network}` : ""}
         </span>
         <button type="button" className="icon" aria-label="Close panel" title="Close panel" onClick={onClose}>
           ✕
