@@ -146,6 +146,7 @@ async def open_services(
             ),
             preview_url=PreviewHosts.from_settings(settings).url,
             max_runs_per_user=settings.max_runs_per_user,
+            max_subagents=settings.run_max_subagents,
             models=None if provider else models,  # a conversation's own model, if it chose one
             context_window=lambda chosen: context_window(
                 chosen or models.config.model, settings.context_window

@@ -12,7 +12,7 @@ from burrow.llm.base import ModelError, Pricing, Provider
 from burrow.llm.catalog import pricing
 from burrow.llm.demo import DemoProvider
 from burrow.llm.retry import RetryingProvider
-from burrow.llm.scripted import ScriptedProvider, load_script
+from burrow.llm.scripted import ScriptedProvider, read_script
 from burrow.llm.stalls import StallLimits
 
 PROVIDERS = ("openai", "anthropic")
@@ -109,7 +109,8 @@ def provider_from_config(cfg: ModelConfig) -> Provider:
         return DemoProvider()
     if provider == "scripted":
         # Chosen from the conversation, so each run and a restarted server continue the script.
-        return ScriptedProvider(load_script(model), turn_from_context=True)
+        turns, subagents = read_script(model)
+        return ScriptedProvider(turns, turn_from_context=True, subagents=subagents)
     if provider == "anthropic":
         from burrow.llm.anthropic_messages import AnthropicProvider
 

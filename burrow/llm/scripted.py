@@ -6,7 +6,7 @@ import asyncio
 import json
 import re
 import secrets
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,11 @@ class ScriptedProvider:
     With `turn_from_context=True` the turn is chosen by how many assistant messages the
     conversation already holds instead, so a fresh provider (a new run, a restarted
     server) continues the script where the conversation left off.
+
+    `subagents` scripts the `task` tool's subagents, which may run at once (so in no fixed
+    order): a request whose first user message (a subagent's prompt) starts with one of
+    its keys is answered from that key's turns, chosen by how many assistant messages the
+    request holds; such requests do not advance the main script.
     """
 
     def __init__(
@@ -41,24 +46,33 @@ class ScriptedProvider:
         chunk_delay: float = 0.0,
         turn_from_context: bool = False,
         name: str = "scripted",
+        subagents: Mapping[str, Sequence[ScriptedTurn]] | None = None,
     ) -> None:
         self.turns = list(turns)
         self.chunk_delay = chunk_delay
         self.turn_from_context = turn_from_context
         self.name = name
+        self.subagents = {key: list(turns) for key, turns in (subagents or {}).items()}
         self.requests: list[list[Message]] = []  # the context of every call, in order
         self.tool_requests: list[list[ToolSpec]] = []  # the tools offered with each call
+        self._main_calls = 0
+
+    def _turn(self, messages: Sequence[Message]) -> ScriptedTurn:
+        answered = sum(1 for m in messages if m.role == "assistant")
+        first = next((m.content for m in messages if m.role == "user"), None)
+        for key, turns in self.subagents.items():
+            if first is not None and first.startswith(key):
+                return turns[answered] if answered < len(turns) else END_OF_SCRIPT
+        index = answered if self.turn_from_context else self._main_calls
+        self._main_calls += 1
+        return self.turns[index] if index < len(self.turns) else END_OF_SCRIPT
 
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> AsyncIterator[StreamEvent]:
         self.requests.append(list(messages))
         self.tool_requests.append(list(tools))
-        if self.turn_from_context:
-            index = sum(1 for m in messages if m.role == "assistant")
-        else:
-            index = len(self.requests) - 1
-        turn = self.turns[index] if index < len(self.turns) else END_OF_SCRIPT
+        turn = self._turn(messages)
         async for event in play(turn, messages, chunk_delay=self.chunk_delay):
             yield event
 
@@ -114,17 +128,36 @@ async def play(
 
 
 def load_script(path: str | Path) -> list[ScriptedTurn]:
-    """Read a script: a JSON list of {text, thinking, tool_calls: [{name, arguments}],
-    delay, error, error_retryable}, every key optional."""
+    """The main turns of a script (see `read_script`)."""
+    return read_script(path)[0]
+
+
+def read_script(path: str | Path) -> tuple[list[ScriptedTurn], dict[str, list[ScriptedTurn]]]:
+    """Read a script: a JSON list of turns {text, thinking, tool_calls: [{name, arguments}],
+    delay, error, error_retryable}, every key optional; or `{"turns": [...], "subagents":
+    {prompt prefix: [...]}}` to script subagents too (ScriptedProvider's `subagents`)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise ValueError(f"Cannot read the model script {path}: {exc.strerror}") from exc
     except json.JSONDecodeError as exc:
         raise ValueError(f"The model script {path} is not valid JSON: {exc}") from exc
-    if not isinstance(data, list):
-        raise ValueError(f"The model script {path} must be a JSON list of turns")
-    return [_turn(item, f"{path}, turn {i + 1}") for i, item in enumerate(data)]
+    subagents: Any = {}
+    if isinstance(data, dict) and isinstance(data.get("turns"), list):
+        data, subagents = data["turns"], data.get("subagents", {})
+    if not isinstance(data, list) or not isinstance(subagents, dict):
+        raise ValueError(
+            f"The model script {path} must be a JSON list of turns, or "
+            '{"turns": [...], "subagents": {"prompt prefix": [...]}}'
+        )
+    scripts = {}
+    for key, turns in subagents.items():
+        if not isinstance(turns, list):
+            raise ValueError(f"{path}, subagent {key!r}: its turns must be a JSON list")
+        scripts[key] = [
+            _turn(t, f"{path}, subagent {key!r}, turn {i + 1}") for i, t in enumerate(turns)
+        ]
+    return [_turn(item, f"{path}, turn {i + 1}") for i, item in enumerate(data)], scripts
 
 
 _TURN_KEYS = {"text", "thinking", "tool_calls", "delay", "error", "error_retryable"}

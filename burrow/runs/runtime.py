@@ -40,6 +40,7 @@ from burrow.runs.journal import Journal, Subscription
 from burrow.runs.loop import AgentRun, LoopConfig, RunEnv
 from burrow.runs.quotas import RunQuotaExceeded
 from burrow.runs.sandboxes import SandboxPool
+from burrow.runs.subagents import DEFAULT_MAX_SUBAGENTS, Subagents, SubagentSetup
 from burrow.runs.window import estimate
 from burrow.store.conversations import ConversationStore
 from burrow.store.events import ConversationGone
@@ -87,6 +88,7 @@ class RuntimeOptions:
     context_window: Callable[[str | None], int] = lambda _model: DEFAULT_CONTEXT_WINDOW
     compact_at: float = 0.8  # share of the window past which a request compacts first
     checkpoint_max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # larger files are not checkpointed
+    max_subagents: int = DEFAULT_MAX_SUBAGENTS  # `task` calls per run; 0: no task tool
 
     def compaction(self, model: str | None) -> CompactionPolicy:
         return CompactionPolicy(self.context_window(model), self.compact_at)
@@ -267,16 +269,29 @@ class Runtime:
             shell=self._shells.setdefault(cid, ShellState()),
             limits=self.options.limits,
             pricing=model.pricing,
-            hooks=[
-                *self._hooks(cid),
-                # The budget before attachments: a stopped run need not wake the sandbox.
-                budget,
-                Attachments(context, bare, vision=model.vision),
-                # Last: it measures the request as the hooks before it shaped it.
-                Compactor(model.provider, model.compaction, model.pricing),
-            ],
             preview_url=self.options.preview_url,
         )
+        hooks: list[Hook] = [
+            *self._hooks(cid),
+            # The budget before attachments: a stopped run need not wake the sandbox.
+            budget,
+            Attachments(context, bare, vision=model.vision),
+            # Last: it measures the request as the hooks before it shaped it.
+            Compactor(model.provider, model.compaction, model.pricing),
+        ]
+        if self.options.max_subagents > 0:
+            subagents = Subagents(
+                SubagentSetup(
+                    env,
+                    self.options.loop.system_prompt,
+                    # A subagent's calls pass the same gate and the parent's budget.
+                    lambda: [Approvals(self.approvals), PreviewOpened(), LoopGuard(), budget],
+                    self.options.max_subagents,
+                )
+            )
+            hooks.insert(0, subagents)
+            env.tools = subagents.tools(env.tools)
+        env.hooks = hooks
         return AgentRun(env, cid, run_id, context, feed)
 
     def _model(self, conversation: Conversation) -> _Model:
