@@ -32,6 +32,7 @@ from burrow.store.accounts import AccountStore
 from burrow.store.approvals import ApprovalStore
 from burrow.store.conversations import ConversationStore
 from burrow.store.database import Database, open_database
+from burrow.store.profiles import ProfileStore
 from burrow.store.records import User
 from burrow.store.secrets import Redactor, SecretBox, install_redaction
 from burrow.store.settings import SettingsStore
@@ -53,6 +54,7 @@ class Services:
     models: ModelSettings
     owner: User  # the admin: owner of what `burrow run` creates
     secrets: ConversationSecrets
+    profiles: ProfileStore
     on_close: Callable[[], None] = lambda: None
 
     async def close(self) -> None:
@@ -115,6 +117,7 @@ async def open_services(
     box = SecretBox.for_data_dir(settings.data_dir, settings.secret_key)
     chosen_secrets = ConversationSecrets(UserSecretStore(db, box))
     journal = Journal(MaskingEventStore(db, redactor, chosen_secrets))
+    profiles = ProfileStore(db)
     models = ModelSettings(model_config(settings), SettingsStore(db), box, redactor)
     await models.load()
     runtime = Runtime(
@@ -147,6 +150,8 @@ async def open_services(
             preview_url=PreviewHosts.from_settings(settings).url,
             max_runs_per_user=settings.max_runs_per_user,
             max_subagents=settings.run_max_subagents,
+            profiles=profiles,
+            skills_dir=settings.data_dir / "skills",
             models=None if provider else models,  # a conversation's own model, if it chose one
             context_window=lambda chosen: context_window(
                 chosen or models.config.model, settings.context_window
@@ -169,6 +174,7 @@ async def open_services(
         models,
         owner,
         chosen_secrets,
+        profiles,
         uninstall_redaction,
     )
 

@@ -52,6 +52,8 @@ class ConversationOut(BaseModel):
     """`[provider:]model` this conversation uses; null: the server's model."""
     budget: Budget
     context: ContextUse
+    profile: str = "default"
+    """The profile its runs use ("default": none)."""
     last_run_failed: bool = False
     """The conversation is at rest ("idle") and its last run ended "failed"."""
 
@@ -79,6 +81,7 @@ class ConversationOut(BaseModel):
             model=c.model,
             budget=Budget.model_validate(c.budget),
             context=context,
+            profile=c.profile,
         )
 
 
@@ -90,9 +93,16 @@ class CreateConversation(BaseModel):
 
 
 class RenameConversation(BaseModel):
-    """Change what is given: title, approval mode, chosen secrets, model, budget."""
+    """Change what is given: title, approval mode, chosen secrets, model, budget, profile."""
 
     title: str | None = Field(default=None, min_length=1, max_length=200)
+    profile: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        description='The profile of the next runs ("default": none); its approval mode '
+        "applies unless this request sets one",
+    )
     approval_mode: ApprovalMode | None = None
     secrets: list[str] | None = Field(
         default=None,

@@ -189,10 +189,11 @@ class AgentRun:
                 self.context.apply(event)
 
     def request(self) -> tuple[list[Message], list[ToolSpec]]:
-        messages = list(self.context.messages)
+        messages, specs = list(self.context.messages), list(self._specs)
         for hook in self.env.hooks:
             messages = hook.transform_context(messages)
-        return messages, self._specs
+            specs = hook.transform_tools(specs)
+        return messages, specs
 
     async def _steps(self) -> None:
         while True:

@@ -11,7 +11,8 @@ import logging
 import secrets
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Protocol
 
 from burrow.llm.base import (
@@ -38,12 +39,15 @@ from burrow.runs.hooks import Hook, PreviewOpened, SystemPrompt
 from burrow.runs.instructions import ProjectInstructions
 from burrow.runs.journal import Journal, Subscription
 from burrow.runs.loop import AgentRun, LoopConfig, RunEnv
+from burrow.runs.profiles import DEFAULT_PROFILE, ProfileLookup, ProfileMissing, ToolAllowlist
 from burrow.runs.quotas import RunQuotaExceeded
 from burrow.runs.sandboxes import SandboxPool
+from burrow.runs.skills import Skills
 from burrow.runs.subagents import DEFAULT_MAX_SUBAGENTS, Subagents, SubagentSetup
 from burrow.runs.window import estimate
 from burrow.store.conversations import ConversationStore
 from burrow.store.events import ConversationGone
+from burrow.store.profiles import Profile
 from burrow.store.records import Conversation, Event
 from burrow.tools.base import ShellState, Tool, ToolLimits
 
@@ -89,6 +93,8 @@ class RuntimeOptions:
     compact_at: float = 0.8  # share of the window past which a request compacts first
     checkpoint_max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # larger files are not checkpointed
     max_subagents: int = DEFAULT_MAX_SUBAGENTS  # `task` calls per run; 0: no task tool
+    profiles: ProfileLookup | None = None  # where conversations' profiles are found
+    skills_dir: Path | None = None  # the administrator's skills (<data-dir>/skills)
 
     def compaction(self, model: str | None) -> CompactionPolicy:
         return CompactionPolicy(self.context_window(model), self.compact_at)
@@ -241,6 +247,8 @@ class Runtime:
                 task.uncancel()
             status: RunStatus = "canceled"
             error: str | None = None
+        elif isinstance(exc, ProfileMissing):
+            status, error = "failed", str(exc)
         else:
             log.exception("run %s of %s could not start", run_id, cid)
             status, error = "failed", f"Internal error: {type(exc).__name__}: {exc}"
@@ -255,6 +263,9 @@ class Runtime:
             raise ConversationGone(cid)
         # The conversation's settings as they are when the run starts: a model changed
         # later is the next run's; a budget changed later applies at the next check.
+        profile = await self._profile(conversation)
+        if profile is not None and profile.model and not conversation.model:
+            conversation = replace(conversation, model=profile.model)  # explicit wins
         model = self._model(conversation)
         budget = BudgetHook(
             self.options.budget.overridden(conversation.budget), spent_before=conversation.cost
@@ -271,8 +282,23 @@ class Runtime:
             pricing=model.pricing,
             preview_url=self.options.preview_url,
         )
+        system_prompt = self.options.loop.system_prompt
+        if profile is not None and profile.system_prompt:
+            system_prompt = profile.system_prompt
+        skills = Skills(
+            self.options.skills_dir,
+            bare,
+            None if profile is None or profile.skills is None else frozenset(profile.skills),
+        )
+        env.tools = skills.tools(env.tools)
+        # First: a tool the profile does not allow is refused before anyone is asked.
+        allowlist: list[Hook] = []
+        if profile is not None and profile.tools is not None:
+            allowlist = [ToolAllowlist(profile.name, frozenset(profile.tools))]
         hooks: list[Hook] = [
-            *self._hooks(cid),
+            *allowlist,
+            *self._hooks(cid, system_prompt),
+            skills,
             # The budget before attachments: a stopped run need not wake the sandbox.
             budget,
             Attachments(context, bare, vision=model.vision),
@@ -283,13 +309,20 @@ class Runtime:
             subagents = Subagents(
                 SubagentSetup(
                     env,
-                    self.options.loop.system_prompt,
-                    # A subagent's calls pass the same gate and the parent's budget.
-                    lambda: [Approvals(self.approvals), PreviewOpened(), LoopGuard(), budget],
+                    system_prompt,
+                    # A subagent's calls pass the same allowlist, gate and budget.
+                    lambda: [
+                        *allowlist,
+                        skills,
+                        Approvals(self.approvals),
+                        PreviewOpened(),
+                        LoopGuard(),
+                        budget,
+                    ],
                     self.options.max_subagents,
                 )
             )
-            hooks.insert(0, subagents)
+            hooks.insert(len(allowlist), subagents)
             env.tools = subagents.tools(env.tools)
         env.hooks = hooks
         return AgentRun(env, cid, run_id, context, feed)
@@ -317,10 +350,19 @@ class Runtime:
             context.apply(event)
         return context
 
-    def _hooks(self, cid: str) -> list[Hook]:
+    async def _profile(self, conversation: Conversation) -> Profile | None:
+        name, profiles = conversation.profile, self.options.profiles
+        if name == DEFAULT_PROFILE or profiles is None:
+            return None
+        found = await profiles.find(conversation.owner_id, name)
+        if found is None:
+            raise ProfileMissing(name)
+        return found
+
+    def _hooks(self, cid: str, system_prompt: str) -> list[Hook]:
         """The hooks every run has, fresh for each run (the guard counts per run)."""
         return [
-            SystemPrompt(self.options.loop.system_prompt),
+            SystemPrompt(system_prompt),
             ProjectInstructions(lambda: self.sandboxes.get(cid)),
             CheckpointAtStart(self.checkpoints, _checkpoint_failed),
             Approvals(self.approvals),
