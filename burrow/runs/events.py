@@ -328,6 +328,9 @@ def schema() -> dict[str, Any]:
     records = {c.__name__: c for c in _records(classes)}
     for name, cls in records.items():
         _mark_optional(schemas[name], cls.optional)
+        props = schemas[name].get("properties", {})
+        if "parent_call_id" in props:  # after the type's own fields, as §4 lists them
+            props["parent_call_id"] = props.pop("parent_call_id")
     schemas["EventData"] = {
         "type": "object",
         "properties": {

@@ -7,6 +7,8 @@ export type FileEntry = Schemas["FileEntryOut"];
 export type Health = Schemas["Health"];
 export type SecretName = Schemas["SecretOut"];
 export type SandboxInfo = Schemas["SandboxStatusOut"];
+export type Profile = Schemas["ProfileOut"];
+export type ProfileUpdate = Schemas["ProfileIn"];
 
 // The settings route may be newer than the server this was built against.
 type Fallback<K extends string, T> = K extends keyof Schemas ? Schemas[K] : T;
@@ -201,6 +203,13 @@ export const api = {
   putSecret: (name: string, value: string) =>
     request<SecretName>("PUT", `/api/secrets/${encodeURIComponent(name)}`, { value }),
   deleteSecret: (name: string) => request<void>("DELETE", `/api/secrets/${encodeURIComponent(name)}`),
+  /** The caller's own profiles and the shared ones. */
+  profiles: () => request<Profile[]>("GET", "/api/profiles"),
+  /** Create or replace (`shared`: an administrator's profile for everyone). */
+  putProfile: (name: string, profile: ProfileUpdate) =>
+    request<Profile>("PUT", `/api/profiles/${encodeURIComponent(name)}`, profile),
+  deleteProfile: (name: string, shared: boolean) =>
+    request<void>("DELETE", `/api/profiles/${encodeURIComponent(name)}${shared ? "?shared=true" : ""}`),
   modelSettings: () => request<ModelSettings>("GET", "/api/settings/model"),
   saveModelSettings: (update: ModelSettingsUpdate) =>
     request<ModelSettings>("PUT", "/api/settings/model", update),

@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from "react";
 import { ApiError, api, type Me, type ModelSettings, type ProviderSettings } from "../api/client";
 import { AppearanceSection } from "../ThemeToggle";
 import { PasswordSection, TokensSection } from "./Account";
+import { ProfilesSection } from "./Profiles";
 import { SecretsSection } from "./Secrets";
 import { UsersSection } from "./Users";
 
@@ -233,6 +234,7 @@ export function SettingsDialog({
         </div>
       </form>
       <SecretsSection />
+      <ProfilesSection isAdmin={!!me?.is_admin} />
       <AppearanceSection />
       <PasswordSection />
       <TokensSection />
