@@ -13,7 +13,9 @@ from tests.api.harness import RunningServer, running_server
 
 SETUP = r"""
 mkdir -p .burrow/skills/deploy .burrow/skills/big .burrow/skills/evil .burrow/skills/plain
-printf -- '---\nname: deploy\ndescription: "How to deploy this app."\n---\n# Deploy\nRun make deploy.\n' > .burrow/skills/deploy/SKILL.md
+printf -- '---\nname: deploy\ndescription: "How to deploy this app."\n---\n' \
+  > .burrow/skills/deploy/SKILL.md
+printf -- '# Deploy\nRun make deploy.\n' >> .burrow/skills/deploy/SKILL.md
 printf -- '---\nname: big\ndescription: A very long skill.\n---\n' > .burrow/skills/big/SKILL.md
 head -c 200000 /dev/zero | tr '\0' x >> .burrow/skills/big/SKILL.md
 ln -s /etc/passwd .burrow/skills/evil/SKILL.md
@@ -65,7 +67,8 @@ async def test_a_skill_is_listed_then_loaded_on_demand(tmp_path: Path) -> None:
         await finish(srv, cid, "use the skills")
         events = await srv.events(cid)
 
-    # The run that wrote them found only the data directory's; the next lists the valid ones, and only those.
+    # The run that wrote them found only the data directory's; the next lists the valid
+    # ones, and only those.
     first, second = provider.requests[0][0].content, provider.requests[2][0].content
     assert "- ops-guide:" in first and "- deploy:" not in first
     assert "- deploy: How to deploy this app." in second
