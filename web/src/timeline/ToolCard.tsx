@@ -120,7 +120,8 @@ export const ToolCard = memo(function ToolCard({
   // null: open while it runs or when it failed; a call that runs no command (a file tool)
   // folds away once it succeeds: its output is not worth the space.
   const [chosen, setOpen] = useState<boolean | null>(null);
-  const quiet = item.toolKind !== null && !item.toolKind.shell;
+  // A subagent's timeline stays in view: it is the work, not a side effect.
+  const quiet = item.toolKind !== null && !item.toolKind.shell && !item.sub;
   const open = chosen ?? (!r || r.isError || !quiet);
   return (
     <article className={`tool-card ${state}`} data-call-id={item.callId} data-state={state}>
