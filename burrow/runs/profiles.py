@@ -2,14 +2,16 @@
 
 The profile is looked up when a run starts, so an edited profile applies from the next
 run. Its system prompt replaces Burrow's; its model is used when the conversation chose
-none; its tool allowlist narrows the tools offered and refuses a call to any other (a
-model may name a tool it was not offered); its skills narrow the skills listed. Its
+none; its tool allowlist (names, or patterns with `*` such as `mcp__github__*`) narrows
+the tools offered and refuses a call to any other (a model may name a tool it was not
+offered); its skills narrow the skills listed. Its
 approval mode is copied to the conversation when the profile is chosen (the API does
 that), so a mode set on the conversation afterwards wins.
 """
 
 from __future__ import annotations
 
+import fnmatch
 from typing import Protocol
 
 from burrow.llm.base import ToolSpec
@@ -41,11 +43,17 @@ class ToolAllowlist(Hook):
         self.profile = profile
         self.allowed = allowed
 
+    def allows(self, name: str) -> bool:
+        """A name listed, or matched by a listed pattern (`mcp__github__*`)."""
+        return name in self.allowed or any(
+            "*" in pattern and fnmatch.fnmatchcase(name, pattern) for pattern in self.allowed
+        )
+
     def transform_tools(self, specs: list[ToolSpec]) -> list[ToolSpec]:
-        return [spec for spec in specs if spec.name in self.allowed]
+        return [spec for spec in specs if self.allows(spec.name)]
 
     async def before_tool_call(self, run: Run, call: Call) -> str | None:
-        if call.name in self.allowed:
+        if self.allows(call.name):
             return None
         shown = ", ".join(sorted(self.allowed)) or "none"
         return (

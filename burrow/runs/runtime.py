@@ -295,9 +295,10 @@ class Runtime:
         allowlist: list[Hook] = []
         if profile is not None and profile.tools is not None:
             allowlist = [ToolAllowlist(profile.name, frozenset(profile.tools))]
+        instructions = ProjectInstructions(bare)
         hooks: list[Hook] = [
             *allowlist,
-            *self._hooks(cid, system_prompt),
+            *self._hooks(cid, system_prompt, instructions),
             skills,
             # The budget before attachments: a stopped run need not wake the sandbox.
             budget,
@@ -313,6 +314,7 @@ class Runtime:
                     # A subagent's calls pass the same allowlist, gate and budget.
                     lambda: [
                         *allowlist,
+                        instructions,  # the parent's: AGENTS.md read once per run
                         skills,
                         Approvals(self.approvals),
                         PreviewOpened(),
@@ -359,11 +361,11 @@ class Runtime:
             raise ProfileMissing(name)
         return found
 
-    def _hooks(self, cid: str, system_prompt: str) -> list[Hook]:
+    def _hooks(self, cid: str, system_prompt: str, instructions: ProjectInstructions) -> list[Hook]:
         """The hooks every run has, fresh for each run (the guard counts per run)."""
         return [
             SystemPrompt(system_prompt),
-            ProjectInstructions(lambda: self.sandboxes.get(cid)),
+            instructions,
             CheckpointAtStart(self.checkpoints, _checkpoint_failed),
             Approvals(self.approvals),
             PreviewOpened(),

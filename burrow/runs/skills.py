@@ -207,6 +207,11 @@ class Skills(Hook):
             if self._allowed is None or skill.name in self._allowed:
                 self.found.setdefault(skill.name, skill)  # the administrator's first
 
+    def transform_tools(self, specs: list[ToolSpec]) -> list[ToolSpec]:
+        if self.found:
+            return specs
+        return [spec for spec in specs if spec.name != SKILL_TOOL]  # nothing to load
+
     def transform_context(self, messages: list[Message]) -> list[Message]:
         if not self.found:
             return messages

@@ -47,7 +47,7 @@ async def test_a_profile_narrows_the_tools_and_refuses_a_disallowed_call(tmp_pat
             srv.client,
             "reviewer",
             system_prompt="You review code and write review.md.",
-            tools=["read_file", "write_file"],
+            tools=["read_file", "write_*"],  # a name, and a pattern
         )
         assert response.status_code == 200, response.text
         created = await create(srv.client, profile="reviewer")

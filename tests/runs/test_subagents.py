@@ -55,6 +55,8 @@ async def test_two_subagents_run_at_once_and_nest_under_their_calls(tmp_path: Pa
     provider = two_workers()
     async with running_server(tmp_path, lambda: provider) as srv:
         cid = await srv.create_conversation()
+        sandbox = await srv.services.runtime.sandboxes.get(cid)
+        await sandbox.write_file("AGENTS.md", b"Always answer in haiku.")
         finished = await finish(srv, cid, "split the work")
         events = await srv.events(cid)
         listing = await srv.client.get(f"/api/conversations/{cid}/files", params={"path": "."})
@@ -104,6 +106,10 @@ async def test_two_subagents_run_at_once_and_nest_under_their_calls(tmp_path: Pa
     for request, names_offered in zip(provider.requests, offered, strict=True):
         is_sub = request[1].content.startswith("Task ")
         assert ("task" in names_offered) is not is_sub
+        assert "skill" not in names_offered  # no skills here: nothing to load
+        # Each gets the project's instructions; a subagent is told it is one.
+        assert "Always answer in haiku." in request[0].content
+        assert ("You are a subagent" in request[0].content) is is_sub
     # The run's usage counts the subagents' tokens.
     usage = [e["data"] for e in of_type(events, "usage")]
     assert len(usage) == 6
