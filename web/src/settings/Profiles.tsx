@@ -117,7 +117,7 @@ export function ProfilesSection({ isAdmin }: { isAdmin: boolean }) {
         }}
       >
         <label>
-          Name
+          Profile name
           <input value={form.name} onChange={set("name")} placeholder="e.g. reviewer" autoComplete="off" />
         </label>
         <label>
@@ -156,7 +156,7 @@ export function ProfilesSection({ isAdmin }: { isAdmin: boolean }) {
           </label>
         )}
         <button type="submit" disabled={busy || !form.name.trim()}>
-          Save profile
+          Set profile
         </button>
       </form>
       {error && (
