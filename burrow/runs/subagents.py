@@ -129,12 +129,19 @@ class Subagents(Hook):
             (m.content for m in reversed(context.messages) if m.role == "assistant" and m.content),
             "",
         )
+        # The report goes into the parent's context: bounded like any tool's output.
+        limit = base.limits.output_head + base.limits.output_tail
+        truncated = len(report) > limit
+        if truncated:
+            report = f"{report[:limit]}\n[… the report was cut at {limit} characters …]"
         if status == "completed":
-            return ToolResult(output=report or "(The subagent finished without a report.)")
+            return ToolResult(
+                output=report or "(The subagent finished without a report.)", truncated=truncated
+            )
         shown = f"The subagent stopped ({status}): {sub.error}"
         if report:
             shown += f"\n\nIts last words:\n{report}"
-        return ToolResult(output=shown, is_error=True)
+        return ToolResult(output=shown, is_error=True, truncated=truncated)
 
 
 class TaskTool:

@@ -197,3 +197,20 @@ async def test_a_subagents_call_asks_the_owner_and_stop_closes_everything(
     assert [r["data"]["decision"] for r in resolved] == ["deny"]
     assert len(of_type(events, "tool.started")) == len(of_type(events, "tool.finished")) == 2
     assert len(of_type(events, "run.finished")) == 1
+
+
+async def test_a_long_report_is_cut_before_it_reaches_the_parents_context(tmp_path: Path) -> None:
+    provider = ScriptedProvider(
+        [ScriptedTurn(tool_calls=[task("Task A")]), ScriptedTurn(text="Read it.")],
+        subagents={"Task A": [ScriptedTurn(text="word " * 20_000)]},
+    )
+    async with running_server(tmp_path, lambda: provider) as srv:
+        cid = await srv.create_conversation()
+        finished = await finish(srv, cid, "report at length")
+        events = await srv.events(cid)
+
+    assert finished["status"] == "completed"
+    [result] = [e["data"] for e in of_type(events, "tool.finished")]
+    assert result["truncated"] and "the report was cut at 16000 characters" in result["output"]
+    assert len(result["output"]) < 16_100
+    assert len(provider.requests[-1][-1].content) < 16_100  # what the parent's model read
