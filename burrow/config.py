@@ -84,6 +84,9 @@ class Settings(BaseSettings):
     """Dollars per run, priced with BURROW_PRICE_*; unset: no limit."""
     run_max_tool_seconds: float | None = None
     """Seconds tools may run per run (approval waits excluded); unset: no limit."""
+    run_max_subagents: int = Field(default=8, ge=0)
+    """Subagents (`task` calls) one run may start; they count against its budget; 0: the
+    model is not offered the task tool."""
     checkpoint_max_file_mb: float = Field(default=10.0, gt=0)
     """Files larger than this (MB) are left out of workspace checkpoints (a diff names them)."""
     upload_max_mb: float = 25.0

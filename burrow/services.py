@@ -36,6 +36,7 @@ from burrow.store.accounts import AccountStore
 from burrow.store.approvals import ApprovalStore
 from burrow.store.conversations import ConversationStore
 from burrow.store.database import Database, open_database
+from burrow.store.profiles import ProfileStore
 from burrow.store.records import User
 from burrow.store.secrets import Redactor, SecretBox, install_redaction
 from burrow.store.settings import SettingsStore
@@ -61,6 +62,7 @@ class Services:
     owner: User  # the admin: owner of what `burrow run` creates
     secrets: ConversationSecrets
     imports: RepoImports
+    profiles: ProfileStore
     on_close: Callable[[], None] = lambda: None
     telemetry: Telemetry = field(default_factory=open_telemetry)
     mcp: McpConnections | None = None
@@ -131,6 +133,7 @@ async def open_services(
     journal = Journal(MaskingEventStore(db, redactor, chosen_secrets))
     telemetry = open_telemetry(span_processor)
     journal.observers.append(telemetry.timeline)
+    profiles = ProfileStore(db)
     models = ModelSettings(model_config(settings), SettingsStore(db), box, redactor)
     await models.load()
     sandboxes = SandboxPool(
@@ -166,6 +169,9 @@ async def open_services(
             ),
             preview_url=PreviewHosts.from_settings(settings).url,
             max_runs_per_user=settings.max_runs_per_user,
+            max_subagents=settings.run_max_subagents,
+            profiles=profiles,
+            skills_dir=settings.data_dir / "skills",
             models=None if provider else models,  # a conversation's own model, if it chose one
             context_window=lambda chosen: context_window(
                 chosen or models.config.model, settings.context_window
@@ -194,6 +200,7 @@ async def open_services(
         owner,
         chosen_secrets,
         imports,
+        profiles,
         uninstall_redaction,
         telemetry,
         mcp,

@@ -56,6 +56,8 @@ class ConversationOut(BaseModel):
     network: Network
     """Its sandbox's network policy: `egress` (public addresses, or only the domains of
     BURROW_SANDBOX_ALLOW_DOMAINS) or `none` (loopback only)."""
+    profile: str = "default"
+    """The profile its runs use ("default": none)."""
     last_run_failed: bool = False
     """The conversation is at rest ("idle") and its last run ended "failed"."""
 
@@ -84,6 +86,7 @@ class ConversationOut(BaseModel):
             budget=Budget.model_validate(c.budget),
             context=context,
             network=c.network if c.network in ("none", "egress") else default_network,  # type: ignore[arg-type]
+            profile=c.profile,
         )
 
 
@@ -108,9 +111,16 @@ class CreateConversation(BaseModel):
 
 
 class RenameConversation(BaseModel):
-    """Change what is given: title, approval mode, chosen secrets, model, budget."""
+    """Change what is given: title, approval mode, chosen secrets, model, budget, profile."""
 
     title: str | None = Field(default=None, min_length=1, max_length=200)
+    profile: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        description='The profile of the next runs ("default": none); its approval mode '
+        "applies unless this request sets one",
+    )
     approval_mode: ApprovalMode | None = None
     secrets: list[str] | None = Field(
         default=None,

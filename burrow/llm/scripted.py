@@ -6,7 +6,7 @@ import asyncio
 import json
 import re
 import secrets
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,11 @@ class ScriptedProvider:
     With `turn_from_context=True` the turn is chosen by how many assistant messages the
     conversation already holds instead, so a fresh provider (a new run, a restarted
     server) continues the script where the conversation left off.
+
+    `subagents` scripts the `task` tool's subagents, which may run at once (so in no fixed
+    order): a request whose first user message (a subagent's prompt) starts with one of
+    its keys is answered from that key's turns, chosen by how many assistant messages the
+    request holds; such requests do not advance the main script.
     """
 
     def __init__(
@@ -41,22 +46,35 @@ class ScriptedProvider:
         chunk_delay: float = 0.0,
         turn_from_context: bool = False,
         name: str = "scripted",
+        subagents: Mapping[str, Sequence[ScriptedTurn]] | None = None,
     ) -> None:
         self.turns = list(turns)
         self.chunk_delay = chunk_delay
         self.turn_from_context = turn_from_context
         self.name = name
+        self.subagents = {key: list(turns) for key, turns in (subagents or {}).items()}
         self.requests: list[list[Message]] = []  # the context of every call, in order
         self.tool_requests: list[list[ToolSpec]] = []  # the tools offered with each call
+        self._main_calls = 0
+
+    def _turn(self, messages: Sequence[Message]) -> tuple[ScriptedTurn, int]:
+        """The turn that answers `messages`, and its number (marked in its tool calls' ids)."""
+        answered = sum(1 for m in messages if m.role == "assistant")
+        first = next((m.content for m in messages if m.role == "user"), None)
+        for key, turns in self.subagents.items():
+            if first is not None and first.startswith(key):
+                return (turns[answered] if answered < len(turns) else END_OF_SCRIPT), answered
+        index = turn_index(messages) if self.turn_from_context else self._main_calls
+        self._main_calls += 1
+        return (self.turns[index] if index < len(self.turns) else END_OF_SCRIPT), index
 
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> AsyncIterator[StreamEvent]:
         self.requests.append(list(messages))
         self.tool_requests.append(list(tools))
-        index = turn_index(messages) if self.turn_from_context else len(self.requests) - 1
-        turn = self.turns[index] if index < len(self.turns) else END_OF_SCRIPT
-        async for event in play(turn, messages, chunk_delay=self.chunk_delay, number=index):
+        turn, number = self._turn(messages)
+        async for event in play(turn, messages, chunk_delay=self.chunk_delay, number=number):
             yield event
 
 
@@ -163,25 +181,26 @@ async def play(
 
 
 def load_script(path: str | Path) -> list[ScriptedTurn]:
-    """Read a script: a JSON list of {text, thinking, tool_calls: [{name, arguments}],
-    delay, error, error_retryable}, every key optional."""
-    data = _read(path)
-    if not isinstance(data, list):
-        raise ValueError(f"The model script {path} must be a JSON list of turns")
-    return _turns(data, str(path))
+    """The main turns of a script (see `read_script`)."""
+    return read_script(path)[0]
+
+
+def read_script(path: str | Path) -> tuple[list[ScriptedTurn], dict[str, list[ScriptedTurn]]]:
+    """Read a script: a JSON list of turns {text, thinking, tool_calls: [{name, arguments}],
+    delay, error, error_retryable}, every key optional; or `{"turns": [...], "subagents":
+    {prompt prefix: [...]}}` to script subagents too (ScriptedProvider's `subagents`)."""
+    return _script(_read(path), str(path))
 
 
 def load_provider(path: str | Path) -> ScriptedProvider | RoutedScripts:
-    """The provider a script file describes: one script (a list of turns, continued from
-    the conversation's context) or several routed by prompt (see RoutedScripts)."""
+    """The provider a script file describes: one script (continued from the conversation's
+    context; see `read_script`) or several routed by prompt (see RoutedScripts)."""
     data = _read(path)
-    if isinstance(data, list):
-        return ScriptedProvider(_turns(data, str(path)), turn_from_context=True)
-    if not isinstance(data, dict) or not isinstance(data.get("conversations"), list):
-        raise ValueError(
-            f"The model script {path} must be a JSON list of turns or "
-            '{"conversations": [{"prompt", "turns"}]}'
-        )
+    if not (isinstance(data, dict) and "conversations" in data):
+        turns, subagents = _script(data, str(path))
+        return ScriptedProvider(turns, turn_from_context=True, subagents=subagents)
+    if not isinstance(data["conversations"], list):
+        raise ValueError(f'The model script {path}: "conversations" must be a list')
     scripts: dict[str, tuple[list[ScriptedTurn], str]] = {}
     for i, item in enumerate(data["conversations"]):
         where = f"{path}, conversation {i + 1}"
@@ -201,6 +220,23 @@ def _read(path: str | Path) -> Any:
         raise ValueError(f"Cannot read the model script {path}: {exc.strerror}") from exc
     except json.JSONDecodeError as exc:
         raise ValueError(f"The model script {path} is not valid JSON: {exc}") from exc
+
+
+def _script(data: Any, where: str) -> tuple[list[ScriptedTurn], dict[str, list[ScriptedTurn]]]:
+    subagents: Any = {}
+    if isinstance(data, dict) and isinstance(data.get("turns"), list):
+        data, subagents = data["turns"], data.get("subagents", {})
+    if not isinstance(data, list) or not isinstance(subagents, dict):
+        raise ValueError(
+            f"The model script {where} must be a JSON list of turns, or "
+            '{"turns": [...], "subagents": {"prompt prefix": [...]}}'
+        )
+    scripts = {}
+    for key, turns in subagents.items():
+        if not isinstance(turns, list):
+            raise ValueError(f"{where}, subagent {key!r}: its turns must be a JSON list")
+        scripts[key] = _turns(turns, f"{where}, subagent {key!r}")
+    return _turns(data, where), scripts
 
 
 def _turns(items: list[Any], where: str) -> list[ScriptedTurn]:

@@ -18,25 +18,27 @@ from burrow.store.records import Event, NewEvent
 class OpenWork:
     def __init__(self) -> None:
         self.runs: dict[str, None] = {}  # run_id, in order
-        self.calls: dict[str, tuple[str | None, datetime]] = {}  # call_id -> (run_id, started)
-        self.approvals: dict[str, str | None] = {}  # request_id -> run_id
+        # call_id -> (run_id, started, parent_call_id: set on a subagent's call)
+        self.calls: dict[str, tuple[str | None, datetime, str | None]] = {}
+        self.approvals: dict[str, tuple[str | None, str | None]] = {}  # -> (run_id, parent)
 
     def apply(self, event: Event | NewEvent) -> None:
         """Follow one event: a committed one (recovery) or one about to be written (a run)."""
         if event.type not in _TRACKED:
             return
         data = event.data
+        parent = data.get("parent_call_id")
         if event.type == EventType.RUN_STARTED and event.run_id:
             self.runs[event.run_id] = None
         elif event.type == EventType.RUN_FINISHED and event.run_id:
             self.runs.pop(event.run_id, None)
         elif event.type == EventType.TOOL_STARTED:
             started = datetime.fromisoformat(event.ts) if isinstance(event, Event) else _now()
-            self.calls[str(data["call_id"])] = (event.run_id, started)
+            self.calls[str(data["call_id"])] = (event.run_id, started, parent)
         elif event.type == EventType.TOOL_FINISHED:
             self.calls.pop(str(data["call_id"]), None)
         elif event.type == EventType.APPROVAL_REQUESTED:
-            self.approvals[str(data["request_id"])] = event.run_id
+            self.approvals[str(data["request_id"])] = (event.run_id, parent)
         elif event.type == EventType.APPROVAL_RESOLVED:
             self.approvals.pop(str(data["request_id"]), None)
 
@@ -44,23 +46,27 @@ class OpenWork:
         """Each open approval answered no, then each open call finished with `reason`;
         `timed`: with how long the call ran (not after a crash: the server was down)."""
         events = [
-            ev.make(ev.ApprovalResolved(request_id=request_id, decision="deny"), run_id)
-            for request_id, run_id in self.approvals.items()
+            _as_of(
+                ev.make(ev.ApprovalResolved(request_id=request_id, decision="deny"), run_id),
+                parent,
+            )
+            for request_id, (run_id, parent) in self.approvals.items()
         ]
         now = _now()
-        for call_id, (run_id, started) in self.calls.items():
+        for call_id, (run_id, started, parent) in self.calls.items():
             ms = round((now - started).total_seconds() * 1000) if timed else 0
-            events.append(
-                ev.make(
-                    ev.ToolFinished(
-                        call_id=call_id, output=reason, is_error=True, duration_ms=max(0, ms)
-                    ),
-                    run_id or "",
-                )
+            finished = ev.ToolFinished(
+                call_id=call_id, output=reason, is_error=True, duration_ms=max(0, ms)
             )
+            events.append(_as_of(ev.make(finished, run_id or ""), parent))
         self.approvals.clear()
         self.calls.clear()
         return events
+
+
+def _as_of(event: NewEvent, parent_call_id: object) -> NewEvent:
+    """A subagent's call or approval is closed as the subagent's (nested in the timeline)."""
+    return ev.nested(event, parent_call_id) if isinstance(parent_call_id, str) else event
 
 
 def _now() -> datetime:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
-from burrow.runs.events import TextDelta, ThinkingDelta, ToolOutput, make
+from burrow.runs.events import TextDelta, ThinkingDelta, ToolOutput, make, nested
 from burrow.runs.journal import Journal
 from burrow.store.records import NewEvent
 
@@ -29,8 +29,16 @@ def _same_stream(a: Piece, b: Piece) -> bool:
 
 
 class Coalescer:
-    def __init__(self, journal: Journal, cid: str, run_id: str, window: float = 0.03) -> None:
+    def __init__(
+        self,
+        journal: Journal,
+        cid: str,
+        run_id: str,
+        window: float = 0.03,
+        parent_call_id: str | None = None,  # a subagent's: its events are tagged with it
+    ) -> None:
         self._journal = journal
+        self._parent_call_id = parent_call_id
         self._cid = cid
         self._run_id = run_id
         self._window = window
@@ -71,7 +79,10 @@ class Coalescer:
     def _drain(self) -> list[NewEvent]:
         pieces, self._pieces = self._pieces, []
         self._last_chars = 0
-        return [make(p.model_copy(update={"text": "".join(t)}), self._run_id) for p, t in pieces]
+        events = [make(p.model_copy(update={"text": "".join(t)}), self._run_id) for p, t in pieces]
+        if self._parent_call_id is not None:
+            events = [nested(e, self._parent_call_id) for e in events]
+        return events
 
     async def _write(self) -> None:
         batch = self._drain()

@@ -59,6 +59,10 @@ def summary_message(summary: str) -> Message:
 
 @dataclass
 class ModelContext:
+    """One agent's view of the journal: the run's (`scope` None) or a subagent's (`scope`
+    = its `task` call id). Each leaves out the other's events: a subagent's turns are not
+    the parent's, only its report (the `task` call's result) is."""
+
     messages: list[Message] = field(default_factory=list)
     origins: list[int] = field(default_factory=list)  # per message: the seq of its event
     last_seq: int = 0
@@ -70,12 +74,15 @@ class ModelContext:
     _summaries: set[int] = field(default_factory=set)  # origins of summary messages
     _pending_calls: dict[str, str] = field(default_factory=dict)  # call_id -> tool name
     _deferred: list[tuple[Message, int]] = field(default_factory=list)
+    scope: str | None = None
 
     def apply(self, event: Event) -> None:
         if event.seq <= self.last_seq:
             return
         self.last_seq = event.seq
         data = event.data
+        if data.get("parent_call_id") != self.scope:
+            return
         if event.type == EventType.USER_MESSAGE:
             self.user_messages += 1
             message = Message(
@@ -130,6 +137,11 @@ class ModelContext:
                     self._flush_deferred()
         elif event.type == EventType.RUN_FINISHED:
             self._close_pending(event.seq)
+
+    def open_with(self, prompt: str) -> None:
+        """A subagent's context begins with its task (the `task` call carries it)."""
+        self.user_messages += 1
+        self._add(Message(role="user", content=prompt), self.last_seq)
 
     def size(self, overhead: int) -> int:
         """Tokens of the next request: the last reported size plus an estimate of what

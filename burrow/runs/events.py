@@ -10,6 +10,7 @@ reads and what the browser's types say (`web/src/api/events.gen.ts`, generated f
 from __future__ import annotations
 
 import enum
+from dataclasses import replace
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -84,6 +85,14 @@ class Payload(Record):
     """The `data` of one event type."""
 
     type: ClassVar[EventType]
+    # On a subagent's events: the id of the parent's `task` call they belong to (the
+    # timeline nests them under it; the parent's model context leaves them out).
+    parent_call_id: str | None = None
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        cls.optional = cls.optional | {"parent_call_id"}
 
 
 # Nested records.
@@ -304,6 +313,11 @@ def make(payload: Payload, run_id: str | None = None) -> NewEvent:
     return NewEvent(type=payload.type.value, data=payload.to_data(), run_id=run_id)
 
 
+def nested(event: NewEvent, parent_call_id: str) -> NewEvent:
+    """`event` as a subagent's: tagged with the parent's `task` call."""
+    return replace(event, data={**event.data, "parent_call_id": parent_call_id})
+
+
 class UnknownEventType(ValueError):
     pass
 
@@ -333,6 +347,9 @@ def schema() -> dict[str, Any]:
     records = {c.__name__: c for c in _records(classes)}
     for name, cls in records.items():
         _mark_optional(schemas[name], cls.optional)
+        props = schemas[name].get("properties", {})
+        if "parent_call_id" in props:  # after the type's own fields, as §4 lists them
+            props["parent_call_id"] = props.pop("parent_call_id")
     schemas["EventData"] = {
         "type": "object",
         "properties": {

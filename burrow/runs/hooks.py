@@ -2,8 +2,9 @@
 
 The loop asks the model and runs tools; everything a run may add to that (approvals,
 budgets, the loop guard, side events of a tool, compaction, project instructions) is a
-`Hook`: before a model call, transforming the context it is sent, when the model found
-that context too long, before a tool call, after a tool call, and when the run closes.
+`Hook`: before a model call, transforming the context it is sent and the tools it is
+offered, when the model found that context too long, before a tool call, after a tool
+call, and when the run closes.
 A hook ends the run by raising `RunStop`.
 """
 
@@ -109,6 +110,10 @@ class Hook:
 
     def transform_context(self, messages: list[Message]) -> list[Message]:
         return messages
+
+    def transform_tools(self, specs: list[ToolSpec]) -> list[ToolSpec]:
+        """The tools the model is offered (a profile's allowlist narrows them)."""
+        return specs
 
     async def context_too_long(self, run: Run) -> bool:
         """The model refused the context as too long: True when this hook made it shorter

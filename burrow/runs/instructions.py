@@ -23,10 +23,12 @@ log = logging.getLogger(__name__)
 INSTRUCTIONS_FILE = "AGENTS.md"
 MAX_INSTRUCTIONS_BYTES = 32 * 1024
 HEADER = "# Project instructions (AGENTS.md in the workspace)"
-TRUNCATED = "[… AGENTS.md is longer than {limit} bytes: the rest is left out …]"
+TRUNCATED = "[… {what} is longer than {limit} bytes: the rest is left out …]"
 
 
-def instructions_text(data: bytes, limit: int = MAX_INSTRUCTIONS_BYTES) -> str | None:
+def instructions_text(
+    data: bytes, limit: int = MAX_INSTRUCTIONS_BYTES, what: str = INSTRUCTIONS_FILE
+) -> str | None:
     """The file's text as it goes to the model (`data` holds up to limit + 1 bytes), or
     None when it is not UTF-8 text."""
     truncated = len(data) > limit
@@ -39,7 +41,7 @@ def instructions_text(data: bytes, limit: int = MAX_INSTRUCTIONS_BYTES) -> str |
         return None
     text = text.strip()
     if truncated:
-        text += "\n\n" + TRUNCATED.format(limit=limit)
+        text += "\n\n" + TRUNCATED.format(what=what, limit=limit)
     return text
 
 

@@ -116,28 +116,42 @@ class AgentRun:
     """One run of one conversation, from `run.started` to `run.finished`."""
 
     def __init__(
-        self, env: RunEnv, cid: str, run_id: str, context: ModelContext, feed: Subscription
+        self,
+        env: RunEnv,
+        cid: str,
+        run_id: str,
+        context: ModelContext,
+        feed: Subscription,
+        *,
+        parent_call_id: str | None = None,
+        tally: Tally | None = None,
     ) -> None:
         self.env = env
         self.cid = cid
         self.run_id = run_id
         self.context = context
-        self.tally = Tally()
+        # A subagent's run (runs/subagents.py) is part of its parent's: it writes no
+        # run.started/run.finished, tags its events, and spends from the parent's tally.
+        self.parent_call_id = parent_call_id
+        self.tally = tally if tally is not None else Tally()
+        self.error: str | None = None  # why the run did not complete, once it ended
         self._feed = feed
-        self._out = Coalescer(env.journal, cid, run_id)
+        self._out = Coalescer(env.journal, cid, run_id, parent_call_id=parent_call_id)
         self._open = OpenWork()  # this run's calls and approvals not yet closed
         self._specs = [tool.spec for tool in env.tools.values()]
         self._partial: _Answer | None = None  # the answer being streamed, if any
         self._answer_events: list[NewEvent] = []  # the model's answer, not yet written
 
     async def emit(self, *batch: NewEvent) -> None:
+        if self.parent_call_id is not None:
+            batch = tuple(ev.nested(e, self.parent_call_id) for e in batch)
         for event in batch:  # before the write: a stop during it still closes what it opens
             self._open.apply(event)
         await self.env.journal.append(self.cid, *batch)
 
     async def execute(self, *, announced: bool = False) -> str:
         """Run to the end; `announced`: run.started is already in the journal."""
-        if not announced:
+        if not announced and self.parent_call_id is None:
             await self.emit(ev.make(ev.RunStarted(run_id=self.run_id), self.run_id))
         status: RunStatus = "completed"
         error: str | None = None
@@ -156,6 +170,7 @@ class AgentRun:
         except Exception as exc:
             log.exception("run %s of %s failed", self.run_id, self.cid)
             status, error = "failed", f"Internal error: {type(exc).__name__}: {exc}"
+        self.error = error
         await self._close(status, error, budget)
         return status
 
@@ -174,10 +189,11 @@ class AgentRun:
                 self.context.apply(event)
 
     def request(self) -> tuple[list[Message], list[ToolSpec]]:
-        messages = list(self.context.messages)
+        messages, specs = list(self.context.messages), list(self._specs)
         for hook in self.env.hooks:
             messages = hook.transform_context(messages)
-        return messages, self._specs
+            specs = hook.transform_tools(specs)
+        return messages, specs
 
     async def _steps(self) -> None:
         while True:
@@ -201,8 +217,7 @@ class AgentRun:
                 if self.context.user_messages > seen_user_messages:
                     continue  # steering arrived while the model answered: answer it too
                 return
-            for call in calls:
-                await self._call_tool(call)
+            await self._call_tools(calls)
 
     async def _ask_fitting(self) -> tuple[_Answer, int]:
         """The model's answer, and how many user messages the context it answered held; a
@@ -292,6 +307,29 @@ class AgentRun:
         )
         return ev.make(usage, self.run_id)
 
+    async def _call_tools(self, calls: list[dict[str, str]]) -> None:
+        """In order; consecutive calls of subloop tools (subagents) run at once. A stop
+        from one of those ends the run after all of them have finished."""
+        i = 0
+        while i < len(calls):
+            j = i + 1
+            while j < len(calls) and self._subloop(calls[i]) and self._subloop(calls[j]):
+                j += 1
+            if j - i == 1:
+                await self._call_tool(calls[i])
+            else:
+                results = await asyncio.gather(
+                    *(self._call_tool(call) for call in calls[i:j]), return_exceptions=True
+                )
+                for result in results:
+                    if isinstance(result, BaseException):
+                        raise result
+            i = j
+
+    def _subloop(self, raw: dict[str, str]) -> bool:
+        tool = self.env.tools.get(raw["name"])
+        return tool is not None and tool.kind.subloop
+
     async def _call_tool(self, raw: dict[str, str]) -> None:
         arguments, problem = parse_arguments(raw["name"], raw["arguments"])
         tool = self.env.tools.get(raw["name"])
@@ -352,7 +390,8 @@ class AgentRun:
         try:
             return await self._run_tool(call.tool, call.id, call.arguments)
         finally:
-            self.tally.tool_seconds += time.monotonic() - started
+            if not call.tool.kind.subloop:
+                self.tally.tool_seconds += time.monotonic() - started
 
     async def _run_tool(self, tool: Tool, call_id: str, arguments: dict[str, Any]) -> ToolResult:
         async def on_output(stream: Literal["stdout", "stderr"], text: str) -> None:
@@ -388,8 +427,10 @@ class AgentRun:
             closing += await hook.close(self)
         reason = "Interrupted by the user." if status == "canceled" else f"Run ended: {error}"
         closing += self._open.closing(reason, timed=True)
-        finished = ev.RunFinished(
-            status=status, error=error, usage=self.tally.usage(), budget=budget
-        )
-        closing.append(ev.make(finished, self.run_id))
-        await self.emit(*closing)
+        if self.parent_call_id is None:
+            finished = ev.RunFinished(
+                status=status, error=error, usage=self.tally.usage(), budget=budget
+            )
+            closing.append(ev.make(finished, self.run_id))
+        if closing:  # a subagent that ended cleanly has nothing left to write
+            await self.emit(*closing)

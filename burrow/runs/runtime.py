@@ -11,7 +11,8 @@ import logging
 import secrets
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Protocol
 
 from burrow.llm.base import (
@@ -38,11 +39,15 @@ from burrow.runs.hooks import Hook, PreviewOpened, SystemPrompt
 from burrow.runs.instructions import ProjectInstructions
 from burrow.runs.journal import Journal, Subscription
 from burrow.runs.loop import AgentRun, LoopConfig, RunEnv
+from burrow.runs.profiles import DEFAULT_PROFILE, ProfileLookup, ProfileMissing, ToolAllowlist
 from burrow.runs.quotas import RunQuotaExceeded
 from burrow.runs.sandboxes import SandboxPool
+from burrow.runs.skills import Skills
+from burrow.runs.subagents import DEFAULT_MAX_SUBAGENTS, Subagents, SubagentSetup
 from burrow.runs.window import estimate
 from burrow.store.conversations import ConversationStore
 from burrow.store.events import ConversationGone
+from burrow.store.profiles import Profile
 from burrow.store.records import Conversation, Event, NewEvent
 from burrow.telemetry import logs
 from burrow.tools.base import ShellState, Tool, ToolLimits
@@ -106,6 +111,9 @@ class RuntimeOptions:
     # Awaited before a run begins (a repository still being cloned into the workspace).
     before_run: Callable[[str], Awaitable[None]] | None = None
     tool_sources: Sequence[ToolSource] = ()  # MCP servers
+    max_subagents: int = DEFAULT_MAX_SUBAGENTS  # `task` calls per run; 0: no task tool
+    profiles: ProfileLookup | None = None  # where conversations' profiles are found
+    skills_dir: Path | None = None  # the administrator's skills (<data-dir>/skills)
 
     def compaction(self, model: str | None) -> CompactionPolicy:
         return CompactionPolicy(self.context_window(model), self.compact_at)
@@ -261,6 +269,8 @@ class Runtime:
                 task.uncancel()
             status: RunStatus = "canceled"
             error: str | None = None
+        elif isinstance(exc, ProfileMissing):
+            status, error = "failed", str(exc)
         else:
             log.exception("run %s of %s could not start", run_id, cid)
             status, error = "failed", f"Internal error: {type(exc).__name__}: {exc}"
@@ -277,6 +287,9 @@ class Runtime:
             raise ConversationGone(cid)
         # The conversation's settings as they are when the run starts: a model changed
         # later is the next run's; a budget changed later applies at the next check.
+        profile = await self._profile(conversation)
+        if profile is not None and profile.model and not conversation.model:
+            conversation = replace(conversation, model=profile.model)  # explicit wins
         model = self._model(conversation)
         budget = BudgetHook(
             self.options.budget.overridden(conversation.budget), spent_before=conversation.cost
@@ -291,16 +304,53 @@ class Runtime:
             shell=self._shells.setdefault(cid, ShellState()),
             limits=self.options.limits,
             pricing=model.pricing,
-            hooks=[
-                *self._hooks(cid),
-                # The budget before attachments: a stopped run need not wake the sandbox.
-                budget,
-                Attachments(context, bare, vision=model.vision),
-                # Last: it measures the request as the hooks before it shaped it.
-                Compactor(model.provider, model.compaction, model.pricing),
-            ],
             preview_url=self.options.preview_url,
         )
+        system_prompt = self.options.loop.system_prompt
+        if profile is not None and profile.system_prompt:
+            system_prompt = profile.system_prompt
+        skills = Skills(
+            self.options.skills_dir,
+            bare,
+            None if profile is None or profile.skills is None else frozenset(profile.skills),
+        )
+        env.tools = skills.tools(env.tools)
+        # First: a tool the profile does not allow is refused before anyone is asked.
+        allowlist: list[Hook] = []
+        if profile is not None and profile.tools is not None:
+            allowlist = [ToolAllowlist(profile.name, frozenset(profile.tools))]
+        instructions = ProjectInstructions(bare)
+        hooks: list[Hook] = [
+            *allowlist,
+            *self._hooks(cid, system_prompt, instructions),
+            skills,
+            # The budget before attachments: a stopped run need not wake the sandbox.
+            budget,
+            Attachments(context, bare, vision=model.vision),
+            # Last: it measures the request as the hooks before it shaped it.
+            Compactor(model.provider, model.compaction, model.pricing),
+        ]
+        if self.options.max_subagents > 0:
+            subagents = Subagents(
+                SubagentSetup(
+                    env,
+                    system_prompt,
+                    # A subagent's calls pass the same allowlist, gate and budget.
+                    lambda: [
+                        *allowlist,
+                        instructions,  # the parent's: AGENTS.md read once per run
+                        skills,
+                        Approvals(self.approvals),
+                        PreviewOpened(),
+                        LoopGuard(),
+                        budget,
+                    ],
+                    self.options.max_subagents,
+                )
+            )
+            hooks.insert(len(allowlist), subagents)
+            env.tools = subagents.tools(env.tools)
+        env.hooks = hooks
         return AgentRun(env, cid, run_id, context, feed)
 
     async def _tools(self, cid: str, run_id: str) -> Mapping[str, Tool]:
@@ -339,11 +389,20 @@ class Runtime:
             context.apply(event)
         return context
 
-    def _hooks(self, cid: str) -> list[Hook]:
+    async def _profile(self, conversation: Conversation) -> Profile | None:
+        name, profiles = conversation.profile, self.options.profiles
+        if name == DEFAULT_PROFILE or profiles is None:
+            return None
+        found = await profiles.find(conversation.owner_id, name)
+        if found is None:
+            raise ProfileMissing(name)
+        return found
+
+    def _hooks(self, cid: str, system_prompt: str, instructions: ProjectInstructions) -> list[Hook]:
         """The hooks every run has, fresh for each run (the guard counts per run)."""
         return [
-            SystemPrompt(self.options.loop.system_prompt),
-            ProjectInstructions(lambda: self.sandboxes.get(cid)),
+            SystemPrompt(system_prompt),
+            instructions,
             CheckpointAtStart(self.checkpoints, _checkpoint_failed),
             Approvals(self.approvals),
             PreviewOpened(),

@@ -140,11 +140,14 @@ class ConversationStore:
         model: str | _Keep | None = KEEP,
         budget: dict[str, float] | None = None,
         network: str | None = None,
+        profile: str | None = None,
     ) -> None:
         """Change what is given; `model=None` goes back to the server's model, `budget`
         replaces the stored overrides as a whole."""
         # Not updated_at: the list is ordered by activity, and a setting is not activity.
         values: dict[str, object] = {}
+        if profile is not None:
+            values["profile"] = profile
         if not isinstance(model, _Keep):
             values["model"] = model
         if budget is not None:

@@ -144,3 +144,23 @@ user_secrets = sa.Table(
     sa.Column("value", sa.Text, nullable=False),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
 )
+
+# Named agent setups a conversation may choose (DESIGN.md §8): a user's own, or shared
+# ones (owner_id NULL) that administrators manage and every user sees. A user's profile
+# shadows a shared one of the same name.
+profiles = sa.Table(
+    "profiles",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column(
+        "owner_id", sa.String(40), sa.ForeignKey("users.id", ondelete="CASCADE"), nullable=True
+    ),
+    sa.Column("name", sa.String(100), nullable=False),
+    sa.Column("system_prompt", sa.Text, nullable=True),  # NULL: Burrow's own
+    sa.Column("model", sa.String(200), nullable=True),
+    sa.Column("tools", sa.Text, nullable=True),  # a JSON list of tool names; NULL: all
+    sa.Column("skills", sa.Text, nullable=True),  # a JSON list of skill names; NULL: all
+    sa.Column("approval_mode", sa.String(20), nullable=True),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Index("ix_profiles_owner_name", "owner_id", "name", unique=True),
+)

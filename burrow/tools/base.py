@@ -33,6 +33,9 @@ class ToolKind:
     destructive: bool = False  # may delete or overwrite a lot at once
     network: bool = False  # reaches beyond the sandbox
     shell: str | None = None  # the argument holding a shell command the tool runs
+    # Runs a model loop of its own (a subagent): it may run alongside the other such calls
+    # of one answer, and its time is not tool time (its own tools' time is).
+    subloop: bool = False
 
     def as_event(self) -> dict[str, bool]:
         """The flags as `tool.started` carries them (`kind`) for the UI."""

@@ -51,3 +51,36 @@ async def test_open_calls_approvals_and_runs_are_closed_once(tmp_path: Path) -> 
         assert closing[1].data["output"] == "Run ended: test"
         assert work.closing("again", timed=timed) == []  # each is closed once
     await db.close()
+
+
+def test_a_subagents_open_call_and_approval_are_closed_as_the_subagents() -> None:
+    work = OpenWork()
+    for event in (
+        ev.make(ev.RunStarted(run_id="r1"), "r1"),
+        ev.make(ev.ToolStarted(call_id="task1", name="task", arguments={}), "r1"),
+        ev.nested(ev.make(ev.ToolStarted(call_id="n1", name="bash", arguments={}), "r1"), "task1"),
+        ev.nested(
+            ev.make(
+                ev.ApprovalRequested(
+                    request_id="ap1",
+                    call_id="n1",
+                    tool="bash",
+                    arguments={},
+                    risk="safe",
+                    reason="",
+                ),
+                "r1",
+            ),
+            "task1",
+        ),
+    ):
+        work.apply(event)
+    closing = {
+        (e.type, e.data.get("call_id") or e.data.get("request_id")): e
+        for e in work.closing("gone", timed=False)
+    }
+    assert closing[("tool.finished", "n1")].data["parent_call_id"] == "task1"
+    assert closing[("approval.resolved", "ap1")].data["parent_call_id"] == "task1"
+    assert "parent_call_id" not in closing[("tool.finished", "task1")].data
+    for event in closing.values():
+        ev.check(event.type, event.data)

@@ -67,7 +67,12 @@ def test_the_schema_maps_every_type_and_marks_only_additive_fields_optional() ->
     assert set(schemas["EventData"]["required"]) == set(mapping)
     assert mapping["usage"] == {"$ref": "#/components/schemas/UsageReported"}
     finished = schemas["ToolFinished"]
-    assert set(finished["required"]) == set(finished["properties"])  # all six, always sent
+    # all six, always sent; `parent_call_id` only on a subagent's events, on every type
+    assert set(finished["required"]) == set(finished["properties"]) - {"parent_call_id"}
+    for kind in mapping.values():
+        payload = schemas[kind["$ref"].rsplit("/", 1)[1]]
+        assert payload["properties"]["parent_call_id"]["type"] == "string"
+        assert "parent_call_id" not in payload.get("required", [])
     assert finished["properties"]["exit_code"]["anyOf"] == [{"type": "integer"}, {"type": "null"}]
     started = schemas["ToolStarted"]
     assert "kind" not in started["required"]

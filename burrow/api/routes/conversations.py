@@ -28,10 +28,12 @@ from burrow.api.schemas import (
 )
 from burrow.llm.base import ModelError
 from burrow.runs.compaction import NothingToCompact
+from burrow.runs.profiles import DEFAULT_PROFILE
 from burrow.runs.runtime import RunActive
 from burrow.runs.window import context_used
 from burrow.services import Services
 from burrow.store.events import ConversationGone
+from burrow.store.profiles import Profile
 from burrow.store.records import Conversation
 
 router = APIRouter(prefix="/api/conversations", tags=["conversations"])
@@ -55,6 +57,20 @@ async def view(svc: Services, conversation: Conversation) -> ConversationOut:
     return out
 
 
+async def chosen_profile(svc: Services, user_id: str, name: str) -> Profile | None:
+    """The profile `name` means to the user (None: "default", no profile), or a 400."""
+    if name == DEFAULT_PROFILE:
+        return None
+    found = await svc.profiles.find(user_id, name)
+    if found is None:
+        raise ApiError(
+            400,
+            "unknown_profile",
+            f"No profile named {name!r}: create it first (PUT /api/profiles/{{name}}).",
+        )
+    return found
+
+
 @router.get("")
 async def list_conversations(svc: ServicesDep, user: UserDep) -> list[ConversationOut]:
     return await views(svc, await svc.conversations.owned_by(user.id))
@@ -66,12 +82,14 @@ async def create_conversation(
 ) -> ConversationOut:
     model = checked_model(svc, body.model) if body.model is not None else None
     repo = await checked_repo(svc, user.id, body, body.repo) if body.repo else None
+    profile = await chosen_profile(svc, user.id, body.profile or DEFAULT_PROFILE)
     created = await svc.conversations.create(
         user.id,
         body.title or "New conversation",
-        body.profile or "default",
+        profile.name if profile else DEFAULT_PROFILE,
         model=model,
-        approval_mode=body.approval_mode or "ask",
+        # Explicit fields win over the profile's.
+        approval_mode=body.approval_mode or (profile and profile.approval_mode) or "ask",
         # Stored, not looked up later: a conversation keeps its policy when the default moves.
         network=body.network or svc.settings.sandbox_network,
     )
@@ -107,17 +125,23 @@ async def update_conversation(
     settings = ConversationSettings(svc, conversation)
     model = settings.model(body.model)
     budget = settings.budget(body.budget)
+    approval_mode = body.approval_mode
+    if body.profile is not None:
+        profile = await chosen_profile(svc, conversation.owner_id, body.profile)
+        if profile is not None and approval_mode is None:  # explicit fields win
+            approval_mode = profile.approval_mode  # type: ignore[assignment]
     await svc.conversations.update(
         conversation.id,
         title=body.title,
-        approval_mode=body.approval_mode,
+        approval_mode=approval_mode,
         secrets=body.secrets,
         network=body.network,
+        profile=body.profile,
         **model,
         **budget,
     )
-    if body.approval_mode is not None:
-        svc.runtime.approvals.mode_changed(conversation.id, body.approval_mode)
+    if approval_mode is not None:
+        svc.runtime.approvals.mode_changed(conversation.id, approval_mode)
     if body.network is not None and body.network != (
         conversation.network or svc.settings.sandbox_network
     ):

@@ -10,6 +10,8 @@ export type SandboxInfo = Schemas["SandboxStatusOut"];
 export type McpServer = Schemas["McpServerOut"];
 export type McpConfig = Schemas["McpConfigDocument"];
 export type Network = Conversation["network"];
+export type Profile = Schemas["ProfileOut"];
+export type ProfileUpdate = Schemas["ProfileIn"];
 
 // The settings route may be newer than the server this was built against.
 type Fallback<K extends string, T> = K extends keyof Schemas ? Schemas[K] : T;
@@ -217,6 +219,13 @@ export const api = {
   putSecret: (name: string, value: string) =>
     request<SecretName>("PUT", `/api/secrets/${encodeURIComponent(name)}`, { value }),
   deleteSecret: (name: string) => request<void>("DELETE", `/api/secrets/${encodeURIComponent(name)}`),
+  /** The caller's own profiles and the shared ones. */
+  profiles: () => request<Profile[]>("GET", "/api/profiles"),
+  /** Create or replace (`shared`: an administrator's profile for everyone). */
+  putProfile: (name: string, profile: ProfileUpdate) =>
+    request<Profile>("PUT", `/api/profiles/${encodeURIComponent(name)}`, profile),
+  deleteProfile: (name: string, shared: boolean) =>
+    request<void>("DELETE", `/api/profiles/${encodeURIComponent(name)}${shared ? "?shared=true" : ""}`),
   modelSettings: () => request<ModelSettings>("GET", "/api/settings/model"),
   saveModelSettings: (update: ModelSettingsUpdate) =>
     request<ModelSettings>("PUT", "/api/settings/model", update),

@@ -29,12 +29,14 @@ describe("the event vocabulary", () => {
       "output",
       "truncated",
       "duration_ms",
+      "parent_call_id", // DESIGN §8: on a subagent's events (every type)
     ]);
     expect(Object.keys(schemas.ContextCompacted!.properties)).toEqual([
       "tokens_before",
       "tokens_after",
       "summary",
       "upto_seq",
+      "parent_call_id",
     ]);
   });
 });

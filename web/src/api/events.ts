@@ -136,6 +136,8 @@ export function parseEvent(raw: unknown): { seq: number; event: BurrowEvent | nu
     data[name] = field(kind, data[name]);
     if (kind === "id" && !data[name]) return { seq, event: null };
   }
+  // A subagent's event names its parent `task` call; anything else there is dropped.
+  if (typeof data.parent_call_id !== "string" || !data.parent_call_id) delete data.parent_call_id;
   const runId = typeof raw.run_id === "string" ? raw.run_id : null;
   const ts = typeof raw.ts === "string" ? raw.ts : "";
   const event = { seq, type, ts, run_id: runId, data } as unknown as BurrowEvent;

@@ -4,6 +4,7 @@ import { ApiError, api, type Me, type ModelSettings, type ProviderSettings } fro
 import { AppearanceSection } from "../ThemeToggle";
 import { PasswordSection, TokensSection } from "./Account";
 import { McpServersSection } from "./McpServers";
+import { ProfilesSection } from "./Profiles";
 import { SecretsSection } from "./Secrets";
 import { UsersSection } from "./Users";
 
@@ -235,6 +236,7 @@ export function SettingsDialog({
       </form>
       <SecretsSection />
       <McpServersSection isAdmin={me?.is_admin ?? false} />
+      <ProfilesSection isAdmin={!!me?.is_admin} />
       <AppearanceSection />
       <PasswordSection />
       <TokensSection />

@@ -88,7 +88,9 @@ const Row = memo(function Row({
     case "assistant":
       return <Assistant item={item} />;
     case "tool":
-      return <ToolCard item={item} />;
+      return (
+        <ToolCard item={item}>{item.sub && <Subagent cid={cid} state={item.sub} />}</ToolCard>
+      );
     case "approval":
       return <ApprovalCard cid={cid} item={item} />;
     case "run.finished":
@@ -119,6 +121,21 @@ const Row = memo(function Row({
       );
   }
 });
+
+/** A subagent's own timeline, inside its `task` card. */
+function Subagent({ cid, state }: { cid: string; state: ViewState }) {
+  return (
+    <div className="subagent" data-testid="subagent">
+      {state.items.map((item) =>
+        shownElsewhere(state, item) ? null : (
+          <div className={`row row-${item.kind}`} key={item.key}>
+            <Row cid={cid} item={item} latest={false} />
+          </div>
+        ),
+      )}
+    </div>
+  );
+}
 
 /** A denied request is told by its tool card ("denied"): a second card would repeat it. */
 function shownElsewhere(state: ViewState, item: Item): boolean {

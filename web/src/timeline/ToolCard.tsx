@@ -1,5 +1,5 @@
 // One tool call: what was asked, its live output, and how it ended.
-import { memo, useLayoutEffect, useRef, useState } from "react";
+import { memo, type ReactNode, useLayoutEffect, useRef, useState } from "react";
 import { formatDuration } from "../format";
 import type { OutputChunk, ToolItem } from "./reducer";
 
@@ -19,6 +19,7 @@ function summary(item: ToolItem): string {
     return a.command.split("\n")[0]!.slice(0, 240) + port;
   }
   if (typeof a.path === "string") return a.path;
+  if (typeof a.description === "string") return a.description.slice(0, 200); // a subagent's task
   return JSON.stringify(a).slice(0, 200);
 }
 
@@ -107,13 +108,20 @@ function Arguments({ item }: { item: ToolItem }) {
   );
 }
 
-export const ToolCard = memo(function ToolCard({ item }: { item: ToolItem }) {
+export const ToolCard = memo(function ToolCard({
+  item,
+  children,
+}: {
+  item: ToolItem;
+  children?: ReactNode; // a subagent's timeline, for a `task` call
+}) {
   const r = item.result;
   const state = !r ? "running" : r.isError ? "error" : "ok";
   // null: open while it runs or when it failed; a call that runs no command (a file tool)
   // folds away once it succeeds: its output is not worth the space.
   const [chosen, setOpen] = useState<boolean | null>(null);
-  const quiet = item.toolKind !== null && !item.toolKind.shell;
+  // A subagent's timeline stays in view: it is the work, not a side effect.
+  const quiet = item.toolKind !== null && !item.toolKind.shell && !item.sub;
   const open = chosen ?? (!r || r.isError || !quiet);
   return (
     <article className={`tool-card ${state}`} data-call-id={item.callId} data-state={state}>
@@ -153,6 +161,7 @@ export const ToolCard = memo(function ToolCard({ item }: { item: ToolItem }) {
       {open && (
         <div className="tool-body">
           <Arguments item={item} />
+          {children}
           <Output item={item} />
           {r && item.output.length > 0 && r.isError && r.exitCode === null && (
             <p className="note bad">{r.output.trim().split("\n").slice(-1)[0]}</p>

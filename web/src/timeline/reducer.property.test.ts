@@ -59,6 +59,7 @@ const data = fc.oneof(
       model: value(fc.constantFrom("demo", "openai:gpt-test")),
       attachments: value(fc.array(fc.string({ maxLength: 4 }), { maxLength: 2 })),
       tokens_after: value(fc.nat()),
+      parent_call_id: value(ids),
     },
     { requiredKeys: [] },
   ),
@@ -88,6 +89,7 @@ function usable(item: Item): boolean {
     case "assistant":
       return typeof item.text === "string" && typeof item.thinking === "string";
     case "tool":
+      if (item.sub) check(item.sub);
       return (
         typeof item.name === "string" &&
         item.output.every((c) => typeof c.text === "string") &&

@@ -394,3 +394,45 @@ describe("mcp", () => {
     });
   });
 });
+
+describe("subagents", () => {
+  it("nest a task's events under its card and count their usage and approvals", () => {
+    seq = 0;
+    const task = { description: "look around", prompt: "list the files" };
+    const sub = (type: string, data: Record<string, unknown>, parent = "t1") =>
+      ev(type, { ...data, parent_call_id: parent });
+    const events = [
+      ev("user.message", { content: "go", steering: false }, null),
+      ev("run.started", { run_id: "r1" }),
+      ev("assistant.message", { content: "", thinking: "", tool_calls: [] }),
+      ev("tool.started", { call_id: "t1", name: "task", arguments: task }),
+      sub("assistant.text.delta", { text: "Looking." }),
+      sub("assistant.message", { content: "Looking.", thinking: "", tool_calls: [] }),
+      sub("usage", { prompt_tokens: 10, completion_tokens: 5, cost: 0.5 }),
+      sub("tool.started", { call_id: "n1", name: "bash", arguments: { command: "rm -rf x" } }),
+      sub("approval.requested", { request_id: "q1", call_id: "n1", tool: "bash", arguments: {}, risk: "dangerous", reason: "deletes" }),
+    ];
+    const waiting = reduce(initialState, events);
+    expect(runStatus(waiting)).toBe("waiting_approval");
+    const later = reduce(waiting, [
+      sub("approval.resolved", { request_id: "q1", decision: "allow_once" }),
+      sub("tool.output", { call_id: "n1", stream: "stdout", text: "done\n" }),
+      sub("tool.finished", { call_id: "n1", is_error: false, exit_code: 0, output: "done\n" }),
+      sub("usage", { prompt_tokens: 1, completion_tokens: 1, cost: 0 }, "nope"), // no such call
+      ev("tool.finished", { call_id: "t1", is_error: false, output: "All listed." }),
+    ]);
+    expect(runStatus(later)).toBe("running");
+    const tools = later.items.filter((i) => i.kind === "tool") as ToolItem[];
+    expect(tools.map((t) => t.callId)).toEqual(["t1"]); // nested calls are not top-level rows
+    const card = tools[0]!;
+    expect(card.result?.output).toBe("All listed.");
+    const kinds = card.sub!.items.map((i) => i.kind);
+    expect(kinds).toEqual(["assistant", "tool", "approval"]);
+    const nested = card.sub!.items[1] as ToolItem;
+    expect(nested.result?.output).toBe("done\n");
+    expect(nested.approval).toBe("allow_once");
+    expect(later.usage).toEqual({ prompt_tokens: 10, completion_tokens: 5, cost: 0.5 });
+    expect(later.contextUsed).toBeNull(); // a subagent's context is not the conversation's
+    expect(later.filesVersion).toBeGreaterThan(waiting.filesVersion);
+  });
+});

@@ -60,6 +60,8 @@ export interface ToolItem {
   result: ToolResult | null;
   /** "pending" while a person must decide, then the decision */
   approval: string | null;
+  /** a `task` call's subagent: its own timeline (events with this call's parent_call_id) */
+  sub: ViewState | null;
 }
 
 export interface ApprovalItem {
@@ -232,8 +234,43 @@ class Draft {
   }
 }
 
-function apply(d: Draft, e: BurrowEvent): void {
+/**
+ * A subagent's event goes to the timeline inside its parent `task` call's card; what the
+ * conversation as a whole shows (usage, pending approvals, changed files) counts it too.
+ * Nesting is one level deep (subagents start no subagents): a nested event names a call
+ * of the top level, or is dropped.
+ */
+function applyNested(d: Draft, parentCallId: string, e: BurrowEvent): void {
+  const index = lookup(d.tools, parentCallId);
+  if (index === undefined) return;
+  const tool = d.edit<ToolItem>(index);
+  const sub = new Draft(tool.sub ?? initialState);
+  sub.s.lastSeq = e.seq;
+  const files = sub.s.filesVersion;
+  apply(sub, e, true);
+  tool.sub = sub.finish();
+  if (tool.sub.filesVersion !== files) d.s.filesVersion += 1;
+  if (e.type === "usage") {
+    const u = d.s.usage;
+    d.s.usage = {
+      prompt_tokens: u.prompt_tokens + (e.data.prompt_tokens ?? 0),
+      completion_tokens: u.completion_tokens + (e.data.completion_tokens ?? 0),
+      cost: u.cost + (e.data.cost ?? 0),
+    };
+  } else if (e.type === "approval.requested") {
+    d.s.pendingApprovals = [...d.s.pendingApprovals, e.data.request_id];
+  } else if (e.type === "approval.resolved") {
+    d.s.pendingApprovals = d.s.pendingApprovals.filter((id) => id !== e.data.request_id);
+  }
+}
+
+function apply(d: Draft, e: BurrowEvent, nested = false): void {
   const key = String(e.seq);
+  const parent = (e.data as { parent_call_id?: string }).parent_call_id;
+  if (parent !== undefined && !nested) {
+    applyNested(d, parent, e);
+    return;
+  }
   switch (e.type) {
     case "user.message":
       // Steering waits for the next model call: the answer streaming now is not cut by it,
@@ -289,6 +326,7 @@ function apply(d: Draft, e: BurrowEvent): void {
         outputChars: 0,
         result: null,
         approval: null,
+        sub: null,
       }));
       return;
     case "tool.output": {
