@@ -152,6 +152,8 @@ async def open_services(
             ),
             compact_at=settings.compact_at,
             checkpoint_max_file_bytes=int(settings.checkpoint_max_file_mb * 1024 * 1024),
+            checkpoint_max_count=settings.checkpoint_max_count,
+            checkpoint_max_bytes=settings.checkpoint_max_bytes,
         ),
     )
     await runtime.recover()

@@ -18,6 +18,7 @@ store), `.git` folders, and files over `max_file_bytes` (named in `skipped`).
 from __future__ import annotations
 
 import asyncio
+import builtins
 import secrets
 import time
 from collections import defaultdict
@@ -41,6 +42,8 @@ from burrow.store.records import NewEvent
 STORE = ".burrow/checkpoints"
 EXCLUDED = (".burrow/outputs", ".burrow/services", ".burrow/services.json", STORE)
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
+DEFAULT_MAX_COUNT = 50
+DEFAULT_MAX_BYTES = 1024 * 1024 * 1024
 GIT_TIMEOUT_SECONDS = 300.0
 MAX_LIST_BYTES = 4 * 1024 * 1024  # name lists (raw, numstat, skipped) read back at most
 
@@ -63,10 +66,16 @@ rm -f "$GIT_DIR/index.lock"
 if [ -f "$GIT_DIR/HEAD" ]; then
   printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n' > "$GIT_DIR/config"
 fi
-snapshot() {
+store() {
   if [ ! -f "$GIT_DIR/HEAD" ]; then
     mkdir -p "$GIT_DIR" && git init -q && printf '*\n' > "$GIT_DIR/.gitignore"
   fi
+}
+store_kib() {  # what the store's objects take on disk
+  git count-objects -v | awk '/^size(-pack)?:/ {s += $2} END {print s + 0}'
+}
+snapshot() {
+  store
   : > "$GIT_DIR/skipped"
   find . -mindepth 1 \( -path ./.burrow/outputs -o -path ./.burrow/services \
       -o -path ./.burrow/services.json -o -path ./.burrow/checkpoints -o -name .git \) -prune \
@@ -77,11 +86,11 @@ snapshot() {
   git update-index --force-remove -z --stdin < "$GIT_DIR/skipped"
   git write-tree
 }
-commit() {  # $1 id, $2 subject
+commit() {  # $1 id, $2 subject (time and run); the subject gains the bytes it added
+  store; before=$(store_kib)
   tree=$(snapshot)
-  c=$(printf '%s\n' "$2" | git commit-tree "$tree")
+  c=$(printf '%s %s\n' "$2" $(( ($(store_kib) - before) * 1024 )) | git commit-tree "$tree")
   git update-ref "refs/checkpoints/$1" "$c"
-  printf '%s' "$c"
 }
 case $op in
   take) commit "$1" "$2" ;;
@@ -103,6 +112,23 @@ case $op in
     git rev-parse -q --verify "refs/checkpoints/$1^{tree}" >/dev/null || exit 3
     commit "$2" "$3" >/dev/null
     git read-tree --reset -u "refs/checkpoints/$1^{tree}" ;;
+  prune)  # the ids to drop; their objects no other checkpoint holds go too
+    for id; do git update-ref -d "refs/checkpoints/$id"; done
+    git prune --expire=now ;;
+  export)  # $1 a checkpoint id or "now", $2 a bundle file to write with its commit
+    if [ "$1" = now ]; then c=$(printf 'fork\n' | git commit-tree "$(snapshot)")
+    else c=$(git rev-parse -q --verify "refs/checkpoints/$1^{commit}") || exit 3; fi
+    git update-ref refs/export "$c"
+    git bundle create -q "$2" refs/export
+    git update-ref -d refs/export ;;
+  import)  # $1 a bundle from export, $2 id, $3 subject: a checkpoint, and the workspace
+    store; before=$(store_kib)
+    c=$(git bundle unbundle "$1" | cut -d' ' -f1)
+    rm -f "$1"
+    tree=$(git rev-parse "$c^{tree}")
+    n=$(printf '%s %s\n' "$3" $(( ($(store_kib) - before) * 1024 )) | git commit-tree "$tree")
+    git update-ref "refs/checkpoints/$2" "$n"
+    git read-tree --reset -u "$tree" ;;
   revert)  # $1 target id, $2 undo id, $3 undo subject, $4 path
     git rev-parse -q --verify "refs/checkpoints/$1^{tree}" >/dev/null || exit 3
     commit "$2" "$3" >/dev/null
@@ -137,6 +163,7 @@ class Checkpoint:
     id: str
     run_id: str | None  # None: taken by a restore or a revert (their undo)
     created_at: str  # ISO 8601, UTC, milliseconds
+    size: int | None = None  # bytes its take added to the store; None: not recorded
 
 
 @dataclass(frozen=True)
@@ -171,9 +198,13 @@ class Checkpoints:
         self,
         sandbox: Callable[[str], Awaitable[Sandbox]],
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        max_count: int = DEFAULT_MAX_COUNT,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self._sandbox = sandbox
         self._max_kib = max(1, max_file_bytes // 1024)
+        self._max_count = max_count
+        self._max_bytes = max_bytes
         # The store's index is shared by every operation: one at a time per conversation.
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
 
@@ -206,14 +237,52 @@ class Checkpoints:
         async with self._locks[cid]:
             checkpoint_id, subject = _new_id(), _subject(run_id)
             await self._git(cid, "take", checkpoint_id, subject)
+            await self._prune(cid)
+            return _parse_entry(f"{checkpoint_id} {subject}")
+
+    async def _prune(self, cid: str) -> None:
+        """Drop the oldest checkpoints past the count or the bytes allowed (the newest
+        always stays), then the objects only they held."""
+        kept = await self._entries(cid)
+        dropped: list[str] = []
+        total = sum(c.size or 0 for c in kept)
+        while len(kept) > 1 and (
+            (self._max_count and len(kept) > self._max_count)
+            or (self._max_bytes and total > self._max_bytes)
+        ):
+            oldest = kept.pop(0)
+            dropped.append(oldest.id)
+            total -= oldest.size or 0
+        if dropped:
+            await self._git(cid, "prune", *dropped)
+
+    async def export(self, cid: str, checkpoint_id: str, bundle: str) -> None:
+        """Write a checkpoint ("now": the workspace as it is) as a git bundle at `bundle`
+        (a path inside the store), for another conversation's `import_bundle`."""
+        if checkpoint_id != "now" and not valid_id(checkpoint_id):
+            raise CheckpointNotFound(checkpoint_id)
+        async with self._locks[cid]:
+            out = await self._git(cid, "export", checkpoint_id, bundle)
+            if out.exit_code == _NOT_FOUND_EXIT:
+                raise CheckpointNotFound(checkpoint_id)
+
+    async def import_bundle(self, cid: str, bundle: str) -> Checkpoint:
+        """Make the bundle's checkpoint this conversation's own, and its workspace's files
+        (the bundle file is removed)."""
+        async with self._locks[cid]:
+            checkpoint_id, subject = _new_id(), _subject(None)
+            await self._git(cid, "import", bundle, checkpoint_id, subject)
             return _parse_entry(f"{checkpoint_id} {subject}")
 
     async def list(self, cid: str) -> list[Checkpoint]:
         """Oldest first."""
         async with self._locks[cid]:
-            output = await self._git(cid, "list")
+            return await self._entries(cid)
+
+    async def _entries(self, cid: str) -> builtins.list[Checkpoint]:
+        output = await self._git(cid, "list")
         entries = [_parse_entry(line) for line in output.data.decode(errors="replace").splitlines()]
-        return sorted((e for e in entries if e is not None), key=lambda c: (c.created_at, c.id))
+        return sorted(entries, key=lambda c: (c.created_at, c.id))
 
     async def diff(self, cid: str, start: str | None, end: str | None) -> Diff:
         """From `start` (None: the first checkpoint) to `end` (None: the workspace now)."""
@@ -283,9 +352,7 @@ class Checkpoints:
             return out.data.decode().strip(), _parse_entry(f"{undo_id} {subject}")
 
     async def _first(self, cid: str) -> str | None:
-        output = await self._git(cid, "list")
-        entries = [_parse_entry(line) for line in output.data.decode(errors="replace").splitlines()]
-        found = sorted((e for e in entries if e is not None), key=lambda c: (c.created_at, c.id))
+        found = await self._entries(cid)
         return found[0].id if found else None
 
     async def _tree(self, cid: str, checkpoint_id: str) -> str:
@@ -299,9 +366,14 @@ class Checkpoints:
 
 
 def _parse_entry(line: str) -> Checkpoint:
-    checkpoint_id, _, rest = line.partition(" ")
-    created_at, _, run_id = rest.partition(" ")
-    return Checkpoint(checkpoint_id, None if run_id in ("", "-") else run_id, created_at)
+    """`<id> <created_at> <run_id or -> [<bytes added>]` (the size is written by git)."""
+    checkpoint_id, created_at, run_id, size, *_ = [*line.split(" "), "", "", ""]
+    return Checkpoint(
+        checkpoint_id,
+        None if run_id in ("", "-") else run_id,
+        created_at,
+        int(size) if size.isdigit() else None,
+    )
 
 
 class CheckpointAtStart(Hook):
