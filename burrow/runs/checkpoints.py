@@ -114,7 +114,9 @@ case $op in
     git read-tree --reset -u "refs/checkpoints/$1^{tree}" ;;
   prune)  # the ids to drop; their objects no other checkpoint holds go too
     for id; do git update-ref -d "refs/checkpoints/$id"; done
-    git prune --expire=now ;;
+    git prune --expire=now
+    store_kib ;;
+  size) [ -f "$GIT_DIR/HEAD" ] && store_kib || echo 0 ;;
   export)  # $1 a checkpoint id or "now", $2 a bundle file to write with its commit
     if [ "$1" = now ]; then c=$(printf 'fork\n' | git commit-tree "$(snapshot)")
     else c=$(git rev-parse -q --verify "refs/checkpoints/$1^{commit}") || exit 3; fi
@@ -241,20 +243,28 @@ class Checkpoints:
             return _parse_entry(f"{checkpoint_id} {subject}")
 
     async def _prune(self, cid: str) -> None:
-        """Drop the oldest checkpoints past the count or the bytes allowed (the newest
-        always stays), then the objects only they held."""
+        """Drop the oldest checkpoints past the count, then past the bytes the store may
+        take (the newest always stays), and the objects only they held."""
         kept = await self._entries(cid)
-        dropped: list[str] = []
-        total = sum(c.size or 0 for c in kept)
-        while len(kept) > 1 and (
-            (self._max_count and len(kept) > self._max_count)
-            or (self._max_bytes and total > self._max_bytes)
-        ):
-            oldest = kept.pop(0)
-            dropped.append(oldest.id)
-            total -= oldest.size or 0
-        if dropped:
-            await self._git(cid, "prune", *dropped)
+        dropped = kept[: max(0, len(kept) - self._max_count)] if self._max_count else []
+        kept = kept[len(dropped) :]
+        store = await self._store_bytes(cid, dropped)
+        while self._max_bytes and store > self._max_bytes and len(kept) > 1:
+            # What the oldest added is what dropping them frees, at most: later checkpoints
+            # may hold the same files. Drop as many as should do, measure, repeat.
+            excess, dropping = store - self._max_bytes, []
+            while kept[1:] and excess > 0:
+                oldest = kept.pop(0)
+                dropping.append(oldest)
+                excess -= oldest.size or excess  # unknown: one, then measure
+            store = await self._store_bytes(cid, dropping)
+
+    async def _store_bytes(self, cid: str, dropping: builtins.list[Checkpoint]) -> int:
+        """Prune `dropping` (if any); the bytes the store takes after."""
+        ids = [c.id for c in dropping]
+        out = await self._git(cid, "prune", *ids) if ids else await self._git(cid, "size")
+        kib = out.data.decode().strip()
+        return int(kib) * 1024 if kib.isdigit() else 0
 
     async def export(self, cid: str, checkpoint_id: str, bundle: str) -> None:
         """Write a checkpoint ("now": the workspace as it is) as a git bundle at `bundle`
