@@ -25,6 +25,7 @@ export interface OutputChunk {
 export interface UserItem {
   kind: "user";
   key: string;
+  runId: string | null; // the run it started (or steered)
   content: string;
   steering: boolean;
   attachments: string[]; // workspace paths of uploaded files
@@ -242,6 +243,7 @@ function apply(d: Draft, e: BurrowEvent): void {
       d.push({
         kind: "user",
         key,
+        runId: e.run_id,
         content: e.data.content,
         steering: !!e.data.steering,
         attachments: Array.isArray(e.data.attachments) ? e.data.attachments.map(String) : [],
