@@ -61,6 +61,8 @@ export interface ToolItem {
   result: ToolResult | null;
   /** "pending" while a person must decide, then the decision */
   approval: string | null;
+  /** when it last showed life (started, printed, was approved): the server's time */
+  lastActivity: string;
 }
 
 export interface ApprovalItem {
@@ -223,9 +225,12 @@ class Draft {
     return item;
   }
 
-  markTool(callId: string, approval: string): void {
+  markTool(callId: string, approval: string, at?: string): void {
     const index = lookup(this.tools, callId);
-    if (index !== undefined) this.edit<ToolItem>(index).approval = approval;
+    if (index === undefined) return;
+    const tool = this.edit<ToolItem>(index);
+    tool.approval = approval;
+    if (at) tool.lastActivity = at; // an approved command starts now
   }
 
   finish(): ViewState {
@@ -243,7 +248,7 @@ function apply(d: Draft, e: BurrowEvent): void {
       d.push({
         kind: "user",
         key,
-        runId: e.run_id,
+        runId: typeof e.run_id === "string" ? e.run_id : null,
         content: e.data.content,
         steering: !!e.data.steering,
         attachments: Array.isArray(e.data.attachments) ? e.data.attachments.map(String) : [],
@@ -291,6 +296,7 @@ function apply(d: Draft, e: BurrowEvent): void {
         outputChars: 0,
         result: null,
         approval: null,
+        lastActivity: e.ts,
       }));
       return;
     case "tool.output": {
@@ -306,6 +312,7 @@ function apply(d: Draft, e: BurrowEvent): void {
         chunks.push({ stream, text: e.data.text });
       }
       tool.outputChars += e.data.text.length;
+      tool.lastActivity = e.ts;
       return;
     }
     case "tool.finished": {
@@ -345,7 +352,7 @@ function apply(d: Draft, e: BurrowEvent): void {
       if (index !== undefined) {
         const approval = d.edit<ApprovalItem>(index);
         approval.decision = e.data.decision;
-        d.markTool(approval.callId, e.data.decision);
+        d.markTool(approval.callId, e.data.decision, e.ts);
       }
       d.s.pendingApprovals = d.s.pendingApprovals.filter((id) => id !== e.data.request_id);
       return;
