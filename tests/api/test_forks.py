@@ -197,3 +197,25 @@ async def test_forks_are_refused_to_strangers_and_for_unknown_runs(tmp_path: Pat
         copy = (await fork(srv, cid, run_id=run_id)).json()["id"]
         assert (await srv.client.delete(f"/api/conversations/{copy}")).status_code == 204
         assert len((await srv.client.get(f"/api/conversations/{cid}/checkpoints")).json()) == 1
+
+
+async def test_a_fork_on_postgresql(tmp_path: Path, pg_url: str) -> None:
+    async with running_server(tmp_path, scripted, database_url=pg_url) as srv:
+        cid = await srv.create_conversation("pg")
+        await run(srv, cid, "first")
+        await shell(srv, cid, "echo now > now.txt")
+        response = await fork(srv, cid)
+        assert response.status_code == 201, response.text
+        new = response.json()["id"]
+        source, copied = await srv.events(cid), await srv.events(new)
+        assert comparable(copied[: len(source)]) == comparable(source)
+        assert response.json()["title"] == "pg (fork)"
+        # Its usage is what its journal holds: the source's, spent once already.
+        whole = (await srv.client.get(f"/api/conversations/{cid}")).json()
+        assert response.json()["usage"] == whole["usage"]
+        assert response.json()["usage"]["prompt_tokens"] > 0
+        assert await shell(srv, new, "cat now.txt") == "now\n"
+        # The fork's numbering goes on from its copy.
+        await run(srv, new, "more")
+        seqs = [e["seq"] for e in await srv.events(new)]
+        assert seqs == list(range(1, len(seqs) + 1))
