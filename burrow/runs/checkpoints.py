@@ -93,7 +93,10 @@ commit() {  # $1 id, $2 subject (time and run); the subject gains the bytes it a
   git update-ref "refs/checkpoints/$1" "$c"
 }
 case $op in
-  take) commit "$1" "$2" ;;
+  take)  # then what pruning needs: the store's KiB, and the checkpoints
+    commit "$1" "$2"
+    store_kib
+    git for-each-ref --format='%(refname:lstrip=2) %(subject)' refs/checkpoints/ ;;
   list)
     [ -f "$GIT_DIR/HEAD" ] || exit 0
     git for-each-ref --format='%(refname:lstrip=2) %(subject)' refs/checkpoints/ ;;
@@ -116,7 +119,6 @@ case $op in
     for id; do git update-ref -d "refs/checkpoints/$id"; done
     git prune --expire=now
     store_kib ;;
-  size) [ -f "$GIT_DIR/HEAD" ] && store_kib || echo 0 ;;
   export)  # $1 a checkpoint id or "now", $2 a bundle file to write with its commit
     if [ "$1" = now ]; then c=$(printf 'fork\n' | git commit-tree "$(snapshot)")
     else c=$(git rev-parse -q --verify "refs/checkpoints/$1^{commit}") || exit 3; fi
@@ -238,17 +240,19 @@ class Checkpoints:
     async def take(self, cid: str, run_id: str | None) -> Checkpoint:
         async with self._locks[cid]:
             checkpoint_id, subject = _new_id(), _subject(run_id)
-            await self._git(cid, "take", checkpoint_id, subject)
-            await self._prune(cid)
+            out = await self._git(cid, "take", checkpoint_id, subject)
+            kib, *listed = out.data.decode(errors="replace").splitlines() or ["0"]
+            entries = sorted(map(_parse_entry, listed), key=lambda c: (c.created_at, c.id))
+            await self._prune(cid, entries, int(kib) * 1024 if kib.isdigit() else 0)
             return _parse_entry(f"{checkpoint_id} {subject}")
 
-    async def _prune(self, cid: str) -> None:
+    async def _prune(self, cid: str, kept: builtins.list[Checkpoint], store: int) -> None:
         """Drop the oldest checkpoints past the count, then past the bytes the store may
         take (the newest always stays), and the objects only they held."""
-        kept = await self._entries(cid)
         dropped = kept[: max(0, len(kept) - self._max_count)] if self._max_count else []
         kept = kept[len(dropped) :]
-        store = await self._store_bytes(cid, dropped)
+        if dropped:
+            store = await self._store_bytes(cid, dropped)
         while self._max_bytes and store > self._max_bytes and len(kept) > 1:
             # What the oldest added is what dropping them frees, at most: later checkpoints
             # may hold the same files. Drop as many as should do, measure, repeat.
@@ -260,9 +264,8 @@ class Checkpoints:
             store = await self._store_bytes(cid, dropping)
 
     async def _store_bytes(self, cid: str, dropping: builtins.list[Checkpoint]) -> int:
-        """Prune `dropping` (if any); the bytes the store takes after."""
-        ids = [c.id for c in dropping]
-        out = await self._git(cid, "prune", *ids) if ids else await self._git(cid, "size")
+        """Prune `dropping`; the bytes the store takes after."""
+        out = await self._git(cid, "prune", *[c.id for c in dropping])
         kib = out.data.decode().strip()
         return int(kib) * 1024 if kib.isdigit() else 0
 
