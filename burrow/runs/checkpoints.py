@@ -71,8 +71,21 @@ store() {
     mkdir -p "$GIT_DIR" && git init -q && printf '*\n' > "$GIT_DIR/.gitignore"
   fi
 }
-store_kib() {  # what the store's objects take on disk
-  git count-objects -v | awk '/^size(-pack)?:/ {s += $2} END {print s + 0}'
+# The store's size is kept in a file: added to by each checkpoint, measured after a prune
+# (counting objects stats every one of them, too slow for each run's start).
+stored() {  # the bytes the store takes, as last known
+  n=$(cat "$GIT_DIR/size" 2>/dev/null || true)
+  case $n in ''|*[!0-9]*) echo 0 ;; *) echo "$n" ;; esac
+}
+measure() {  # what the store's objects take on disk, recorded
+  git count-objects -v | awk '/^size(-pack)?:/ {s += $2} END {print s * 1024}' > "$GIT_DIR/size"
+  stored
+}
+added() {  # $1 a tree: the bytes on disk of what changed since the newest checkpoint
+  prev=$(git for-each-ref --sort=-refname --count=1 --format='%(objectname)' refs/checkpoints/)
+  git diff-tree -r --no-renames "${prev:-4b825dc642cb6eb9a060e54bf8d69288fbee4904}" "$1" \
+    | awk '$5 != "D" {print $4}' | git cat-file --batch-check='%(objectsize:disk)' \
+    | awk '$2 != "missing" {s += $1} END {print s + 0}'
 }
 snapshot() {
   store
@@ -87,15 +100,16 @@ snapshot() {
   git write-tree
 }
 commit() {  # $1 id, $2 subject (time and run); the subject gains the bytes it added
-  store; before=$(store_kib)
   tree=$(snapshot)
-  c=$(printf '%s %s\n' "$2" $(( ($(store_kib) - before) * 1024 )) | git commit-tree "$tree")
+  bytes=$(added "$tree")
+  c=$(printf '%s %s\n' "$2" "$bytes" | git commit-tree "$tree")
   git update-ref "refs/checkpoints/$1" "$c"
+  echo $(( $(stored) + bytes )) > "$GIT_DIR/size"
 }
 case $op in
-  take)  # then what pruning needs: the store's KiB, and the checkpoints
+  take)  # then what pruning needs: the store's bytes, and the checkpoints
     commit "$1" "$2"
-    store_kib
+    stored
     git for-each-ref --format='%(refname:lstrip=2) %(subject)' refs/checkpoints/ ;;
   list)
     [ -f "$GIT_DIR/HEAD" ] || exit 0
@@ -118,19 +132,21 @@ case $op in
   prune)  # the ids to drop; their objects no other checkpoint holds go too
     for id; do git update-ref -d "refs/checkpoints/$id"; done
     git prune --expire=now
-    store_kib ;;
+    measure ;;
   export)  # $1 a checkpoint id or "now", $2 a bundle file to write with its commit
     if [ "$1" = now ]; then c=$(printf 'fork\n' | git commit-tree "$(snapshot)")
     else c=$(git rev-parse -q --verify "refs/checkpoints/$1^{commit}") || exit 3; fi
     git update-ref refs/export "$c"
-    git bundle create -q "$2" refs/export
+    # No delta search and light compression: the bundle is read once, at once; searching
+    # deltas among thousands of loose objects costs seconds and saves little.
+    git -c pack.window=0 -c pack.compression=1 bundle create -q "$2" refs/export
     git update-ref -d refs/export ;;
   import)  # $1 a bundle from export, $2 id, $3 subject: a checkpoint, and the workspace
-    store; before=$(store_kib)
+    store
     c=$(git bundle unbundle "$1" | cut -d' ' -f1)
     rm -f "$1"
     tree=$(git rev-parse "$c^{tree}")
-    n=$(printf '%s %s\n' "$3" $(( ($(store_kib) - before) * 1024 )) | git commit-tree "$tree")
+    n=$(printf '%s %s\n' "$3" "$(measure)" | git commit-tree "$tree")
     git update-ref "refs/checkpoints/$2" "$n"
     git read-tree --reset -u "$tree" ;;
   revert)  # $1 target id, $2 undo id, $3 undo subject, $4 path
@@ -241,9 +257,9 @@ class Checkpoints:
         async with self._locks[cid]:
             checkpoint_id, subject = _new_id(), _subject(run_id)
             out = await self._git(cid, "take", checkpoint_id, subject)
-            kib, *listed = out.data.decode(errors="replace").splitlines() or ["0"]
+            size, *listed = out.data.decode(errors="replace").splitlines() or ["0"]
             entries = sorted(map(_parse_entry, listed), key=lambda c: (c.created_at, c.id))
-            await self._prune(cid, entries, int(kib) * 1024 if kib.isdigit() else 0)
+            await self._prune(cid, entries, int(size) if size.isdigit() else 0)
             return _parse_entry(f"{checkpoint_id} {subject}")
 
     async def _prune(self, cid: str, kept: builtins.list[Checkpoint], store: int) -> None:
@@ -266,8 +282,8 @@ class Checkpoints:
     async def _store_bytes(self, cid: str, dropping: builtins.list[Checkpoint]) -> int:
         """Prune `dropping`; the bytes the store takes after."""
         out = await self._git(cid, "prune", *[c.id for c in dropping])
-        kib = out.data.decode().strip()
-        return int(kib) * 1024 if kib.isdigit() else 0
+        size = out.data.decode().strip()
+        return int(size) if size.isdigit() else 0
 
     async def export(self, cid: str, checkpoint_id: str, bundle: str) -> None:
         """Write a checkpoint ("now": the workspace as it is) as a git bundle at `bundle`
