@@ -28,7 +28,8 @@ class ForkStore:
         self, source: str, title: str, journal: Sequence[Event], usage: ProjectionChange
     ) -> str:
         """A new conversation like `source`, holding `journal` renumbered from seq 1 (the
-        events keep their type, time, run and data). -> its id"""
+        events keep their type, time, run and data); `usage` is what the journal's events
+        do to a conversation row (runs/journal.py's projection). -> its id"""
         cid = new_id("c")
         now = datetime.now(UTC)
 
@@ -43,7 +44,9 @@ class ForkStore:
                 title=title,
                 created_at=now,
                 updated_at=now,
-                status="idle",
+                # At rest, as its journal left it ("failed" after a failed run); open runs
+                # are closed by the caller's next append.
+                status=usage.status if usage.status == "failed" else "idle",
                 sandbox_status="none",
                 last_seq=len(journal),
                 prompt_tokens=usage.prompt_tokens,

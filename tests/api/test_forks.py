@@ -6,6 +6,7 @@ during a run are refused."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,8 @@ import httpx
 
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
+from burrow.runs import events as ev
+from burrow.runs.forks import FORKED
 from tests.api.harness import RunningServer, log_in, running_server
 from tests.api.test_checkpoints import run, shell
 
@@ -219,3 +222,49 @@ async def test_a_fork_on_postgresql(tmp_path: Path, pg_url: str) -> None:
         await run(srv, new, "more")
         seqs = [e["seq"] for e in await srv.events(new)]
         assert seqs == list(range(1, len(seqs) + 1))
+
+
+async def test_what_a_dead_server_left_open_is_closed_in_the_fork(tmp_path: Path) -> None:
+    async with running_server(tmp_path, scripted) as srv:
+        cid = await srv.create_conversation()
+        # A journal as a server killed mid-call leaves it, before the restart repairs it.
+        await srv.services.journal.append(
+            cid,
+            ev.make(ev.UserMessage(content="go", steering=False), "r_dead"),
+            ev.make(ev.RunStarted(run_id="r_dead"), "r_dead"),
+            ev.make(ev.ToolStarted(call_id="c1", name="bash", arguments={}), "r_dead"),
+        )
+        response = await fork(srv, cid)
+        assert response.status_code == 201, response.text
+        assert response.json()["last_run_failed"] is True
+        events = [
+            e for e in await srv.events(response.json()["id"]) if e["type"] != "sandbox.status"
+        ]
+        assert [e["type"] for e in events] == [
+            "user.message",
+            "run.started",
+            "tool.started",
+            "tool.finished",
+            "run.finished",
+        ]
+        assert events[3]["data"]["is_error"] is True and events[4]["data"]["status"] == "failed"
+        assert events[4]["data"]["error"] == FORKED
+        # The source keeps its journal as it was.
+        kept = [e["type"] for e in await srv.events(cid) if e["type"] != "sandbox.status"]
+        assert kept[-1] == "tool.started"
+
+
+async def test_forks_made_at_once_are_each_whole(tmp_path: Path) -> None:
+    async with running_server(tmp_path, scripted) as srv:
+        cid = await srv.create_conversation()
+        run_id = await run(srv, cid, "first")
+        await shell(srv, cid, "echo later > later.txt")
+        answers = await asyncio.gather(
+            *(fork(srv, cid, **({"run_id": run_id} if i % 2 else {})) for i in range(4))
+        )
+        assert [a.status_code for a in answers] == [201] * 4, [a.text for a in answers]
+        ids = {a.json()["id"] for a in answers}
+        assert len(ids) == 4
+        for i, answer in enumerate(answers):
+            files = await shell(srv, answer.json()["id"], "ls")
+            assert files == ("" if i % 2 else "later.txt\n")
