@@ -89,6 +89,11 @@ class Settings(BaseSettings):
     model is not offered the task tool."""
     checkpoint_max_file_mb: float = Field(default=10.0, gt=0)
     """Files larger than this (MB) are left out of workspace checkpoints (a diff names them)."""
+    checkpoint_max_count: int = Field(default=50, ge=1)
+    """Checkpoints kept per conversation; past it the oldest are pruned."""
+    checkpoint_max_bytes: int = Field(default=1024 * 1024 * 1024, ge=0)
+    """Bytes a conversation's checkpoints may take (the workspace disk counts them too);
+    past it the oldest are pruned, the newest always stays; 0 = no limit but the disk."""
     upload_max_mb: float = 25.0
     """Largest file `POST .../uploads` takes, in MB; counted while it streams in."""
     admin_password: str | None = None

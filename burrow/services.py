@@ -180,6 +180,8 @@ async def open_services(
             checkpoint_max_file_bytes=int(settings.checkpoint_max_file_mb * 1024 * 1024),
             before_run=imports.wait,
             tool_sources=[mcp],
+            checkpoint_max_count=settings.checkpoint_max_count,
+            checkpoint_max_bytes=settings.checkpoint_max_bytes,
         ),
     )
     telemetry.metrics.add_gauge(

@@ -9,8 +9,11 @@ a `.gitignore` of `*`. Files are listed with `find` and fed to `git update-index
 folder is not), where `git add -A` would record a submodule pointer and lose them. The
 index doubles as a stat cache, so a checkpoint of an unchanged workspace re-reads no file.
 
-A checkpoint is a commit with a ref `refs/checkpoints/<id>`; its subject holds the time and
-the run, so the store lists itself (`git for-each-ref`) with no table to keep in step.
+A checkpoint is a commit with a ref `refs/checkpoints/<id>`; its subject holds the time, the
+run and the bytes it added, so the store lists itself (`git for-each-ref`) with no table to
+keep in step. Past a count or a size the oldest are pruned (their refs, then the objects no
+other holds). A checkpoint leaves as a git bundle and enters another conversation's store
+from one (forks). The git side is one shell script, in checkpoint_script.py.
 Left out: Burrow's internals (`.burrow/outputs`, `.burrow/services`, `services.json`, the
 store), `.git` folders, and files over `max_file_bytes` (named in `skipped`).
 """
@@ -18,6 +21,7 @@ store), `.git` folders, and files over `max_file_bytes` (named in `skipped`).
 from __future__ import annotations
 
 import asyncio
+import builtins
 import secrets
 import time
 from collections import defaultdict
@@ -25,6 +29,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from burrow.runs.checkpoint_script import SCRIPT as _SCRIPT
 from burrow.runs.hooks import Call, Hook, Run
 from burrow.runs.workspace_diff import PATCH_LEFT_OUT, PATCH_LIMIT_TOTAL, Diff, assemble
 from burrow.sandbox.backend import (
@@ -41,80 +46,11 @@ from burrow.store.records import NewEvent
 STORE = ".burrow/checkpoints"
 EXCLUDED = (".burrow/outputs", ".burrow/services", ".burrow/services.json", STORE)
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
+DEFAULT_MAX_COUNT = 50
+DEFAULT_MAX_BYTES = 1024 * 1024 * 1024
 GIT_TIMEOUT_SECONDS = 300.0
 MAX_LIST_BYTES = 4 * 1024 * 1024  # name lists (raw, numstat, skipped) read back at most
 
-# One script, run with `sh -c SCRIPT sh <workspace> <max KiB> <op> <args...>`.
-_SCRIPT = r"""
-set -eu
-ws=$1 maxk=$2 op=$3; shift 3
-export GIT_DIR="$ws/.burrow/checkpoints" GIT_WORK_TREE="$ws"
-export GIT_INDEX_FILE="$GIT_DIR/index"
-export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_TERMINAL_PROMPT=0 LC_ALL=C
-export GIT_AUTHOR_NAME=Burrow GIT_AUTHOR_EMAIL=burrow@localhost
-export GIT_COMMITTER_NAME=Burrow GIT_COMMITTER_EMAIL=burrow@localhost
-export GIT_LITERAL_PATHSPECS=1
-# Code in the sandbox can write the store: its hooks and config never run or count.
-export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.hooksPath GIT_CONFIG_VALUE_0=/dev/null
-cd "$ws"
-# Operations on one store run one at a time (Checkpoints' lock): a lock file is what a git
-# killed mid-way (a server killed, a timeout) left, and would refuse every later one.
-rm -f "$GIT_DIR/index.lock"
-if [ -f "$GIT_DIR/HEAD" ]; then
-  printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n' > "$GIT_DIR/config"
-fi
-snapshot() {
-  if [ ! -f "$GIT_DIR/HEAD" ]; then
-    mkdir -p "$GIT_DIR" && git init -q && printf '*\n' > "$GIT_DIR/.gitignore"
-  fi
-  : > "$GIT_DIR/skipped"
-  find . -mindepth 1 \( -path ./.burrow/outputs -o -path ./.burrow/services \
-      -o -path ./.burrow/services.json -o -path ./.burrow/checkpoints -o -name .git \) -prune \
-    -o -type f -size +"$maxk"k -fprintf "$GIT_DIR/skipped" '%P\0' \
-    -o \( -type f -o -type l \) -printf '%P\0' \
-    | git update-index --add --remove --replace -z --stdin
-  git ls-files -z --deleted | git update-index --remove -z --stdin
-  git update-index --force-remove -z --stdin < "$GIT_DIR/skipped"
-  git write-tree
-}
-commit() {  # $1 id, $2 subject
-  tree=$(snapshot)
-  c=$(printf '%s\n' "$2" | git commit-tree "$tree")
-  git update-ref "refs/checkpoints/$1" "$c"
-  printf '%s' "$c"
-}
-case $op in
-  take) commit "$1" "$2" ;;
-  list)
-    [ -f "$GIT_DIR/HEAD" ] || exit 0
-    git for-each-ref --format='%(refname:lstrip=2) %(subject)' refs/checkpoints/ ;;
-  tree)  # $1 a checkpoint id, or "now" for the workspace as it is
-    if [ "$1" = now ]; then snapshot
-    else git rev-parse -q --verify "refs/checkpoints/$1^{tree}" || exit 3; fi ;;
-  diff)  # $1 from tree, $2 to tree, $3 raw|numstat|patch|skipped
-    a=$1 b=$2
-    case $3 in
-      raw) git diff-tree -r -z --no-renames "$a" "$b" ;;
-      numstat) git diff-tree -r -z --no-renames --numstat "$a" "$b" ;;
-      patch) git diff-tree -r -p --no-renames --no-color "$a" "$b" ;;
-      skipped) cat "$GIT_DIR/skipped" ;;
-    esac ;;
-  restore)  # $1 target id, $2 undo id, $3 undo subject
-    git rev-parse -q --verify "refs/checkpoints/$1^{tree}" >/dev/null || exit 3
-    commit "$2" "$3" >/dev/null
-    git read-tree --reset -u "refs/checkpoints/$1^{tree}" ;;
-  revert)  # $1 target id, $2 undo id, $3 undo subject, $4 path
-    git rev-parse -q --verify "refs/checkpoints/$1^{tree}" >/dev/null || exit 3
-    commit "$2" "$3" >/dev/null
-    if [ -n "$(git ls-tree -r --name-only "refs/checkpoints/$1" -- "$4")" ]; then
-      git checkout -q "refs/checkpoints/$1" -- "$4" && echo restored
-    elif [ -n "$(git ls-files -- "$4")" ]; then
-      git rm -r -q -f -- "$4" && echo deleted
-    else
-      exit 4
-    fi ;;
-esac
-"""
 
 _NOT_FOUND_EXIT = 3  # the script's "no such checkpoint"
 _NO_SUCH_PATH_EXIT = 4
@@ -137,6 +73,7 @@ class Checkpoint:
     id: str
     run_id: str | None  # None: taken by a restore or a revert (their undo)
     created_at: str  # ISO 8601, UTC, milliseconds
+    size: int | None = None  # bytes its take added to the store; None: not recorded
 
 
 @dataclass(frozen=True)
@@ -171,9 +108,13 @@ class Checkpoints:
         self,
         sandbox: Callable[[str], Awaitable[Sandbox]],
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        max_count: int = DEFAULT_MAX_COUNT,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self._sandbox = sandbox
         self._max_kib = max(1, max_file_bytes // 1024)
+        self._max_count = max_count
+        self._max_bytes = max_bytes
         # The store's index is shared by every operation: one at a time per conversation.
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
 
@@ -205,15 +146,62 @@ class Checkpoints:
     async def take(self, cid: str, run_id: str | None) -> Checkpoint:
         async with self._locks[cid]:
             checkpoint_id, subject = _new_id(), _subject(run_id)
-            await self._git(cid, "take", checkpoint_id, subject)
+            out = await self._git(cid, "take", checkpoint_id, subject)
+            size, *listed = out.data.decode(errors="replace").splitlines() or ["0"]
+            entries = sorted(map(_parse_entry, listed), key=lambda c: (c.created_at, c.id))
+            await self._prune(cid, entries, int(size) if size.isdigit() else 0)
+            return _parse_entry(f"{checkpoint_id} {subject}")
+
+    async def _prune(self, cid: str, kept: builtins.list[Checkpoint], store: int) -> None:
+        """Drop the oldest checkpoints past the count, then past the bytes the store may
+        take (the newest always stays), and the objects only they held."""
+        dropped = kept[: max(0, len(kept) - self._max_count)] if self._max_count else []
+        kept = kept[len(dropped) :]
+        if dropped:
+            store = await self._store_bytes(cid, dropped)
+        while self._max_bytes and store > self._max_bytes and len(kept) > 1:
+            # What the oldest added is what dropping them frees, at most: later checkpoints
+            # may hold the same files. Drop as many as should do, measure, repeat.
+            excess, dropping = store - self._max_bytes, []
+            while kept[1:] and excess > 0:
+                oldest = kept.pop(0)
+                dropping.append(oldest)
+                excess -= oldest.size or excess  # unknown: one, then measure
+            store = await self._store_bytes(cid, dropping)
+
+    async def _store_bytes(self, cid: str, dropping: builtins.list[Checkpoint]) -> int:
+        """Prune `dropping`; the bytes the store takes after."""
+        out = await self._git(cid, "prune", *[c.id for c in dropping])
+        size = out.data.decode().strip()
+        return int(size) if size.isdigit() else 0
+
+    async def export(self, cid: str, checkpoint_id: str, bundle: str) -> None:
+        """Write a checkpoint ("now": the workspace as it is) as a git bundle at `bundle`
+        (a path inside the store), for another conversation's `import_bundle`."""
+        if checkpoint_id != "now" and not valid_id(checkpoint_id):
+            raise CheckpointNotFound(checkpoint_id)
+        async with self._locks[cid]:
+            out = await self._git(cid, "export", checkpoint_id, bundle)
+            if out.exit_code == _NOT_FOUND_EXIT:
+                raise CheckpointNotFound(checkpoint_id)
+
+    async def import_bundle(self, cid: str, bundle: str) -> Checkpoint:
+        """Make the bundle's checkpoint this conversation's own, and its workspace's files
+        (the bundle file is removed)."""
+        async with self._locks[cid]:
+            checkpoint_id, subject = _new_id(), _subject(None)
+            await self._git(cid, "import", bundle, checkpoint_id, subject)
             return _parse_entry(f"{checkpoint_id} {subject}")
 
     async def list(self, cid: str) -> list[Checkpoint]:
         """Oldest first."""
         async with self._locks[cid]:
-            output = await self._git(cid, "list")
+            return await self._entries(cid)
+
+    async def _entries(self, cid: str) -> builtins.list[Checkpoint]:
+        output = await self._git(cid, "list")
         entries = [_parse_entry(line) for line in output.data.decode(errors="replace").splitlines()]
-        return sorted((e for e in entries if e is not None), key=lambda c: (c.created_at, c.id))
+        return sorted(entries, key=lambda c: (c.created_at, c.id))
 
     async def diff(self, cid: str, start: str | None, end: str | None) -> Diff:
         """From `start` (None: the first checkpoint) to `end` (None: the workspace now)."""
@@ -283,9 +271,7 @@ class Checkpoints:
             return out.data.decode().strip(), _parse_entry(f"{undo_id} {subject}")
 
     async def _first(self, cid: str) -> str | None:
-        output = await self._git(cid, "list")
-        entries = [_parse_entry(line) for line in output.data.decode(errors="replace").splitlines()]
-        found = sorted((e for e in entries if e is not None), key=lambda c: (c.created_at, c.id))
+        found = await self._entries(cid)
         return found[0].id if found else None
 
     async def _tree(self, cid: str, checkpoint_id: str) -> str:
@@ -299,9 +285,14 @@ class Checkpoints:
 
 
 def _parse_entry(line: str) -> Checkpoint:
-    checkpoint_id, _, rest = line.partition(" ")
-    created_at, _, run_id = rest.partition(" ")
-    return Checkpoint(checkpoint_id, None if run_id in ("", "-") else run_id, created_at)
+    """`<id> <created_at> <run_id or -> [<bytes added>]` (the size is written by git)."""
+    checkpoint_id, created_at, run_id, size, *_ = [*line.split(" "), "", "", ""]
+    return Checkpoint(
+        checkpoint_id,
+        None if run_id in ("", "-") else run_id,
+        created_at,
+        int(size) if size.isdigit() else None,
+    )
 
 
 class CheckpointAtStart(Hook):

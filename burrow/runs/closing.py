@@ -8,11 +8,38 @@ left open. Either way every `tool.started` gets its `tool.finished` and every
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from burrow.runs import events as ev
 from burrow.runs.events import EventType
 from burrow.store.records import Event, NewEvent
+
+
+def ending(journal: Sequence[Event], reason: str) -> tuple[OpenWork, list[NewEvent]]:
+    """What `journal` left open, and the events that close all of it: approvals denied,
+    calls finished with `reason`, runs finished `failed` with the usage they had spent."""
+    work = OpenWork()
+    spent: dict[str, dict[str, float]] = {}  # each run's usage so far, for its run.finished
+    for event in journal:
+        work.apply(event)
+        if event.type == EventType.USAGE and event.run_id:
+            usage = spent.setdefault(event.run_id, {})
+            for name, value in event.data.items():
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    usage[name] = usage.get(name, 0) + value
+    open_runs = list(work.runs)
+    approvals = dict(work.approvals)
+    closing = work.closing(reason, timed=False)
+    work.approvals = approvals  # still listed, for the caller to abandon
+    closing += [
+        ev.make(
+            ev.RunFinished(status="failed", error=reason, usage=ev.Usage.of(spent.get(r, {}))),
+            r,
+        )
+        for r in open_runs
+    ]
+    return work, closing
 
 
 class OpenWork:

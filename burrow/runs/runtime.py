@@ -29,8 +29,14 @@ from burrow.runs import events as ev
 from burrow.runs.approvals import ApprovalGate, Approvals
 from burrow.runs.attachments import Attachments
 from burrow.runs.budget import Budget, BudgetHook
-from burrow.runs.checkpoints import DEFAULT_MAX_FILE_BYTES, CheckpointAtStart, Checkpoints
-from burrow.runs.closing import OpenWork
+from burrow.runs.checkpoints import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_COUNT,
+    DEFAULT_MAX_FILE_BYTES,
+    CheckpointAtStart,
+    Checkpoints,
+)
+from burrow.runs.closing import ending
 from burrow.runs.compaction import CompactionPolicy, Compactor, compact
 from burrow.runs.context import ModelContext
 from burrow.runs.events import EventType, RunStatus
@@ -114,6 +120,8 @@ class RuntimeOptions:
     max_subagents: int = DEFAULT_MAX_SUBAGENTS  # `task` calls per run; 0: no task tool
     profiles: ProfileLookup | None = None  # where conversations' profiles are found
     skills_dir: Path | None = None  # the administrator's skills (<data-dir>/skills)
+    checkpoint_max_count: int = DEFAULT_MAX_COUNT  # the oldest past these are pruned
+    checkpoint_max_bytes: int = DEFAULT_MAX_BYTES
 
     def compaction(self, model: str | None) -> CompactionPolicy:
         return CompactionPolicy(self.context_window(model), self.compact_at)
@@ -160,7 +168,10 @@ class Runtime:
         self._run_owners: dict[str, str] = {}  # cid -> owner, while a run is starting or going
         self._budgets: dict[str, BudgetHook] = {}  # cid -> the active run's budget check
         self.checkpoints = Checkpoints(
-            self.sandboxes.get, max_file_bytes=self.options.checkpoint_max_file_bytes
+            self.sandboxes.get,
+            max_file_bytes=self.options.checkpoint_max_file_bytes,
+            max_count=self.options.checkpoint_max_count,
+            max_bytes=self.options.checkpoint_max_bytes,
         )
 
     def active_run(self, cid: str) -> str | None:
@@ -504,33 +515,14 @@ class Runtime:
         return repaired
 
     async def _repair(self, cid: str) -> None:
-        work = OpenWork()
-        spent: dict[str, dict[str, float]] = {}  # each run's usage so far, for its run.finished
-        for event in await self.journal.read(cid):
-            work.apply(event)
-            if event.type == EventType.USAGE and event.run_id:
-                usage = spent.setdefault(event.run_id, {})
-                for name, value in event.data.items():
-                    if isinstance(value, int | float) and not isinstance(value, bool):
-                        usage[name] = usage.get(name, 0) + value
+        work, closing = ending(await self.journal.read(cid), RESTARTED)
         for request_id in work.approvals:
             await self.approvals.abandon(request_id)
-        open_runs = list(work.runs)
-        closing = work.closing(RESTARTED, timed=False)
-        closing += [
-            ev.make(
-                ev.RunFinished(
-                    status="failed", error=RESTARTED, usage=ev.Usage.of(spent.get(run_id, {}))
-                ),
-                run_id,
-            )
-            for run_id in open_runs
-        ]
         if closing:
             await self.journal.append(cid, *closing)
         else:  # the row said running but every run was closed: only the status is stale
             await self.conversations.set_status(cid, "idle")
-        log.warning("repaired %d open run(s) of %s after a restart", len(open_runs), cid)
+        log.warning("repaired %d open run(s) of %s after a restart", len(work.runs), cid)
 
     async def shutdown(self) -> None:
         self._closing = True

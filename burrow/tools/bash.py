@@ -42,7 +42,20 @@ The working directory starts at /workspace and persists between calls (`cd` stic
 environment variables and shell functions do not. Long output is cut in the middle and
 saved whole to a log file under .burrow/outputs/. Commands that never exit (servers,
 watchers) must be started in the background, e.g. `python3 -m http.server 8000 > server.log
-2>&1 &`; a command still running at its timeout is killed together with its children."""
+2>&1 &`; a command still running at its timeout is killed together with its children.
+Nobody can type into a command: stdin is empty and CI=1, so pass flags such as `-y`."""
+
+
+# Nobody can answer a prompt: stdin is /dev/null (ExecRequest's default) and the usual
+# tools are told so, so a command that would ask ends instead of hanging to its timeout.
+# The user's terminals are interactive and keep their own environment.
+NON_INTERACTIVE = {
+    "CI": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+    "DEBIAN_FRONTEND": "noninteractive",
+    "GIT_PAGER": "cat",
+    "PAGER": "cat",
+}
 
 
 def _cwd_trap(result_file: str) -> str:
@@ -124,6 +137,7 @@ async def _run(
     request = ExecRequest(
         argv=["bash", "-c", _cwd_trap(result_file) + command],
         cwd=cwd,
+        env=NON_INTERACTIVE,
         timeout=timeout,
         result_file=result_file,
     )

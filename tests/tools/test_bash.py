@@ -126,3 +126,42 @@ async def test_invalid_arguments_are_precise_tool_errors(
 ) -> None:
     with pytest.raises(ToolError, match=message):
         await bash.run(arguments, RecordingContext(sandbox).ctx)
+
+
+ASKS_FOR_A_PASSWORD = r"""
+cat > /tmp/auth.py <<'PY'
+import http.server
+class Ask(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(401)
+        self.send_header("WWW-Authenticate", 'Basic realm="git"')
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", 0), Ask)
+open("/tmp/auth.port", "w").write(str(server.server_port))
+server.serve_forever()
+PY
+python3 /tmp/auth.py & while [ ! -s /tmp/auth.port ]; do sleep 0.05; done
+git clone "http://127.0.0.1:$(cat /tmp/auth.port)/repo.git" /tmp/repo; echo "exit $?"
+kill %1
+"""
+
+
+async def test_commands_that_would_wait_for_input_end_instead(sandbox: LocalSandbox) -> None:
+    recording = RecordingContext(sandbox)
+    started = asyncio.get_running_loop().time()
+    read = await bash.run(
+        {"command": "read x; echo got:$x; cat; echo cat ended", "timeout": 20}, recording.ctx
+    )
+    assert read.output == "got:\ncat ended"
+    env = await bash.run(
+        {"command": "echo $CI $GIT_TERMINAL_PROMPT $DEBIAN_FRONTEND $GIT_PAGER $PAGER"},
+        recording.ctx,
+    )
+    assert env.output == "1 0 noninteractive cat cat"
+    # A clone that needs a password fails at once rather than asking for one.
+    clone = await bash.run({"command": ASKS_FOR_A_PASSWORD, "timeout": 30}, recording.ctx)
+    assert "terminal prompts disabled" in clone.output and "exit 128" in clone.output
+    assert asyncio.get_running_loop().time() - started < 15

@@ -92,6 +92,14 @@ export function App() {
   };
 
   const onStatus = useCallback((next: LiveStatus) => setLive(next), []);
+  const onForked = useCallback(
+    (forked: Conversation) => {
+      // A poll may have listed it already, while the message was being sent.
+      setConversations((list) => [forked, ...(list ?? []).filter((c) => c.id !== forked.id)]);
+      open(forked.id);
+    },
+    [open],
+  );
   const onSent = useCallback(
     (cid: string, content: string) => {
       const c = conversations?.find((x) => x.id === cid);
@@ -196,6 +204,7 @@ export function App() {
             onMenu={() => setMenuOpen(true)}
             onChanged={() => void refresh()}
             onLeave={leave}
+            onForked={onForked}
             emptyState={firstRun ?? <Welcome />}
           />
         </ErrorBoundary>

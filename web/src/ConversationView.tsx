@@ -81,6 +81,7 @@ export function ConversationView({
   onMenu,
   onChanged,
   onLeave,
+  onForked,
   emptyState,
 }: {
   cid: string;
@@ -92,6 +93,8 @@ export function ConversationView({
   onChanged: () => void;
   /** Back to the list of conversations (this one is gone). */
   onLeave: () => void;
+  /** A fork was made from this conversation (edit-and-resend, regenerate): open it. */
+  onForked: (forked: Conversation) => void;
   emptyState: React.ReactNode;
 }) {
   const { state, connection, attached } = useConversationEvents(cid);
@@ -130,6 +133,15 @@ export function ConversationView({
     await api.send(cid, content, attachments);
     onSent(cid, content);
   };
+
+  const resend = useCallback(
+    async (runId: string, content: string, attachments: string[]) => {
+      const forked = await api.fork(cid, runId);
+      await api.send(forked.id, content, attachments);
+      onForked(forked);
+    },
+    [cid, onForked],
+  );
 
   const sentInitial = useRef(false);
   useEffect(() => {
@@ -241,7 +253,7 @@ export function ConversationView({
           </button>
         </header>
         <SecretsWarning cid={cid} chosen={conversation?.secrets ?? []} network={conversation?.network} />
-        <Timeline cid={cid} state={state} empty={emptyState} onShowPreview={showPreview} />
+        <Timeline cid={cid} state={state} empty={emptyState} onShowPreview={showPreview} onResend={resend} />
         <Composer
           running={status !== "idle"}
           onSend={send}

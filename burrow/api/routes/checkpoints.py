@@ -23,6 +23,9 @@ class CheckpointOut(BaseModel):
     id: str
     run_id: str | None  # null: taken by a restore or a revert, as their undo
     created_at: str
+    # Bytes of workspace content this checkpoint added to the store (what it alone holds,
+    # roughly); null for one taken before sizes were recorded.
+    size: int | None
 
 
 class FileChangeOut(BaseModel):
@@ -59,7 +62,10 @@ class RevertedOut(BaseModel):
 
 def _out(checkpoint: Checkpoint) -> CheckpointOut:
     return CheckpointOut(
-        id=checkpoint.id, run_id=checkpoint.run_id, created_at=checkpoint.created_at
+        id=checkpoint.id,
+        run_id=checkpoint.run_id,
+        created_at=checkpoint.created_at,
+        size=checkpoint.size,
     )
 
 

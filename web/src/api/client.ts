@@ -137,6 +137,10 @@ export const api = {
   setModel: (cid: string, model: string) => request<Conversation>("PATCH", conv(cid), { model }),
   models: () => request<Schemas["ModelOut"][]>("GET", "/api/settings/models"),
   deleteConversation: (cid: string) => request<void>("DELETE", conv(cid)),
+  /** A new conversation with this one's journal before `runId` and the workspace that run
+   * started from; without `runId`, all of it as it is now. */
+  fork: (cid: string, runId?: string) =>
+    request<Conversation>("POST", `${conv(cid)}/fork`, runId ? { run_id: runId } : {}),
   send: (cid: string, content: string, attachments: string[] = []) =>
     request<Schemas["MessageAccepted"]>("POST", `${conv(cid)}/messages`, {
       content,

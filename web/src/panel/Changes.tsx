@@ -2,6 +2,7 @@
 import { useCallback, useEffect, useState } from "react";
 import { api, type Checkpoint } from "../api/client";
 import type { components } from "../api/schema";
+import { formatBytes } from "../format";
 
 type Diff = components["schemas"]["DiffOut"];
 
@@ -9,7 +10,8 @@ const SIGN = { added: "A", modified: "M", deleted: "D" } as const;
 
 function label(c: Checkpoint, i: number): string {
   const when = new Date(c.created_at).toLocaleString();
-  return `${i + 1}. ${c.run_id ? "run start" : "before a restore"} · ${when}`;
+  const size = c.size != null ? ` · ${formatBytes(c.size)}` : "";
+  return `${i + 1}. ${c.run_id ? "run start" : "before a restore"} · ${when}${size}`;
 }
 
 export function Changes({ cid, version }: { cid: string; version: number }) {
@@ -100,6 +102,10 @@ export function Changes({ cid, version }: { cid: string; version: number }) {
       {diff && diff.skipped.length > 0 && (
         <div className="tree-note muted">Too large to checkpoint: {diff.skipped.join(", ")}</div>
       )}
+      <div className="tree-note muted" data-testid="checkpoints-size" title="What each took when it was made">
+        {checkpoints.length} checkpoint{checkpoints.length === 1 ? "" : "s"} ·{" "}
+        {formatBytes(checkpoints.reduce((sum, c) => sum + (c.size ?? 0), 0))} stored (the oldest are pruned)
+      </div>
     </div>
   );
 }

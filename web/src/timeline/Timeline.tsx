@@ -1,14 +1,23 @@
 // The conversation as a person reads it: one row per item of the reduced view state.
-import { memo, useEffect, useLayoutEffect, useRef, useState } from "react";
+import { memo, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { api } from "../api/client";
 import { isUploadedImage } from "../composer/attachments";
 import { formatCost, formatTokens } from "../format";
 import { ApprovalCard } from "./ApprovalCard";
 import { Markdown } from "./Markdown";
-import type { AssistantItem, Item, RunEndItem, ViewState } from "./reducer";
+import { AssistantActions, type Resend, UserActions } from "./MessageActions";
+import type { AssistantItem, Item, RunEndItem, UserItem, ViewState } from "./reducer";
 import { ToolCard } from "./ToolCard";
 
-const Assistant = memo(function Assistant({ item }: { item: AssistantItem }) {
+const Assistant = memo(function Assistant({
+  item,
+  regenerate,
+  resend,
+}: {
+  item: AssistantItem;
+  regenerate?: UserItem;
+  resend?: Resend;
+}) {
   return (
     <div className={`assistant ${item.streaming ? "streaming" : ""}`}>
       {item.thinking && (
@@ -18,6 +27,17 @@ const Assistant = memo(function Assistant({ item }: { item: AssistantItem }) {
         </details>
       )}
       {item.text && <Markdown text={item.text} final={!item.streaming} />}
+      {item.text && !item.streaming && (
+        <AssistantActions
+          text={item.text}
+          resend={resend}
+          regenerate={
+            regenerate?.runId
+              ? { runId: regenerate.runId, content: regenerate.content, attachments: regenerate.attachments }
+              : undefined
+          }
+        />
+      )}
     </div>
   );
 });
@@ -70,11 +90,17 @@ const Row = memo(function Row({
   item,
   latest,
   onShowPreview,
+  starts,
+  regenerate,
+  resend,
 }: {
   cid: string;
   item: Item;
   latest: boolean; // the timeline's last item, with no run going
   onShowPreview?: () => void;
+  starts: boolean; // a user message that started its run, which a fork can cut before
+  regenerate?: UserItem; // for a run's final reply: the message that started the run
+  resend?: Resend;
 }) {
   switch (item.kind) {
     case "user":
@@ -83,10 +109,16 @@ const Row = memo(function Row({
           {item.steering && <span className="badge">steering</span>}
           <div className="user-text">{item.content}</div>
           {item.attachments.length > 0 && <Attachments cid={cid} paths={item.attachments} />}
+          <UserActions
+            runId={starts ? item.runId : null}
+            content={item.content}
+            attachments={item.attachments}
+            resend={resend}
+          />
         </div>
       );
     case "assistant":
-      return <Assistant item={item} />;
+      return <Assistant item={item} regenerate={regenerate} resend={resend} />;
     case "tool":
       return (
         <ToolCard item={item}>{item.sub && <Subagent cid={cid} state={item.sub} />}</ToolCard>
@@ -129,7 +161,7 @@ function Subagent({ cid, state }: { cid: string; state: ViewState }) {
       {state.items.map((item) =>
         shownElsewhere(state, item) ? null : (
           <div className={`row row-${item.kind}`} key={item.key}>
-            <Row cid={cid} item={item} latest={false} />
+            <Row cid={cid} item={item} latest={false} starts={false} />
           </div>
         ),
       )}
@@ -142,6 +174,26 @@ function shownElsewhere(state: ViewState, item: Item): boolean {
   return item.kind === "approval" && item.decision === "deny" && Object.hasOwn(state.tools, item.callId);
 }
 
+/** Which user messages started a run (not steering), and each finished run's last reply
+ * with the message that started it: what edit-and-resend and regenerate fork at. */
+function forkPoints(state: ViewState): { starters: Set<string>; replies: Map<string, UserItem> } {
+  const started = new Map<string, UserItem>();
+  const lastReply = new Map<string, string>(); // run -> key of its last reply with text
+  for (const item of state.items) {
+    if (item.kind === "user" && !item.steering && item.runId && !started.has(item.runId)) {
+      started.set(item.runId, item);
+    } else if (item.kind === "assistant" && item.runId && item.text) {
+      lastReply.set(item.runId, item.key);
+    }
+  }
+  const replies = new Map<string, UserItem>();
+  for (const [runId, key] of lastReply) {
+    const starter = started.get(runId);
+    if (starter && runId !== state.activeRun) replies.set(key, starter);
+  }
+  return { starters: new Set([...started.values()].map((u) => u.key)), replies };
+}
+
 /** Rows rendered at first; earlier ones come in pages as the reader scrolls up. */
 const WINDOW = 150;
 
@@ -150,11 +202,13 @@ export function Timeline({
   state,
   empty,
   onShowPreview,
+  onResend,
 }: {
   cid: string;
   state: ViewState;
   empty?: React.ReactNode;
   onShowPreview?: () => void;
+  onResend?: Resend;
 }) {
   const scroller = useRef<HTMLDivElement>(null);
   const pinned = useRef(true);
@@ -232,6 +286,7 @@ export function Timeline({
   const running = state.activeRun !== null;
   const last = state.items[state.items.length - 1];
   const waitingForModel = running && (!last || last.kind === "user" || (last.kind === "tool" && last.result));
+  const { starters, replies } = useMemo(() => forkPoints(state), [state]);
   return (
     <div className="timeline" ref={scroller} data-last-seq={state.lastSeq}>
       <div className="timeline-inner">
@@ -246,7 +301,15 @@ export function Timeline({
         {state.items.slice(start).map((item) =>
           shownElsewhere(state, item) ? null : (
             <div className={`row row-${item.kind}`} key={item.key}>
-              <Row cid={cid} item={item} latest={item === last && !running} onShowPreview={onShowPreview} />
+              <Row
+                cid={cid}
+                item={item}
+                latest={item === last && !running}
+                onShowPreview={onShowPreview}
+                starts={starters.has(item.key)}
+                regenerate={replies.get(item.key)}
+                resend={onResend}
+              />
             </div>
           ),
         )}

@@ -2,6 +2,7 @@
 import { memo, type ReactNode, useLayoutEffect, useRef, useState } from "react";
 import { formatDuration } from "../format";
 import type { OutputChunk, ToolItem } from "./reducer";
+import { Silence } from "./Silence";
 
 const TAIL_LINES = 120;
 const TAIL_CHARS = 12_000;
@@ -153,7 +154,10 @@ export const ToolCard = memo(function ToolCard({
           ) : item.approval === "pending" ? (
             <span className="approval-wait">awaiting approval</span>
           ) : (
-            <span className="muted pulse">running…</span>
+            <>
+              <span className="muted pulse">running…</span>
+              <Silence since={item.lastActivity} />
+            </>
           )}
           {r && item.approval === "deny" && <span className="badge bad">denied</span>}
         </span>

@@ -25,6 +25,7 @@ export interface OutputChunk {
 export interface UserItem {
   kind: "user";
   key: string;
+  runId: string | null; // the run it started (or steered)
   content: string;
   steering: boolean;
   attachments: string[]; // workspace paths of uploaded files
@@ -62,6 +63,8 @@ export interface ToolItem {
   approval: string | null;
   /** a `task` call's subagent: its own timeline (events with this call's parent_call_id) */
   sub: ViewState | null;
+  /** when it last showed life (started, printed, was approved): the server's time */
+  lastActivity: string;
 }
 
 export interface ApprovalItem {
@@ -224,9 +227,12 @@ class Draft {
     return item;
   }
 
-  markTool(callId: string, approval: string): void {
+  markTool(callId: string, approval: string, at?: string): void {
     const index = lookup(this.tools, callId);
-    if (index !== undefined) this.edit<ToolItem>(index).approval = approval;
+    if (index === undefined) return;
+    const tool = this.edit<ToolItem>(index);
+    tool.approval = approval;
+    if (at) tool.lastActivity = at; // an approved command starts now
   }
 
   finish(): ViewState {
@@ -279,6 +285,7 @@ function apply(d: Draft, e: BurrowEvent, nested = false): void {
       d.push({
         kind: "user",
         key,
+        runId: typeof e.run_id === "string" ? e.run_id : null,
         content: e.data.content,
         steering: !!e.data.steering,
         attachments: Array.isArray(e.data.attachments) ? e.data.attachments.map(String) : [],
@@ -327,6 +334,7 @@ function apply(d: Draft, e: BurrowEvent, nested = false): void {
         result: null,
         approval: null,
         sub: null,
+        lastActivity: e.ts,
       }));
       return;
     case "tool.output": {
@@ -342,6 +350,7 @@ function apply(d: Draft, e: BurrowEvent, nested = false): void {
         chunks.push({ stream, text: e.data.text });
       }
       tool.outputChars += e.data.text.length;
+      tool.lastActivity = e.ts;
       return;
     }
     case "tool.finished": {
@@ -381,7 +390,7 @@ function apply(d: Draft, e: BurrowEvent, nested = false): void {
       if (index !== undefined) {
         const approval = d.edit<ApprovalItem>(index);
         approval.decision = e.data.decision;
-        d.markTool(approval.callId, e.data.decision);
+        d.markTool(approval.callId, e.data.decision, e.ts);
       }
       d.s.pendingApprovals = d.s.pendingApprovals.filter((id) => id !== e.data.request_id);
       return;
