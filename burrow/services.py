@@ -114,6 +114,7 @@ async def open_services(
     uninstall_redaction = install_redaction(redactor)
     box = SecretBox.for_data_dir(settings.data_dir, settings.secret_key)
     chosen_secrets = ConversationSecrets(UserSecretStore(db, box))
+    redactor.mask_log_with(chosen_secrets.mask_everywhere)
     journal = Journal(MaskingEventStore(db, redactor, chosen_secrets))
     models = ModelSettings(model_config(settings), SettingsStore(db), box, redactor)
     await models.load()

@@ -56,4 +56,4 @@ async def events(
             # Events that arrived together (or one page of history) go out in one write.
             yield b"".join(e.sse_frame for e in batch) if batch else b": heartbeat\n\n"
 
-    return EventStreamResponse(stream, slot)
+    return EventStreamResponse(stream, slot, svc.settings.stream_stall_seconds)
