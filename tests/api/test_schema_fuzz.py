@@ -1,9 +1,17 @@
 """schemathesis against /openapi.json of a real `burrow serve`: no request, logged in or not,
-gets a 5xx, and no route answers 2xx without a login."""
+gets a 5xx, and no route answers 2xx without a login.
+
+Logged in, each operation gets a conversation of its own (and deleting one, a fresh one per
+example), valid examples and invalid ones, and the test counts how many examples got past
+validation and the conversation lookup to the route's handler: printed per route, and each
+route must be reached `MIN_REACHED` times (a fuzz that only ever meets 404 or 422 tests
+nothing behind them).
+"""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,11 +19,14 @@ import pytest
 import requests
 import schemathesis
 from hypothesis import HealthCheck, given, settings
+from hypothesis.errors import Unsatisfiable
+from schemathesis import GenerationMode
 
 from tests.api.harness import ADMIN_PASSWORD, serve_process
 
 OPEN = {"/api/health", "/api/auth/login", "/api/auth/logout"}
 EXAMPLES = 15
+MIN_REACHED = 5  # of 2 x EXAMPLES examples (valid and invalid) per route
 
 
 @pytest.fixture
@@ -40,29 +51,93 @@ def _operations(base: str) -> list[schemathesis.APIOperation]:
     return [result.ok() for result in schema.get_all_operations()]
 
 
-def _strategy(operation: schemathesis.APIOperation, cid: str) -> object:
+def _strategy(
+    operation: schemathesis.APIOperation,
+    cid: str,
+    mode: GenerationMode = GenerationMode.POSITIVE,
+) -> object:
     overrides: dict[str, object] = {}
     if "{cid}" in operation.path:
         overrides["path_parameters"] = {"cid": cid}  # a real conversation, not only 404s
     if operation.path.endswith("/events"):
         overrides["query"] = {"format": "json"}  # the SSE stream never ends by design
-    return operation.as_strategy(**overrides)  # type: ignore[arg-type]
+    return operation.as_strategy(mode, **overrides)  # type: ignore[arg-type]
+
+
+def _outcome(response: requests.Response) -> str:
+    """Where a request ended: refused by validation, at the conversation lookup, or in the
+    route's handler (whatever it answered)."""
+    try:
+        error = response.json().get("error", {})
+    except (ValueError, AttributeError):
+        error = {}
+    if error.get("code") in ("invalid_request", "invalid_json"):
+        return "validation"
+    if response.status_code == 404 and str(error.get("message", "")).startswith("Conversation "):
+        return "no conversation"
+    return "handler"
+
+
+def _fresh(session: requests.Session, base: str) -> str:
+    response = session.post(f"{base}/api/conversations", json={"title": "fuzz"})
+    assert response.status_code == 201, response.text
+    cid: str = response.json()["id"]
+    return cid
+
+
+def _fuzz(
+    server: str,
+    session: requests.Session,
+    operation: schemathesis.APIOperation,
+    mode: GenerationMode,
+    seen: Counter[str],
+) -> None:
+    """EXAMPLES examples of `mode` against a conversation of their own; `seen` counts where
+    each one ended (see `_outcome`)."""
+    cid = _fresh(session, server)
+    # Deleting the conversation would leave the next examples only 404s.
+    per_example = operation.method == "delete" and operation.path.endswith("{cid}")
+
+    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(case=_strategy(operation, cid, mode))
+    def check(case: schemathesis.Case) -> None:
+        if per_example:
+            case.path_parameters = {**(case.path_parameters or {}), "cid": _fresh(session, server)}
+        response = case.call(base_url=server, session=session, timeout=30)
+        assert response.status_code < 500, (case.as_curl_command(), response.text)
+        seen[f"{mode.value} {_outcome(response)}"] += 1
+
+    check()
 
 
 def test_no_server_errors_when_logged_in(server: str) -> None:
     session = _session(server)
-    cid = session.post(f"{server}/api/conversations", json={"title": "fuzz"}).json()["id"]
+    outcomes: dict[str, Counter[str]] = {}
     for operation in _operations(server):
         if operation.path == "/api/auth/logout":
             continue  # it would end the fuzzing session itself
+        seen = outcomes[f"{operation.method.upper()} {operation.path}"] = Counter()
+        for mode in GenerationMode:
+            try:
+                _fuzz(server, session, operation, mode, seen)
+            except Unsatisfiable:
+                # No parameters or body to get wrong: nothing invalid to send.
+                assert mode is GenerationMode.NEGATIVE, operation.path
 
-        @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
-        @given(case=_strategy(operation, cid))
-        def check(case: schemathesis.Case) -> None:
-            response = case.call(base_url=server, session=session, timeout=30)
-            assert response.status_code < 500, (case.as_curl_command(), response.text)
-
-        check()
+    report = [
+        "examples per route (valid/invalid) that reached the handler, were refused by "
+        "validation, or found no conversation:"
+    ]
+    for route, seen in outcomes.items():
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(seen.items()))
+        report.append(f"  {route:<62} {counts}")
+    print("\n".join(report))
+    unreached = {
+        route: seen
+        for route, seen in outcomes.items()
+        if seen["positive handler"] + seen["negative handler"] < MIN_REACHED
+    }
+    assert not unreached, f"routes the fuzz barely reached: {unreached}"
 
 
 def test_nothing_is_usable_without_a_login(server: str) -> None:
