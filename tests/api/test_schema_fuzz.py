@@ -1,16 +1,18 @@
 """schemathesis against /openapi.json of a real `burrow serve`: no request, logged in or not,
 gets a 5xx, and no route answers 2xx without a login.
 
-Logged in, each operation gets a conversation of its own (and deleting one, a fresh one per
-example), valid examples and invalid ones, and the test counts how many examples got past
-validation and the conversation lookup to the route's handler: printed per route, and each
-route must be reached `MIN_REACHED` times (a fuzz that only ever meets 404 or 422 tests
-nothing behind them).
+Logged in, every operation gets valid examples and invalid ones against a real conversation
+(deleting it gets a fresh one per example: later operations would meet only 404s). The
+test counts how many examples got past validation and the conversation lookup to the
+route's handler, prints that per route, and requires `MIN_REACHED` per route (or all of
+them, for a route without parameters: one example is all there is). A fuzz that only ever
+meets 404 or 422 tests nothing behind them.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,8 +27,8 @@ from schemathesis import GenerationMode
 from tests.api.harness import ADMIN_PASSWORD, serve_process
 
 OPEN = {"/api/health", "/api/auth/login", "/api/auth/logout"}
-EXAMPLES = 15
-MIN_REACHED = 5  # of 2 x EXAMPLES examples (valid and invalid) per route
+EXAMPLES = 10  # per route, valid and again invalid
+MIN_REACHED = 5
 
 
 @pytest.fixture
@@ -89,13 +91,12 @@ def _fuzz(
     server: str,
     session: requests.Session,
     operation: schemathesis.APIOperation,
+    cid: str,
     mode: GenerationMode,
     seen: Counter[str],
 ) -> None:
-    """EXAMPLES examples of `mode` against a conversation of their own; `seen` counts where
-    each one ended (see `_outcome`)."""
-    cid = _fresh(session, server)
-    # Deleting the conversation would leave the next examples only 404s.
+    """EXAMPLES examples of `mode` against conversation `cid`; `seen` counts where each one
+    ended (see `_outcome`)."""
     per_example = operation.method == "delete" and operation.path.endswith("{cid}")
 
     @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
@@ -110,33 +111,44 @@ def _fuzz(
     check()
 
 
+@pytest.mark.timeout(300)
 def test_no_server_errors_when_logged_in(server: str) -> None:
     session = _session(server)
     outcomes: dict[str, Counter[str]] = {}
+    took: dict[str, float] = {}
+    cid = _fresh(session, server)
     for operation in _operations(server):
         if operation.path == "/api/auth/logout":
             continue  # it would end the fuzzing session itself
-        seen = outcomes[f"{operation.method.upper()} {operation.path}"] = Counter()
+        route = f"{operation.method.upper()} {operation.path}"
+        seen = outcomes[route] = Counter()
+        began = time.monotonic()
         for mode in GenerationMode:
             try:
-                _fuzz(server, session, operation, mode, seen)
+                _fuzz(server, session, operation, cid, mode, seen)
             except Unsatisfiable:
                 # No parameters or body to get wrong: nothing invalid to send.
                 assert mode is GenerationMode.NEGATIVE, operation.path
+        took[route] = time.monotonic() - began
 
     report = [
-        "examples per route (valid/invalid) that reached the handler, were refused by "
-        "validation, or found no conversation:"
+        "route: examples that reached the handler / all (valid + invalid); refused by "
+        "validation; no conversation; seconds"
     ]
+    unreached = {}
     for route, seen in outcomes.items():
-        counts = ", ".join(f"{k} {v}" for k, v in sorted(seen.items()))
-        report.append(f"  {route:<62} {counts}")
+        examples = seen.total()
+        reached = seen["positive handler"] + seen["negative handler"]
+        report.append(
+            f"  {route:<62} {reached:>2}/{examples:<2} ({seen['positive handler']} + "
+            f"{seen['negative handler']}); "
+            f"{seen['positive validation'] + seen['negative validation']}; "
+            f"{seen['positive no conversation'] + seen['negative no conversation']}; "
+            f"{took[route]:.1f}"
+        )
+        if reached < min(MIN_REACHED, examples):
+            unreached[route] = dict(seen)
     print("\n".join(report))
-    unreached = {
-        route: seen
-        for route, seen in outcomes.items()
-        if seen["positive handler"] + seen["negative handler"] < MIN_REACHED
-    }
     assert not unreached, f"routes the fuzz barely reached: {unreached}"
 
 
@@ -157,3 +169,14 @@ def test_nothing_is_usable_without_a_login(server: str) -> None:
             assert not 200 <= response.status_code < 300
 
         check()
+
+
+def test_a_seq_past_any_database_integer_is_refused_not_a_server_error(server: str) -> None:
+    """Found by the fuzz: `after=2**63` overflowed the query (500)."""
+    session = _session(server)
+    cid = _fresh(session, server)
+    url = f"{server}/api/conversations/{cid}/events"
+    too_far = session.get(url, params={"format": "json", "after": 2**63})
+    assert too_far.status_code == 422 and too_far.json()["error"]["code"] == "invalid_request"
+    resumed = session.get(url, params={"format": "json"}, headers={"Last-Event-ID": "9" * 30})
+    assert resumed.status_code == 200 and resumed.json() == []
