@@ -1,0 +1,82 @@
+"""Faults other than a crash (issue 13, item 1): each one real, each a clear error to the
+user, and nothing the server acknowledged lost.
+
+- The sandbox's agent is killed (SIGKILL, from the host) in the middle of a tool call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import signal
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.api.harness import ADMIN_PASSWORD, log_in, serve_process
+from tests.api.test_output_bounds import until_idle
+from tests.proof.test_slow_clients import all_events
+from tests.sandbox.harness import agent_of, host_pids
+
+Event = dict[str, Any]
+
+
+def assert_journal_whole(events: list[Event]) -> None:
+    """Gap-free; every tool call and run closed exactly once."""
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    for opened, closing in (("tool.started", "tool.finished"), ("run.started", "run.finished")):
+        key = "call_id" if opened.startswith("tool") else "run_id"
+
+        def ids(kind: str, key: str = key) -> list[str]:
+            return [e["data"].get(key) or e.get(key) for e in events if e["type"] == kind]
+
+        assert sorted(ids(opened)) == sorted(ids(closing)), (opened, closing)
+        assert len(set(ids(closing))) == len(ids(closing))
+
+
+async def test_the_agent_killed_mid_call_fails_the_call_clearly_and_the_next_works(
+    tmp_path: Path,
+) -> None:
+    duration = f"1000.{secrets.randbelow(10**6):06d}"  # tells this sleep from any other
+    script = tmp_path / "script.json"
+    script.write_text(
+        json.dumps(
+            [
+                {"tool_calls": [{"name": "bash", "arguments": {"command": f"sleep {duration}"}}]},
+                {"text": "the call failed"},
+                {"tool_calls": [{"name": "bash", "arguments": {"command": "echo alive-$((6*7))"}}]},
+                {"text": "done"},
+            ]
+        )
+    )
+    env = {"BURROW_SANDBOX_DISK_MB": "0"}  # no workspace image: faster boots
+    with serve_process(tmp_path / "data", f"scripted:{script}", env) as (_, base):
+        async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+            await log_in(client, "admin", ADMIN_PASSWORD)
+            cid = (await client.post("/api/conversations", json={})).json()["id"]
+            sent = await client.post(f"/api/conversations/{cid}/messages", json={"content": "go"})
+            assert sent.status_code == 202, sent.text
+            marker = b"sleep\0" + duration.encode()
+            async with asyncio.timeout(60):
+                while not host_pids(marker):  # noqa: ASYNC110 (polling the host's /proc)
+                    await asyncio.sleep(0.05)
+            _, agent = agent_of(marker)
+            os.kill(agent, signal.SIGKILL)
+            await until_idle(client, cid)
+
+            sent = await client.post(
+                f"/api/conversations/{cid}/messages", json={"content": "again"}
+            )
+            assert sent.status_code == 202, sent.text
+            await until_idle(client, cid)
+            events = await all_events(client, cid, 0)
+
+    assert_journal_whole(events)
+    finished = [e["data"] for e in events if e["type"] == "tool.finished"]
+    killed, alive = finished
+    print(f"\nthe killed call finished with: {killed}")
+    assert killed["is_error"] and "the sandbox agent died" in killed["output"]
+    assert "alive-42" in alive["output"] and alive["exit_code"] == 0
