@@ -2,6 +2,7 @@
 user, and nothing the server acknowledged lost.
 
 - The sandbox's agent is killed (SIGKILL, from the host) in the middle of a tool call.
+- Another process holds the database (`BEGIN EXCLUSIVE`) longer than the busy timeout.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ import json
 import os
 import secrets
 import signal
+import sqlite3
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -80,3 +84,69 @@ async def test_the_agent_killed_mid_call_fails_the_call_clearly_and_the_next_wor
     print(f"\nthe killed call finished with: {killed}")
     assert killed["is_error"] and "the sandbox agent died" in killed["output"]
     assert "alive-42" in alive["output"] and alive["exit_code"] == 0
+
+
+BUSY_TIMEOUT = 2.0  # the server's SQLite busy timeout in this test (`?timeout=` in the URL)
+
+
+async def test_a_database_locked_by_another_process_is_a_clear_503_and_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": "first"}, {"text": "second"}]))
+    data = tmp_path / "data"
+    url = f"sqlite+aiosqlite:///{data / 'burrow.db'}?timeout={BUSY_TIMEOUT}"
+    env = {"BURROW_DATABASE_URL": url}
+    with serve_process(data, f"scripted:{script}", env) as (server, base):
+        async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+            await log_in(client, "admin", ADMIN_PASSWORD)
+            cid = (await client.post("/api/conversations", json={})).json()["id"]
+            sent = await client.post(f"/api/conversations/{cid}/messages", json={"content": "1"})
+            assert sent.status_code == 202, sent.text
+            await until_idle(client, cid)
+            before = await all_events(client, cid, 0)
+
+            # Another process takes the database for writing, for longer than the timeout.
+            held, release = threading.Event(), threading.Event()
+            locker = threading.Thread(target=hold_exclusive, args=(data, held, release))
+            locker.start()
+            try:
+                held.wait(10)
+                began = time.monotonic()
+                refused = await client.post(
+                    f"/api/conversations/{cid}/messages", json={"content": "2"}
+                )
+                waited = time.monotonic() - began
+                # Reads go on (WAL): the conversation and its journal are served.
+                listed = await client.get(f"/api/conversations/{cid}")
+                during = await all_events(client, cid, 0)
+            finally:
+                release.set()
+                locker.join(10)
+            print(f"\nlocked: {refused.status_code} after {waited:.1f} s: {refused.text}")
+            assert refused.status_code == 503, refused.text
+            assert refused.json()["error"]["code"] == "database_busy"
+            assert "another process" in refused.json()["error"]["message"]
+            assert refused.headers["retry-after"]
+            assert listed.status_code == 200 and during == before
+
+            # Released: the same message goes through, and nothing acknowledged is missing.
+            sent = await client.post(f"/api/conversations/{cid}/messages", json={"content": "2"})
+            assert sent.status_code == 202, sent.text
+            await until_idle(client, cid)
+            after = await all_events(client, cid, 0)
+            assert server.poll() is None
+    assert after[: len(before)] == before
+    assert_journal_whole(after)
+    assert [e["data"]["content"] for e in after if e["type"] == "user.message"] == ["1", "2"]
+
+
+def hold_exclusive(data: Path, held: threading.Event, release: threading.Event) -> None:
+    connection = sqlite3.connect(data / "burrow.db", isolation_level=None)
+    try:
+        connection.execute("BEGIN EXCLUSIVE")
+        held.set()
+        release.wait(BUSY_TIMEOUT * 10)
+        connection.execute("ROLLBACK")
+    finally:
+        connection.close()
