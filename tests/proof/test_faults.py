@@ -3,18 +3,22 @@ user, and nothing the server acknowledged lost.
 
 - The sandbox's agent is killed (SIGKILL, from the host) in the middle of a tool call.
 - Another process holds the database (`BEGIN EXCLUSIVE`) longer than the busy timeout.
+- The disk under the data directory fills up (the data directory is a small tmpfs).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
 import signal
 import sqlite3
+import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +154,70 @@ def hold_exclusive(data: Path, held: threading.Event, release: threading.Event) 
         connection.execute("ROLLBACK")
     finally:
         connection.close()
+
+
+@contextlib.contextmanager
+def small_disk(path: Path, megabytes: int) -> Iterator[Path]:
+    """A tmpfs of `megabytes` at `path`: a disk that can really fill up."""
+    path.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={megabytes}m", "tmpfs", path], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", path], check=False)
+
+
+def fill(disk: Path) -> Path:
+    """Write zeros to `disk` until it is full; the file that did it."""
+    filler = disk / "filler"
+    with filler.open("wb") as f, contextlib.suppress(OSError):
+        while True:
+            f.write(b"\0" * 65536)
+            f.flush()
+    return filler
+
+
+async def test_a_full_disk_is_a_clear_507_the_server_stays_up_and_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": f"answer {i}"} for i in range(40)]))
+    env = {"BURROW_SANDBOX_DISK_MB": "0"}
+    with (
+        small_disk(tmp_path / "data", 32) as data,
+        serve_process(data, f"scripted:{script}", env) as (server, base),
+    ):
+        async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+            await log_in(client, "admin", ADMIN_PASSWORD)
+            cid = (await client.post("/api/conversations", json={})).json()["id"]
+            filler = fill(data)
+            acknowledged, refused = [], []
+            for i in range(20):  # pages SQLite already holds may take a few more writes
+                content = f"message {i} " + "x" * 20000
+                sent = await client.post(
+                    f"/api/conversations/{cid}/messages", json={"content": content}
+                )
+                if sent.status_code == 202:
+                    acknowledged.append(content)
+                    await until_idle(client, cid)
+                else:
+                    refused.append(sent)
+                    break
+            assert refused, "the full disk never refused a write"
+            error = refused[0].json()["error"]
+            print(f"\ndisk full: {refused[0].status_code} after {len(acknowledged)} taken: {error}")
+            assert refused[0].status_code == 507 and error["code"] == "storage_full"
+            assert "disk under the data directory is full" in error["message"]
+            assert (await client.get("/api/health")).status_code == 200
+            assert server.poll() is None
+
+            filler.unlink()  # space again: the same message goes through
+            sent = await client.post(
+                f"/api/conversations/{cid}/messages", json={"content": "after"}
+            )
+            assert sent.status_code == 202, sent.text
+            await until_idle(client, cid)
+            events = await all_events(client, cid, 0)
+    assert_journal_whole(events)
+    contents = [e["data"]["content"] for e in events if e["type"] == "user.message"]
+    assert contents == [*acknowledged, "after"]
