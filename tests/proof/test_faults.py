@@ -4,6 +4,7 @@ user, and nothing the server acknowledged lost.
 - The sandbox's agent is killed (SIGKILL, from the host) in the middle of a tool call.
 - Another process holds the database (`BEGIN EXCLUSIVE`) longer than the busy timeout.
 - The disk under the data directory fills up (the data directory is a small tmpfs).
+- The sandbox cannot boot: its workspace image was corrupted while it hibernated.
 """
 
 from __future__ import annotations
@@ -221,3 +222,46 @@ async def test_a_full_disk_is_a_clear_507_the_server_stays_up_and_loses_nothing(
     assert_journal_whole(events)
     contents = [e["data"]["content"] for e in events if e["type"] == "user.message"]
     assert contents == [*acknowledged, "after"]
+
+
+async def test_a_sandbox_that_cannot_boot_fails_the_call_clearly_and_keeps_the_journal(
+    tmp_path: Path,
+) -> None:
+    calls = [
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "echo kept > note"}}]},
+        {"text": "written"},
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "cat note"}}]},
+        {"text": "could not read it"},
+    ]
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(calls))
+    data = tmp_path / "data"
+    env = {"BURROW_SANDBOX_DISK_MB": "64"}
+    with serve_process(data, f"scripted:{script}", env) as (server, base):
+        async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+            await log_in(client, "admin", ADMIN_PASSWORD)
+            cid = (await client.post("/api/conversations", json={})).json()["id"]
+            await client.post(f"/api/conversations/{cid}/messages", json={"content": "write"})
+            await until_idle(client, cid)
+        server.terminate()  # a clean shutdown unmounts the workspace
+        server.wait(30)
+    [image] = (data / "workspaces").glob("*.img")
+    with image.open("r+b") as f:  # while the server was down: the file system's start, gone
+        f.write(b"\0" * (1 << 20))
+
+    with serve_process(data, f"scripted:{script}", env) as (server, base):
+        async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+            await log_in(client, "admin", ADMIN_PASSWORD)
+            sent = await client.post(f"/api/conversations/{cid}/messages", json={"content": "read"})
+            assert sent.status_code == 202, sent.text
+            await until_idle(client, cid)
+            sandbox = (await client.get(f"/api/conversations/{cid}/sandbox")).json()
+            events = await all_events(client, cid, 0)
+            assert (await client.get("/api/health")).status_code == 200
+            assert server.poll() is None
+    assert_journal_whole(events)
+    first, second = [e["data"] for e in events if e["type"] == "tool.finished"]
+    print(f"\nboot failed: {second['output']}; sandbox: {sandbox}")
+    assert not first["is_error"] and second["is_error"]
+    assert "mount" in second["output"].lower()
+    assert sandbox["status"] == "failed"
