@@ -71,12 +71,12 @@ def storage_trouble(exc: BaseException) -> StorageTrouble | None:
         return StorageTrouble(
             "busy",
             "The database is locked by another process (a backup or a sqlite3 shell?) and "
-            "stayed locked past the busy timeout; nothing was saved. Try again shortly.",
+            "stayed locked past the busy timeout; the change was not saved. Try again shortly.",
         )
     if "disk is full" in text or "no space left" in text:
         return StorageTrouble(
             "full",
-            "The disk under the data directory is full; nothing was saved. Free some space "
+            "The disk under the data directory is full; the change was not saved. Free some space "
             "and try again.",
         )
     return None

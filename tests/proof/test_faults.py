@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from tests.api.harness import ADMIN_PASSWORD, log_in, serve_process
+from tests.api.harness import ADMIN_PASSWORD, log_in, serve_process, sse_events
 from tests.api.test_output_bounds import until_idle
 from tests.proof.test_slow_clients import all_events
 from tests.sandbox.harness import agent_of, host_pids
@@ -144,6 +144,53 @@ async def test_a_database_locked_by_another_process_is_a_clear_503_and_loses_not
     assert after[: len(before)] == before
     assert_journal_whole(after)
     assert [e["data"]["content"] for e in after if e["type"] == "user.message"] == ["1", "2"]
+
+
+async def test_a_database_locked_mid_run_ends_the_run_clearly_and_keeps_what_was_sent(
+    tmp_path: Path,
+) -> None:
+    words = " ".join(f"word{i}" for i in range(400))
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": words, "delay": 0.02}, {"text": "after"}]))
+    data = tmp_path / "data"
+    url = f"sqlite+aiosqlite:///{data / 'burrow.db'}?timeout={BUSY_TIMEOUT}"
+    with serve_process(data, f"scripted:{script}", {"BURROW_DATABASE_URL": url}) as (_, base):
+        async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+            await log_in(client, "admin", ADMIN_PASSWORD)
+            cid = (await client.post("/api/conversations", json={})).json()["id"]
+            seen: list[Event] = []
+            watching = asyncio.create_task(watch(client, cid, seen))
+            sent = await client.post(f"/api/conversations/{cid}/messages", json={"content": "1"})
+            assert sent.status_code == 202, sent.text
+            async with asyncio.timeout(30):
+                while not any(e["type"] == "assistant.text.delta" for e in seen):  # noqa: ASYNC110
+                    await asyncio.sleep(0.02)
+            held, release = threading.Event(), threading.Event()
+            locker = threading.Thread(target=hold_exclusive, args=(data, held, release))
+            locker.start()
+            held.wait(10)
+            await asyncio.sleep(BUSY_TIMEOUT * 2)
+            release.set()
+            locker.join(10)
+            await until_idle(client, cid)
+            watching.cancel()
+            events = await all_events(client, cid, 0)
+            sent = await client.post(f"/api/conversations/{cid}/messages", json={"content": "2"})
+            assert sent.status_code == 202, sent.text
+            await until_idle(client, cid)
+            after = await all_events(client, cid, 0)
+    assert_journal_whole(after)
+    assert after[: len(events)] == events
+    assert seen == events[: len(seen)], "an event sent live is not in the journal"
+    [first, *_] = [e for e in events if e["type"] == "run.finished"]
+    print(f"\nlocked mid-run: {first['data']}")
+    assert first["data"]["status"] == "failed"
+    assert first["data"]["error"].startswith("The database is locked by another process")
+
+
+async def watch(client: httpx.AsyncClient, cid: str, into: list[Event]) -> None:
+    async for event in sse_events(client, cid):
+        into.append(event)
 
 
 def hold_exclusive(data: Path, held: threading.Event, release: threading.Event) -> None:
