@@ -119,8 +119,15 @@ class Terminal:
             attachment.end()
         else:
             self._attachments.append(attachment)
-        marker = dropped_marker(self._trimmed) if self._trimmed else b""
-        return marker + self._scrollback, attachment
+        return self._snapshot(), attachment
+
+    def _snapshot(self) -> bytes:
+        """The scrollback; once its start was cut, opening with the marker, which takes the
+        place of as many bytes as it is long (the whole stays within `scrollback_bytes`)."""
+        if not self._trimmed:
+            return bytes(self._scrollback)
+        room = len(dropped_marker(self._trimmed + 100))  # the marker is never longer than this
+        return dropped_marker(self._trimmed + room) + self._scrollback[room:]
 
     def detach(self, attachment: Attachment) -> None:
         with contextlib.suppress(ValueError):
