@@ -312,3 +312,43 @@ async def test_a_sandbox_that_cannot_boot_fails_the_call_clearly_and_keeps_the_j
     assert not first["is_error"] and second["is_error"]
     assert "mount" in second["output"].lower()
     assert sandbox["status"] == "failed"
+
+
+async def test_a_disk_filling_mid_run_ends_the_run_clearly_once_there_is_space(
+    tmp_path: Path,
+) -> None:
+    words = " ".join(f"word{i}" for i in range(400))
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": words, "delay": 0.02}, {"text": "after"}]))
+    env = {"BURROW_SANDBOX_DISK_MB": "0"}
+    with (
+        small_disk(tmp_path / "data", 32) as data,
+        serve_process(data, f"scripted:{script}", env) as (server, base),
+    ):
+        async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+            await log_in(client, "admin", ADMIN_PASSWORD)
+            cid = (await client.post("/api/conversations", json={})).json()["id"]
+            seen: list[Event] = []
+            watching = asyncio.create_task(watch(client, cid, seen))
+            sent = await client.post(f"/api/conversations/{cid}/messages", json={"content": "1"})
+            assert sent.status_code == 202, sent.text
+            async with asyncio.timeout(30):
+                while not any(e["type"] == "assistant.text.delta" for e in seen):  # noqa: ASYNC110
+                    await asyncio.sleep(0.02)
+            filler = fill(data)
+            await asyncio.sleep(3)
+            assert (await client.get("/api/health")).status_code == 200
+            assert server.poll() is None
+            filler.unlink()
+            await until_idle(client, cid)
+            watching.cancel()
+            events = await all_events(client, cid, 0)
+            sent = await client.post(f"/api/conversations/{cid}/messages", json={"content": "2"})
+            assert sent.status_code == 202, sent.text
+            await until_idle(client, cid)
+            after = await all_events(client, cid, 0)
+    assert_journal_whole(after)
+    assert after[: len(events)] == events
+    assert seen == events[: len(seen)], "an event sent live is not in the journal"
+    [first, *_] = [e for e in events if e["type"] == "run.finished"]
+    print(f"\ndisk full mid-run: {first['data']}")
