@@ -130,7 +130,8 @@ async def test_stalled_sse_and_terminal_clients_are_dropped_bounded_and_resume_e
     )
     env = {"BURROW_STREAM_STALL_SECONDS": str(STALL_SECONDS)}
     data_dir = tmp_path / "data"
-    with serve_process(data_dir, f"scripted:{script}", env) as (server, base):
+    log = (tmp_path / "server.log").open("w+b")
+    with log, serve_process(data_dir, f"scripted:{script}", env, stderr=log) as (server, base):
         port = int(base.rsplit(":", 1)[1])
         async with httpx.AsyncClient(base_url=base, timeout=60) as client:
             await log_in(client, "admin", ADMIN_PASSWORD)
@@ -221,6 +222,8 @@ async def test_stalled_sse_and_terminal_clients_are_dropped_bounded_and_resume_e
                         tail += bytes(await fresh.recv())  # type: ignore[arg-type]
         server.terminate()  # a clean shutdown unmounts the workspace
         server.wait(30)
+        log.seek(0)
+        logged = log.read().decode(errors="replace")
 
     growth = rss_peak - rss_before
     print(
@@ -236,6 +239,9 @@ async def test_stalled_sse_and_terminal_clients_are_dropped_bounded_and_resume_e
     assert growth <= RSS_GROWTH_BOUND
     assert seen, "the stalled SSE client got nothing before it stalled"
     assert resumed, "the run's events after the drop came only on resume"
+    # A dropped client is one line in the server's log, not a traceback.
+    assert "dropped an event stream whose client read nothing" in logged
+    assert "Traceback" not in logged and "Exception in ASGI application" not in logged
     # The scrollback opens with how much output before it was dropped: at least the flood
     # less what the scrollback still holds.
     marker = DROPPED.match(scrollback)
