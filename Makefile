@@ -81,9 +81,11 @@ pytest: setup
 test: lint typecheck webtest chromium pytest
 
 # Crash chaos at full length: 50 kill -9s of a real server at random moments, with the
-# per-kill table (CI runs the same test with 8; BURROW_CHAOS_SEED replays a run).
+# per-kill table (CI runs the same test with 8; BURROW_CHAOS_SEED replays a run); and
+# stalled clients under 100 MB floods (CI: 25 MB).
 proof: setup
-	BURROW_CHAOS_KILLS=$${BURROW_CHAOS_KILLS:-50} $(VENV)/bin/pytest -q -s tests/proof
+	BURROW_CHAOS_KILLS=$${BURROW_CHAOS_KILLS:-50} BURROW_SLOW_CLIENT_MB=$${BURROW_SLOW_CLIENT_MB:-100} \
+		$(VENV)/bin/pytest -q -s tests/proof
 
 # Every bench, and its figures (value, baseline, ratio) in bench/results.json.
 bench: setup

@@ -1,4 +1,5 @@
-"""Shared by the sandbox benchmarks: the baseline (a bare bwrap) and production limits."""
+"""Shared by the sandbox benchmarks: the baseline (bwrap starting Python with the sandbox's
+namespaces) and production limits."""
 
 from __future__ import annotations
 
@@ -12,16 +13,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import p50, pct, report
 from burrow.sandbox.cgroups import Limits
 
-__all__ = ["PRODUCTION_LIMITS", "bare_bwrap_ms", "bwrap_python_ms", "p50", "p90", "report"]
+__all__ = ["PRODUCTION_LIMITS", "bwrap_python_ms", "p50", "p90", "report"]
 
 PRODUCTION_LIMITS = Limits()  # the defaults `burrow serve` uses
-
-
-async def bare_bwrap_ms(bwrap: str) -> float:
-    started = time.perf_counter()
-    process = await asyncio.create_subprocess_exec(bwrap, "--ro-bind", "/", "/", "true")
-    await process.wait()
-    return (time.perf_counter() - started) * 1000
 
 
 # The namespaces the local backend's sandbox gets (burrow/sandbox/bwrap.py).

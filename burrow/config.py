@@ -151,6 +151,9 @@ class Settings(BaseSettings):
     max_streams_per_user: int = 1100
     """Open event streams (SSE) and terminal sockets per user at once; 0 = no cap. The
     default admits DESIGN §7's 1,000 clients on one conversation."""
+    stream_stall_seconds: float = Field(default=30.0, gt=0)
+    """Seconds an event stream's write may wait on a client that reads nothing before
+    the client is dropped (it resumes from the journal with Last-Event-ID)."""
     max_runs_per_user: int = 5
     """Runs a user may have going at once (steering an active run is not a new one);
     0 = no cap."""

@@ -130,6 +130,7 @@ async def open_services(
     uninstall_redaction = install_redaction(redactor)
     box = SecretBox.for_data_dir(settings.data_dir, settings.secret_key)
     chosen_secrets = ConversationSecrets(UserSecretStore(db, box))
+    redactor.mask_log_with(chosen_secrets.mask_everywhere)
     journal = Journal(MaskingEventStore(db, redactor, chosen_secrets))
     telemetry = open_telemetry(span_processor)
     journal.observers.append(telemetry.timeline)

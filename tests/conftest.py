@@ -7,6 +7,7 @@ import os
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -22,6 +23,16 @@ def unavailable(what: str) -> None:
     if IN_CI:
         pytest.fail(f"{what} is required in CI")
     pytest.skip(f"{what} is not available")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """In CI a skip from anywhere (a marker, a plugin, a bare pytest.skip) is a failure."""
+    report = yield
+    if IN_CI and report.skipped and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        report.longrepr = f"skipped in CI (CI=true), which counts as a failure: {report.longrepr}"
+    return report
 
 
 @pytest.fixture(autouse=True)

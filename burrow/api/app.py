@@ -34,6 +34,7 @@ from burrow.api.routes import (
     uploads,
     users,
 )
+from burrow.api.sse import quiet_stalled_clients
 from burrow.api.streams import StreamCap
 from burrow.api.throttle import LoginThrottle
 from burrow.services import Services
@@ -59,6 +60,7 @@ def create_app(
             await app.state.services.close()
 
     app = FastAPI(title="Burrow", version="0.1.0", lifespan=lifespan)
+    quiet_stalled_clients()
     app.state.login_throttle = LoginThrottle()
     app.add_middleware(CSRFGuard)
     # Added last, so it runs first: the guard then sees only believable scheme and host.

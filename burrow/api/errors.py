@@ -8,10 +8,12 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from burrow.runs.quotas import QuotaExceeded
 from burrow.sandbox.backend import ErrorCode, SandboxError
+from burrow.store.database import storage_trouble
 from burrow.store.passwords import PasswordsBusy
 
 log = logging.getLogger(__name__)
@@ -98,6 +100,15 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         return error_response(exc.status_code, code, str(exc.detail))
+
+    @app.exception_handler(DBAPIError)  # the database, failing for an outside reason?
+    async def _database(request: Request, exc: DBAPIError) -> JSONResponse:
+        trouble = storage_trouble(exc)
+        if trouble is None:
+            return await _internal(request, exc)
+        log.warning("%s %s: %s", request.method, request.url.path, trouble)
+        status, code = (503, "database_busy") if trouble.kind == "busy" else (507, "storage_full")
+        return error_response(status, code, str(trouble), {"Retry-After": "5"})
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> JSONResponse:

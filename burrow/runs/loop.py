@@ -42,6 +42,7 @@ from burrow.runs.events import RunStatus
 from burrow.runs.hooks import Call, Hook, Outcome, RunStop, Tally
 from burrow.runs.journal import Journal, Subscription
 from burrow.sandbox.backend import Sandbox, SandboxError
+from burrow.store.database import storage_trouble
 from burrow.store.records import NewEvent
 from burrow.tools.base import (
     ShellState,
@@ -168,8 +169,12 @@ class AgentRun:
         except ModelError as exc:
             status, error = "failed", exc.message
         except Exception as exc:
-            log.exception("run %s of %s failed", self.run_id, self.cid)
             status, error = "failed", f"Internal error: {type(exc).__name__}: {exc}"
+            if (trouble := storage_trouble(exc)) is not None:  # locked, or the disk full
+                log.warning("run %s of %s failed: %s", self.run_id, self.cid, trouble)
+                error = str(trouble)
+            else:
+                log.exception("run %s of %s failed", self.run_id, self.cid)
         self.error = error
         await self._close(status, error, budget)
         return status

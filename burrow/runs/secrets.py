@@ -124,6 +124,12 @@ class ConversationSecrets:
             mask = self._masks[cid] = SecretMask(found.values.values() if found else ())
         return mask
 
+    def mask_everywhere(self, text: str) -> str:
+        """`text` with every secret value known to any conversation masked (for the log)."""
+        for mask in {id(m): m for m in self._masks.values()}.values():
+            text = mask.text(text)
+        return text
+
     def sandbox(self, cid: str, inner: Sandbox) -> Sandbox:
         """`inner` as the conversation's commands and terminals see it."""
         return SecretSandbox(inner, lambda: self.exposure(cid), lambda: self.mask(cid))

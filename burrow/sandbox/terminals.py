@@ -7,7 +7,8 @@ so a refresh redraws the screen. Every attached socket sees the same bytes.
 Memory is bounded by bytes, not chunks: the scrollback keeps its last `scrollback_bytes`,
 and a socket whose unsent output passes `SUBSCRIBER_BACKLOG_BYTES` is dropped (it may
 reconnect and redraw from the scrollback), so a flood and a stalled client cost at most
-that much per socket.
+that much per socket. Scrollback that lost its beginning starts with a line saying how
+many bytes were dropped there, so a redrawn screen never passes for the whole output.
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ from burrow.sandbox.backend import ErrorCode, PtySession, Sandbox, SandboxError
 SCROLLBACK_BYTES = 256 * 1024
 SUBSCRIBER_BACKLOG_BYTES = 1024 * 1024  # unsent output a socket may hold before it is dropped
 MAX_TERMINALS = 16  # per conversation
+
+
+def dropped_marker(count: int) -> bytes:
+    """The line a scrollback starts with when `count` bytes before it were dropped (the
+    attributes reset first: the cut may fall inside a colour)."""
+    return f"\r\n\x1b[0m[burrow: {count:,} bytes of earlier output dropped]\r\n".encode()
 
 
 class Attachment:
@@ -91,6 +98,7 @@ class Terminal:
         self._session = session
         self._scrollback = bytearray()
         self._scrollback_bytes = scrollback_bytes
+        self._trimmed = 0  # bytes dropped from the scrollback's front so far
         self._attachments: list[Attachment] = []
         self._on_activity = on_activity
         self._pump = asyncio.create_task(self._read_output(), name=f"terminal {terminal_id}")
@@ -111,7 +119,15 @@ class Terminal:
             attachment.end()
         else:
             self._attachments.append(attachment)
-        return bytes(self._scrollback), attachment
+        return self._snapshot(), attachment
+
+    def _snapshot(self) -> bytes:
+        """The scrollback; once its start was cut, opening with the marker, which takes the
+        place of as many bytes as it is long (the whole stays within `scrollback_bytes`)."""
+        if not self._trimmed:
+            return bytes(self._scrollback)
+        room = len(dropped_marker(self._trimmed + 100))  # the marker is never longer than this
+        return dropped_marker(self._trimmed + room) + self._scrollback[room:]
 
     def detach(self, attachment: Attachment) -> None:
         with contextlib.suppress(ValueError):
@@ -139,6 +155,7 @@ class Terminal:
                 overflow = len(self._scrollback) - self._scrollback_bytes
                 if overflow > 0:
                     del self._scrollback[:overflow]
+                    self._trimmed += overflow
                 for attachment in list(self._attachments):
                     if not attachment.put(data):  # it reattaches and gets the scrollback
                         self._attachments.remove(attachment)

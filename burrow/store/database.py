@@ -28,6 +28,9 @@ T = TypeVar("T")
 SCHEMA_LOCK = 0x627572726F77
 
 
+SQLITE_BUSY_TIMEOUT = 30.0  # seconds a write waits for another process's lock
+
+
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     _enable_wal(cur)
@@ -48,6 +51,35 @@ def _enable_wal(cur: Any, attempts: int = 100) -> None:
             if "locked" not in str(exc) or attempt == attempts - 1:
                 raise
             time.sleep(0.02)
+
+
+class StorageTrouble(Exception):
+    """The database could not write for a reason outside Burrow: another process holds it
+    locked past the busy timeout, or the disk under it is full. Nothing of the failed
+    write was kept (its transaction rolled back); the message says what to do."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind  # "busy" or "full"
+
+
+def storage_trouble(exc: BaseException) -> StorageTrouble | None:
+    """What a driver error means for the user, when it is one of the known outside causes
+    (SQLite's "database is locked" and "database or disk is full")."""
+    text = str(getattr(exc, "orig", None) or exc).lower()
+    if "database is locked" in text or "database is busy" in text:
+        return StorageTrouble(
+            "busy",
+            "The database is locked by another process (a backup or a sqlite3 shell?) and "
+            "stayed locked past the busy timeout; the change was not saved. Try again shortly.",
+        )
+    if "disk is full" in text or "no space left" in text:
+        return StorageTrouble(
+            "full",
+            "The disk under the data directory is full; the change was not saved. Free some space "
+            "and try again.",
+        )
+    return None
 
 
 class Database:
@@ -135,15 +167,17 @@ def connect(url: str) -> Database:
     sync_engine = None
     if url.startswith("sqlite"):
         # One writer at a time is SQLite's model; a generous busy timeout makes concurrent
-        # writers queue instead of failing with "database is locked".
-        kwargs["connect_args"] = {"timeout": 30}
+        # writers queue instead of failing with "database is locked" (`?timeout=` in the
+        # URL sets another, in seconds).
+        busy_timeout = float(str(sa.make_url(url).query.get("timeout", SQLITE_BUSY_TIMEOUT)))
+        kwargs["connect_args"] = {"timeout": busy_timeout}
         sync_url = url.replace("+aiosqlite", "", 1)
         database = sa.make_url(sync_url).database
         if database and database != ":memory:" and not database.startswith("file:"):
             # Created 0600 first: SQLite gives its WAL and shared-memory files the same mode.
             create_private_file(Path(database))
         sync_engine = sa.create_engine(
-            sync_url, connect_args={"timeout": 30, "check_same_thread": False}
+            sync_url, connect_args={"timeout": busy_timeout, "check_same_thread": False}
         )
         sa.event.listen(sync_engine, "connect", _sqlite_pragmas)
     engine = create_async_engine(url, **kwargs)

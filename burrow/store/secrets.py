@@ -62,16 +62,24 @@ class Redactor(logging.Filter):
     """Replaces known secrets (model keys) in journal text and log records.
 
     A model can echo back anything it was sent, and an error message can quote a header;
-    whatever the path, a known secret is not written to the journal or the log.
+    whatever the path, a known secret is not written to the journal or the log. In the log
+    that includes tracebacks (an exception's message is in them) and the values of users'
+    secrets, through `mask_log_with`.
     """
 
     def __init__(self) -> None:
         super().__init__()
         self._secrets: set[str] = set()
+        self._log_masks: list[Callable[[str], str]] = []
 
     def add(self, secret: str | None) -> None:
         if secret and len(secret) >= 8:  # shorter values would mangle ordinary text
             self._secrets.add(secret)
+
+    def mask_log_with(self, mask: Callable[[str], str]) -> None:
+        """Also pass every log record's text through `mask` (not journal text: the journal
+        masks each conversation's secrets itself)."""
+        self._log_masks.append(mask)
 
     def apply(self, text: str) -> str:
         for secret in self._secrets:
@@ -79,19 +87,41 @@ class Redactor(logging.Filter):
                 text = text.replace(secret, REDACTED)
         return text
 
+    def _apply_log(self, text: str) -> str:
+        text = self.apply(text)
+        for mask in self._log_masks:
+            text = mask(text)
+        return text
+
     def filter(self, record: logging.LogRecord) -> bool:
-        if self._secrets:
-            message = record.getMessage()
-            cleaned = self.apply(message)
-            if cleaned != message:
-                record.msg, record.args = cleaned, None
+        if not self._secrets and not self._log_masks:
+            return True
+        message = record.getMessage()
+        cleaned = self._apply_log(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        # Formatters render a traceback once into `exc_text` and reuse it: render it
+        # here, masked, so no handler prints the raw one.
+        if record.exc_info and not record.exc_text:
+            record.exc_text = _TRACEBACKS.formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self._apply_log(record.exc_text)
+        if record.stack_info:
+            record.stack_info = self._apply_log(record.stack_info)
         return True
+
+
+_TRACEBACKS = logging.Formatter()
 
 
 def install_redaction(redactor: Redactor) -> Callable[[], None]:
     """Attach `redactor` to every log handler (filters on handlers see propagated records,
-    filters on loggers do not); returns the undo."""
-    handlers = set(logging.root.handlers)
+    filters on loggers do not); returns the undo. That includes the handler of last resort:
+    without a configured root handler (as under `burrow serve`), Burrow's own warnings and
+    tracebacks reach stderr through it."""
+    handlers: set[logging.Handler] = set(logging.root.handlers)
+    if logging.lastResort is not None:
+        handlers.add(logging.lastResort)
     for logger in logging.Logger.manager.loggerDict.values():
         if isinstance(logger, logging.Logger):
             handlers.update(logger.handlers)

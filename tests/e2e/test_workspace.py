@@ -13,13 +13,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import pytest
 from playwright.async_api import Page, expect
 
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
 from burrow.tools.registry import default_tools
 from tests.api.harness import ADMIN_PASSWORD, RunningServer, running_server
+from tests.conftest import unavailable
 from tests.e2e.conftest import ARTIFACTS, shot
 
 PAGE = "<h1>Hello from Burrow</h1>\n"
@@ -150,7 +150,7 @@ async def test_steer_then_stop_the_run(tmp_path: Path, page: Page) -> None:
 async def test_terminal_runs_echo(tmp_path: Path, page: Page) -> None:
     async with serving(tmp_path, page, ScriptedProvider([])) as srv:
         if "/api/conversations/{cid}/terminals" not in paths(srv):
-            pytest.skip("terminal endpoint not implemented yet (being built separately)")
+            unavailable("the terminal endpoint")
         cid = await srv.create_conversation("terminal")
         await open_app(page, srv, f"/c/{cid}")
         await page.get_by_role("tab", name="Terminal").click()
@@ -175,7 +175,7 @@ async def test_terminal_runs_echo(tmp_path: Path, page: Page) -> None:
 
 async def test_preview_shows_the_app_the_agent_started(tmp_path: Path, page: Page) -> None:
     if "preview" not in default_tools():
-        pytest.skip("the preview tool is not registered yet")
+        unavailable("the preview tool")
     provider = ScriptedProvider(
         [
             ScriptedTurn(tool_calls=[("write_file", {"path": "site/index.html", "content": PAGE})]),
@@ -221,7 +221,7 @@ async def test_approval_card_allows_a_dangerous_call(tmp_path: Path, page: Page)
     )
     async with serving(tmp_path, page, provider) as srv:
         if "/api/conversations/{cid}/approvals/{request_id}" not in paths(srv):
-            pytest.skip("approvals not implemented yet")
+            unavailable("the approvals endpoint")
         cid = await srv.create_conversation("approval")
         await open_app(page, srv, f"/c/{cid}")
         await page.get_by_label("Message").fill("clean the build")
@@ -356,7 +356,7 @@ async def test_conversations_create_rename_delete(tmp_path: Path, page: Page) ->
 async def test_first_run_offers_the_demo_model(tmp_path: Path, page: Page) -> None:
     async with serving(tmp_path, page, ScriptedProvider([])) as srv:
         if "/api/settings/model" not in paths(srv):
-            pytest.skip("model settings are not served yet")
+            unavailable("the model settings endpoint")
         await open_app(page, srv)
         first_run = page.get_by_role("region", name="No model is configured yet")
         await expect(first_run).to_be_visible()

@@ -16,6 +16,9 @@ from burrow.runs.journal import PAGE_BYTES
 router = APIRouter(prefix="/api/conversations", tags=["events"])
 
 HEARTBEAT_SECONDS = 15.0
+# The largest seq a database column holds (a signed 64-bit integer); a larger `after` or
+# Last-Event-ID would overflow the query, and no event is past it anyway.
+MAX_SEQ = 2**63 - 1
 
 
 @router.get(
@@ -28,7 +31,7 @@ async def events(
     svc: ServicesDep,
     user: UserDep,
     streams: StreamCapDep,
-    after: Annotated[int, Query(ge=0)] = 0,
+    after: Annotated[int, Query(ge=0, le=MAX_SEQ)] = 0,
     format: Annotated[str, Query(pattern="^(sse|json)$")] = "sse",
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
     last_event_id: Annotated[str | None, Header()] = None,
@@ -39,7 +42,7 @@ async def events(
     1 MiB (always at least one event); ask again with `after` = the last seq for the next.
     """
     if last_event_id and last_event_id.strip().isdigit():
-        after = max(after, int(last_event_id))
+        after = max(after, min(int(last_event_id), MAX_SEQ))
     cid = conversation.id
     if format == "json":
         page = await svc.journal.read(cid, after, limit, PAGE_BYTES)
@@ -56,4 +59,4 @@ async def events(
             # Events that arrived together (or one page of history) go out in one write.
             yield b"".join(e.sse_frame for e in batch) if batch else b": heartbeat\n\n"
 
-    return EventStreamResponse(stream, slot)
+    return EventStreamResponse(stream, slot, svc.settings.stream_stall_seconds)
