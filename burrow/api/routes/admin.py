@@ -30,18 +30,18 @@ class ServerTotals(BaseModel):
     tool_seconds: float
 
 
-class Usage(BaseModel):
+class AdminUsage(BaseModel):
     accounts: list[AccountUsageOut]
     since_start: ServerTotals
 
 
 @router.get("/usage")
-async def usage(user: UserDep, svc: ServicesDep) -> Usage:
+async def usage(user: UserDep, svc: ServicesDep) -> AdminUsage:
     if not user.is_admin:
         raise ApiError(403, "forbidden", "Only an administrator can see everyone's usage.")
     totals = svc.telemetry.metrics.totals()
     runs = {k.removeprefix("runs_"): int(v) for k, v in totals.items() if k.startswith("runs_")}
-    return Usage(
+    return AdminUsage(
         accounts=[AccountUsageOut(**vars(a)) for a in await usage_by_account(svc.db)],
         since_start=ServerTotals(
             runs=runs,

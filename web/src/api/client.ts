@@ -8,6 +8,7 @@ export type Health = Schemas["Health"];
 export type SecretName = Schemas["SecretOut"];
 export type SandboxInfo = Schemas["SandboxStatusOut"];
 export type McpServer = Schemas["McpServerOut"];
+export type AdminUsage = Schemas["AdminUsage"];
 export type McpConfig = Schemas["McpConfigDocument"];
 export type Network = Conversation["network"];
 export type Profile = Schemas["ProfileOut"];
@@ -216,6 +217,7 @@ export const api = {
   },
   secrets: () => request<SecretName[]>("GET", "/api/secrets"),
   mcpServers: () => request<McpServer[]>("GET", "/api/mcp/servers"),
+  adminUsage: () => request<AdminUsage>("GET", "/api/admin/usage"),
   /** Administrators: mcp.json as it is, and replacing it (host servers only on disk). */
   mcpConfig: () => request<McpConfig>("GET", "/api/mcp/config"),
   saveMcpConfig: (config: McpConfig) => request<McpServer[]>("PUT", "/api/mcp/config", config),

@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from "react";
 import { ApiError, api, type Me, type ModelSettings, type ProviderSettings } from "../api/client";
 import { AppearanceSection } from "../ThemeToggle";
 import { PasswordSection, TokensSection } from "./Account";
+import { AdminUsageSection } from "./AdminUsage";
 import { McpServersSection } from "./McpServers";
 import { ProfilesSection } from "./Profiles";
 import { SecretsSection } from "./Secrets";
@@ -241,6 +242,7 @@ export function SettingsDialog({
       <PasswordSection />
       <TokensSection />
       {me?.is_admin && <UsersSection selfId={me.id} />}
+      {me?.is_admin && <AdminUsageSection />}
     </dialog>
   );
 }

@@ -1,0 +1,38 @@
+"""The admin's usage page after a run: tokens and cost per account, the time split."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from playwright.async_api import Page, expect
+
+from burrow.llm.base import ScriptedTurn
+from burrow.llm.scripted import ScriptedProvider
+from tests.e2e.test_workspace import open_app, serving
+
+
+async def test_the_admin_sees_usage_per_account_and_where_run_time_went(
+    tmp_path: Path, page: Page
+) -> None:
+    turns = [ScriptedTurn(text="Listing.", tool_calls=[("bash", {"command": "ls"})]),
+             ScriptedTurn(text="Done.")]  # fmt: skip
+    async with serving(tmp_path, page, ScriptedProvider(turns, turn_from_context=True)) as srv:
+        cid = await srv.create_conversation()
+        await srv.run_finished(cid, (await srv.send(cid, "list"))["run_id"])
+        made = await srv.client.post(
+            "/api/users", json={"username": "bob", "password": "bob-pw-12"}
+        )
+        assert made.status_code == 201
+        await open_app(page, srv)
+        await page.get_by_role("button", name=re.compile("Settings")).click()
+        usage = page.get_by_role("dialog").get_by_role("region", name="Usage")
+        table = usage.get_by_role("table", name="Usage by account")
+        admin = table.get_by_role("row").filter(has_text="admin")
+        await expect(admin).to_contain_text("1")  # one conversation
+        tokens = await admin.get_by_role("cell").nth(2).inner_text()
+        assert int(tokens.replace(",", "")) > 0
+        await expect(table.get_by_role("row").filter(has_text="bob")).to_contain_text("$0.0000")
+        since = usage.get_by_test_id("usage-since-start")
+        await expect(since).to_contain_text("1 completed")
+        await expect(since).to_contain_text(re.compile(r"in runs: model [\d.]+ s, tools [\d.]+ s"))
