@@ -88,6 +88,12 @@ class Settings(BaseSettings):
     """Files larger than this (MB) are left out of workspace checkpoints (a diff names them)."""
     upload_max_mb: float = 25.0
     """Largest file `POST .../uploads` takes, in MB; counted while it streams in."""
+    upload_extract_max_mb: float = Field(default=1024.0, gt=0)
+    """An extracted archive's total uncompressed size, in MB (a zip bomb stops here)."""
+    upload_extract_max_files: int = Field(default=20_000, gt=0)
+    """Files and folders an extracted archive may hold."""
+    file_save_max_mb: float = Field(default=10.0, gt=0)
+    """Largest file `PUT .../files/content` (the Files editor) saves, in MB."""
     admin_password: str | None = None
     """The first admin's password (user `admin`); generated and printed once when unset."""
     secret_key: str | None = None

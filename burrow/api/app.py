@@ -13,6 +13,7 @@ from burrow.api.csrf import CSRFGuard
 from burrow.api.errors import install_error_handlers
 from burrow.api.forwarded import ForwardedHeaders, TrustedProxies
 from burrow.api.routes import (
+    archive,
     auth,
     checkpoints,
     conversations,
@@ -64,6 +65,7 @@ def create_app(
         conversations,
         events,
         files,
+        archive,
         checkpoints,
         sandbox,
         secrets,

@@ -37,6 +37,7 @@ class EventType(enum.StrEnum):
     MODEL_CHANGED = "model.changed"
     INSTRUCTIONS_LOADED = "instructions.loaded"
     WORKSPACE_RESTORED = "workspace.restored"
+    FILE_SAVED = "file.saved"
 
 
 RunStatus = Literal["completed", "failed", "canceled", "budget_exceeded"]
@@ -270,13 +271,22 @@ class WorkspaceRestored(Payload):
     optional = frozenset({"undo_checkpoint_id"})
 
 
+class FileSaved(Payload):
+    """The user saved a file from the Files editor (PUT …/files/content)."""
+
+    type = EventType.FILE_SAVED
+    path: str  # workspace-relative
+    bytes: int | None = None
+    optional = frozenset({"bytes"})
+
+
 PAYLOADS: dict[EventType, type[Payload]] = {
     cls.type: cls
     for cls in (
         UserMessage, RunStarted, ThinkingDelta, TextDelta, AssistantMessage, ToolStarted,
         ToolOutput, ToolFinished, ApprovalRequested, ApprovalResolved, SandboxStatusChanged,
         PreviewOpened, UsageReported, ContextCompacted, RunFinished, Retry, ModelChanged,
-        InstructionsLoaded, WorkspaceRestored,
+        InstructionsLoaded, WorkspaceRestored, FileSaved,
     )
 }  # fmt: skip
 
