@@ -98,7 +98,8 @@ async def test_the_archive_holds_the_workspace_minus_burrows_internals(tmp_path:
         data, headers = await download(srv, cid, "zip")
         assert headers["content-type"] == "application/zip"
         assert headers["content-disposition"] == (
-            "attachment; filename=\"My-App-n.zip\"; filename*=UTF-8''My%20-App-%20-%20%C3%BCn%C3%AF.zip"
+            'attachment; filename="My-App-n.zip"; '
+            "filename*=UTF-8''My%20-App-%20-%20%C3%BCn%C3%AF.zip"
         )
         assert zip_contents(data) == expected
         # A hibernated sandbox is woken for it.
