@@ -36,6 +36,7 @@ const KNOWN: Record<EventType, true> = {
   retry: true,
   "model.changed": true,
   "workspace.restored": true,
+  "file.saved": true,
   "run.finished": true,
 };
 
@@ -74,6 +75,7 @@ const SHAPES: { [K in EventType]: Partial<Record<keyof EventData[K], Field>> } =
   "instructions.loaded": { path: "string", truncated: "bool" },
   "model.changed": { model: "string" },
   "workspace.restored": { checkpoint_id: "string", undo_checkpoint_id: "string" },
+  "file.saved": { path: "string", bytes: "count" },
   retry: { attempt: "count", delay_s: "number", reason: "string" },
   "run.finished": { status: "string", usage: "usage", budget: "object" },
 };

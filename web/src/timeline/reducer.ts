@@ -402,6 +402,9 @@ function apply(d: Draft, e: BurrowEvent): void {
         }.`,
       });
       return;
+    case "file.saved":
+      d.push({ kind: "notice", key, tone: "info", text: `You saved ${e.data.path} in the editor.` });
+      return;
     case "context.compacted":
       d.s.contextUsed = e.data.tokens_after;
       d.push({
