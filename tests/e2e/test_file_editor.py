@@ -70,7 +70,7 @@ async def test_edit_save_and_see_it_in_the_timeline_and_changes(tmp_path: Path, 
         await expect(changed.get_by_role("button", name="A notes.txt +3 -0")).to_be_visible()
         async with page.expect_download() as patch_download:
             await page.get_by_role("link", name="Download patch").click()
-        patch = Path(await (await patch_download.value).path()).read_text()
+        patch = (await (await patch_download.value).path()).read_text()
         assert "+two\n+three\n" in patch and "notes.txt" in patch
 
 
@@ -96,7 +96,7 @@ async def test_download_the_workspace_as_zip_and_tar_gz(tmp_path: Path, page: Pa
             await page.get_by_role("link", name="⤓ tar.gz").click()
         download = await tarred.value
         assert download.suggested_filename == "Download me.tar.gz"
-        data = Path(await download.path()).read_bytes()
+        data = (await download.path()).read_bytes()  # a small file
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tf:
             tar_names = {m.name + ("/" if m.isdir() else "") for m in tf}
         assert tar_names == names
