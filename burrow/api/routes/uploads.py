@@ -67,6 +67,7 @@ def _too_large(limit: int) -> ApiError:
 @router.post(
     "/{cid}/uploads",
     status_code=201,
+    response_model_exclude_none=True,  # `total` is an extract's only
     openapi_extra={
         "requestBody": {
             "content": {
