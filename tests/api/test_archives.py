@@ -283,3 +283,17 @@ async def test_extract_needs_the_owner_and_our_origin(tmp_path: Path) -> None:
             download = await bob.get(f"/api/conversations/{cid}/workspace/archive")
             assert download.status_code == 404
         assert "x.txt" not in await tree(srv, cid)
+
+
+async def test_an_archive_larger_than_the_workspace_disk_leaves_nothing(tmp_path: Path) -> None:
+    async with serve(tmp_path, sandbox_disk_mb=32) as srv:
+        cid = await srv.create_conversation()
+        before = await tree(srv, cid)
+        zeros = b"\0" * (1 << 20)  # a small archive that unpacks to 48 MB, on a 32 MB disk
+        archive = zip_of([(f"big/{i}.bin", zeros) for i in range(48)])
+        response = await extract(srv, cid, archive, "big.zip")
+        assert response.status_code == 413, response.text
+        assert response.json()["error"]["code"] == "workspace_full"
+        assert await tree(srv, cid) == before
+        fits = await extract(srv, cid, zip_of([("small.txt", b"ok")]), "small.zip")
+        assert fits.status_code == 201, fits.text  # the space came back
