@@ -58,7 +58,7 @@ async def test_edit_save_and_see_it_in_the_timeline_and_changes(tmp_path: Path, 
         await editor.type("three\n")
         await page.get_by_role("button", name="Save", exact=True).click()
         warning = page.get_by_role("alert")
-        await expect(warning).to_contain_text("changed since it was opened")
+        await expect(warning).to_contain_text("notes.txt changed since you opened it")
         assert await shell(srv, cid, "cat notes.txt") == "agent\n"
         await shot(page, "editor-2-conflict")
         await warning.get_by_role("button", name="Overwrite").click()

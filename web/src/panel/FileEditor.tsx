@@ -13,7 +13,7 @@ type Status =
   | { kind: "idle" }
   | { kind: "saving" }
   | { kind: "saved" }
-  | { kind: "conflict"; message: string }
+  | { kind: "conflict" }
   | { kind: "error"; message: string };
 
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
@@ -23,11 +23,13 @@ export function FileEditor({
   entry,
   version,
   onDirty,
+  onSaved,
 }: {
   cid: string;
   entry: FileEntry;
   version: number;
   onDirty?: (dirty: boolean) => void;
+  onSaved?: () => void;
 }) {
   const [text, setText] = useState<string | null>(null);
   const [etag, setEtag] = useState<string | null>(null);
@@ -79,12 +81,13 @@ export function FileEditor({
         setText(draft);
         setEtag(saved.etag);
         setStatus({ kind: "saved" });
+        onSaved?.();
       } catch (e) {
-        if (e instanceof ApiError && e.code === "file_changed") setStatus({ kind: "conflict", message: e.message });
+        if (e instanceof ApiError && e.code === "file_changed") setStatus({ kind: "conflict" });
         else setStatus({ kind: "error", message: message(e) });
       }
     },
-    [cid, entry.path, draft, etag],
+    [cid, entry.path, draft, etag, onSaved],
   );
 
   const onKeyDown = (e: React.KeyboardEvent) => {
@@ -154,7 +157,7 @@ export function FileEditor({
       )}
       {status.kind === "conflict" && (
         <div className="editor-note warning-text" role="alert">
-          {status.message}{" "}
+          {entry.path} changed since you opened it (the agent or a command wrote it).{" "}
           <button type="button" onClick={() => void save(true)}>
             Overwrite
           </button>{" "}

@@ -87,6 +87,7 @@ export function Files({
   const onDirty = useCallback((d: boolean) => {
     dirty.current = d;
   }, []);
+  const onSaved = useCallback(() => setManual((m) => m + 1), []); // sizes in the tree
   const onSelect = useCallback((e: FileEntry) => {
     if (dirty.current && !window.confirm("Leave this file? Your unsaved changes are lost.")) return;
     dirty.current = false;
@@ -126,7 +127,7 @@ export function Files({
         <Dir cid={cid} path="." depth={0} version={v} selected={selected?.path ?? null} onSelect={onSelect} />
       </div>
       {selected ? (
-        <FileEditor key={selected.path} cid={cid} entry={selected} version={v} onDirty={onDirty} />
+        <FileEditor key={selected.path} cid={cid} entry={selected} version={v} onDirty={onDirty} onSaved={onSaved} />
       ) : (
         <div className="viewer panel-empty muted">Select a file to view it.</div>
       )}
