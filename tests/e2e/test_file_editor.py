@@ -10,13 +10,14 @@ import tarfile
 import zipfile
 from pathlib import Path
 
-from playwright.async_api import Page, expect
+from playwright.async_api import Browser, Page, expect
 
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
 from tests.api.test_checkpoints import shell
 from tests.e2e.conftest import shot
 from tests.e2e.test_workspace import open_app, serving
+from tests.e2e.tour import PHONE, base_of, eventually, harness, sign_in, unobstructed
 
 
 def wrote_notes() -> ScriptedProvider:
@@ -100,3 +101,36 @@ async def test_download_the_workspace_as_zip_and_tar_gz(tmp_path: Path, page: Pa
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tf:
             tar_names = {m.name + ("/" if m.isdir() else "") for m in tf}
         assert tar_names == names
+
+
+async def test_the_editor_and_downloads_fit_a_phone(tmp_path: Path, browser: Browser) -> None:
+    turns = [
+        ScriptedTurn(tool_calls=[("write_file", {"path": "notes.txt", "content": "one\n"})]),
+        ScriptedTurn(text="Written."),
+    ]
+    async with harness(tmp_path, browser, turns, PHONE) as (srv, page):
+        cid = await srv.create_conversation("phone edit")
+        sent = await srv.send(cid, "write")
+        await srv.run_finished(cid, sent["run_id"])
+        await sign_in(page, base_of(srv), f"/c/{cid}")
+        panel = page.get_by_role("complementary", name="Sandbox")
+        if not await panel.is_visible():
+            await page.get_by_role("button", name="Toggle sandbox panel").click()
+        await page.get_by_role("tab", name="Files").click()
+        await (
+            page.get_by_role("tree").get_by_role("button", name=re.compile(r"^notes\.txt")).click()
+        )
+        await page.get_by_role("button", name="Edit", exact=True).click()
+        await page.get_by_label("Edit notes.txt").fill("one\nfrom a phone\n")
+        for control in (
+            page.get_by_role("link", name="⤓ zip"),
+            page.get_by_role("link", name="⤓ tar.gz"),
+            page.get_by_role("button", name="Refresh files"),
+            page.get_by_role("button", name="Save", exact=True),
+            page.get_by_role("link", name="Download", exact=True),
+        ):
+            await eventually(lambda c=control: unobstructed(page, c), "the control is on screen")
+        await shot(page, "editor-3-phone")
+        await page.get_by_role("button", name="Save", exact=True).click()
+        await expect(page.locator(".viewer").get_by_role("status")).to_contain_text("Saved")
+        assert await shell(srv, cid, "cat notes.txt") == "one\nfrom a phone\n"
