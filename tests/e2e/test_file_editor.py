@@ -123,6 +123,7 @@ async def test_the_editor_and_downloads_fit_a_phone(tmp_path: Path, browser: Bro
         await page.get_by_role("button", name="Edit", exact=True).click()
         await page.get_by_label("Edit notes.txt").fill("one\nfrom a phone\n")
         for control in (
+            page.get_by_text("⤒ Import"),
             page.get_by_role("link", name="⤓ zip"),
             page.get_by_role("link", name="⤓ tar.gz"),
             page.get_by_role("button", name="Refresh files"),
@@ -134,3 +135,34 @@ async def test_the_editor_and_downloads_fit_a_phone(tmp_path: Path, browser: Bro
         await page.get_by_role("button", name="Save", exact=True).click()
         await expect(page.locator(".viewer").get_by_role("status")).to_contain_text("Saved")
         assert await shell(srv, cid, "cat notes.txt") == "one\nfrom a phone\n"
+
+
+async def test_import_an_archive_from_the_files_panel(tmp_path: Path, page: Page) -> None:
+    good = io.BytesIO()
+    with zipfile.ZipFile(good, "w") as zf:
+        zf.writestr("site/index.html", "<h1>imported</h1>")
+    evil = io.BytesIO()
+    with zipfile.ZipFile(evil, "w") as zf:
+        zf.writestr("../escape.txt", "x")
+    async with serving(tmp_path, page, wrote_notes()) as srv:
+        cid = await srv.create_conversation("import")
+        await shell(srv, cid, "true")  # the sandbox is up: Files lists at once
+        await open_app(page, srv, f"/c/{cid}")
+        await page.get_by_role("tab", name="Files").click()
+        chooser = page.get_by_label("Import an archive")
+        await chooser.set_input_files(
+            {"name": "site.zip", "mimeType": "application/zip", "buffer": good.getvalue()}
+        )
+        await expect(page.locator(".files-tree").get_by_role("status")).to_contain_text(
+            "site.zip: 1 file unpacked."
+        )
+        await expect(page.get_by_role("tree").get_by_role("button", name="site")).to_be_visible()
+        await chooser.set_input_files(
+            {"name": "evil.zip", "mimeType": "application/zip", "buffer": evil.getvalue()}
+        )
+        alert = page.locator(".files-tree").get_by_role("alert")
+        await expect(alert).to_contain_text("evil.zip was not unpacked")
+        await expect(alert).to_contain_text("'../escape.txt' climbs out")
+        await shot(page, "editor-4-import-refused")
+        left = await shell(srv, cid, "ls -A; test -e ../escape.txt || echo 'no escape'")
+        assert left == "site\nno escape\n"

@@ -158,6 +158,22 @@ export const api = {
     }
     return path;
   },
+  /** Unpacks a .zip, .tar.gz/.tgz or git .bundle into the workspace (all or nothing). */
+  extract: async (cid: string, file: File, folder = ""): Promise<{ files: string[]; total: number }> => {
+    const form = new FormData();
+    form.append("file", file, file.name);
+    form.append("extract", "true");
+    if (folder) form.append("path", folder);
+    let response: Response;
+    try {
+      response = await fetch(`${conv(cid)}/uploads`, { method: "POST", body: form });
+    } catch {
+      throw new ApiError(0, "network", "The server cannot be reached. Is `burrow serve` running?");
+    }
+    if (!response.ok) throw await apiError(response);
+    const payload = (await response.json()) as { files: string[]; total?: number };
+    return { files: payload.files, total: payload.total ?? payload.files.length };
+  },
   /** A thumbnail of an uploaded image (a path under .burrow/attachments/). */
   attachmentUrl: (cid: string, path: string) =>
     `${conv(cid)}/attachments/${encodeURIComponent(path.split("/").pop() ?? "")}`,

@@ -87,6 +87,17 @@ export function Files({
   const onDirty = useCallback((d: boolean) => {
     dirty.current = d;
   }, []);
+  const [imported, setImported] = useState<{ ok: boolean; text: string } | null>(null);
+  const importArchive = async (file: File) => {
+    setImported({ ok: true, text: `Unpacking ${file.name}…` });
+    try {
+      const done = await api.extract(cid, file);
+      setImported({ ok: true, text: `${file.name}: ${done.total} file${done.total === 1 ? "" : "s"} unpacked.` });
+      setManual((m) => m + 1);
+    } catch (e) {
+      setImported({ ok: false, text: `${file.name} was not unpacked: ${e instanceof Error ? e.message : String(e)}` });
+    }
+  };
   const onSaved = useCallback(() => setManual((m) => m + 1), []); // sizes in the tree
   const onSelect = useCallback((e: FileEntry) => {
     if (dirty.current && !window.confirm("Leave this file? Your unsaved changes are lost.")) return;
@@ -114,6 +125,20 @@ export function Files({
         <div className="panel-toolbar">
           <strong>Workspace</strong>
           <span className="spacer" />
+          <label className="button" title="Unpack a .zip, .tar.gz or git .bundle into the workspace">
+            ⤒ Import
+            <input
+              type="file"
+              hidden
+              accept=".zip,.tar.gz,.tgz,.bundle"
+              aria-label="Import an archive"
+              onChange={(e) => {
+                const file = e.target.files?.[0];
+                e.target.value = "";
+                if (file) void importArchive(file);
+              }}
+            />
+          </label>
           <a className="button" href={api.archiveUrl(cid, "zip")} download title="Download the workspace as a zip">
             ⤓ zip
           </a>
@@ -124,6 +149,11 @@ export function Files({
             ↻
           </button>
         </div>
+        {imported && (
+          <p className={`editor-note ${imported.ok ? "muted" : "error-text"}`} role={imported.ok ? "status" : "alert"}>
+            {imported.text}
+          </p>
+        )}
         <Dir cid={cid} path="." depth={0} version={v} selected={selected?.path ?? null} onSelect={onSelect} />
       </div>
       {selected ? (
