@@ -9,6 +9,7 @@ or its output stream.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 from collections.abc import AsyncIterator
@@ -19,6 +20,7 @@ from burrow.runs.in_sandbox import source
 from burrow.sandbox.backend import (
     ErrorCode,
     ExecChunk,
+    ExecEvent,
     ExecExit,
     ExecRequest,
     Sandbox,
@@ -153,15 +155,33 @@ async def pack(sandbox: Sandbox, fmt: ArchiveFormat) -> AsyncIterator[bytes]:
                     f"{detail or 'no output'}",
                 )
     except BaseException:
-        await events.aclose()  # type: ignore[attr-defined]
+        async with closing_exec(events):
+            pass  # kills the packer
         raise
     return _rest(first, events)
 
 
-async def _rest(first: bytes, events: AsyncIterator[object]) -> AsyncIterator[bytes]:
-    # A download abandoned by the browser closes this generator, which kills the packer.
-    async with closing_exec(events) as stream:  # type: ignore[arg-type]
+async def _rest(first: bytes, events: AsyncIterator[ExecEvent]) -> AsyncIterator[bytes]:
+    """`first`, then the packer's output. The exec is driven by a task of its own, a few
+    pieces ahead at most: a download the browser abandons cancels the response's scope,
+    whose cancellation repeats at every await (anyio) and would cut short the exec's own
+    clean-up; cancelling this task instead lets it hang up on the packer (which is killed)."""
+    pieces: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=4)
+
+    async def produce() -> None:
+        try:
+            async with closing_exec(events) as stream:
+                async for item in stream:
+                    if isinstance(item, ExecChunk) and item.stream == "stdout":
+                        await pieces.put(item.data)
+        except (SandboxError, OSError):
+            pass  # the sandbox went away mid-download: the archive ends here, cut short
+        await pieces.put(None)
+
+    task = asyncio.create_task(produce(), name="workspace archive")
+    try:
         yield first
-        async for item in stream:
-            if isinstance(item, ExecChunk) and item.stream == "stdout":
-                yield item.data
+        while (piece := await pieces.get()) is not None:
+            yield piece
+    finally:
+        task.cancel()

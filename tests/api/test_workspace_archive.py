@@ -3,11 +3,13 @@ internals, read back by opening the archive; streamed; a hibernated sandbox is w
 
 from __future__ import annotations
 
+import asyncio
 import io
 import tarfile
 import zipfile
 from pathlib import Path
 
+from burrow.sandbox.backend import Sandbox
 from tests.api.harness import RunningServer, running_server
 from tests.api.test_archives import sh
 
@@ -124,3 +126,24 @@ async def test_a_big_workspace_streams_in_pieces(tmp_path: Path) -> None:
                 pieces += 1
                 size += len(chunk)
         assert size > 30_000_000 and pieces > 10
+
+
+async def test_an_abandoned_download_stops_the_packer(tmp_path: Path) -> None:
+    async with running_server(tmp_path, None, model="demo") as srv:
+        cid = await srv.create_conversation()
+        await sh(srv, cid, "head -c 50000000 /dev/urandom > big.bin")
+        sandbox = await srv.services.runtime.sandboxes.get(cid)
+        async with srv.client.stream(
+            "GET", f"/api/conversations/{cid}/workspace/archive", params={"format": "zip"}
+        ) as response:
+            async for _ in response.aiter_raw():
+                break  # the person cancelled the download
+        assert await sandbox.running_commands() == 0 or await _eventually_idle(sandbox)
+
+
+async def _eventually_idle(sandbox: Sandbox) -> bool:
+    for _ in range(100):
+        if await sandbox.running_commands() == 0:
+            return True
+        await asyncio.sleep(0.1)
+    return False
