@@ -96,6 +96,12 @@ class Settings(BaseSettings):
     past it the oldest are pruned, the newest always stays; 0 = no limit but the disk."""
     upload_max_mb: float = 25.0
     """Largest file `POST .../uploads` takes, in MB; counted while it streams in."""
+    upload_extract_max_mb: float = Field(default=1024.0, gt=0)
+    """An extracted archive's total uncompressed size, in MB (a zip bomb stops here)."""
+    upload_extract_max_files: int = Field(default=20_000, gt=0)
+    """Files and folders an extracted archive may hold."""
+    file_save_max_mb: float = Field(default=10.0, gt=0)
+    """Largest file `PUT .../files/content` (the Files editor) saves, in MB."""
     admin_password: str | None = None
     """The first admin's password (user `admin`); generated and printed once when unset."""
     log_format: Literal["text", "json"] = "text"

@@ -14,6 +14,7 @@ from burrow.api.errors import install_error_handlers
 from burrow.api.forwarded import ForwardedHeaders, TrustedProxies
 from burrow.api.routes import (
     admin,
+    archive,
     auth,
     checkpoints,
     conversations,
@@ -75,6 +76,7 @@ def create_app(
         conversations,
         events,
         files,
+        archive,
         checkpoints,
         forks,
         sandbox,

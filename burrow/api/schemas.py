@@ -229,7 +229,9 @@ class Me(BaseModel):
 
 class Uploaded(BaseModel):
     files: list[str]
-    """Workspace-relative paths of the files written."""
+    """Workspace-relative paths of the files written (an extract lists the first 1,000)."""
+    total: int | None = None
+    """Extracts: how many files were written, `files` listed or not."""
 
 
 class GitPush(BaseModel):

@@ -53,6 +53,15 @@ def thinking_blocks_of(data: dict[str, Any]) -> tuple[ThinkingBlock, ...]:
     )
 
 
+def file_saved_note(path: str) -> str:
+    """What the model is told when the user saved a file in the editor: its copy of the
+    file (from an earlier read) may be stale."""
+    return (
+        f"[Burrow: the user edited and saved {path} in the file editor. Read it again "
+        "before changing it.]"
+    )
+
+
 def summary_message(summary: str) -> Message:
     return Message(role="user", content=f"{SUMMARY_HEADER}\n\n{summary}")
 
@@ -137,6 +146,12 @@ class ModelContext:
                     self._flush_deferred()
         elif event.type == EventType.RUN_FINISHED:
             self._close_pending(event.seq)
+        elif event.type == EventType.FILE_SAVED:
+            note = Message(role="user", content=file_saved_note(str(data.get("path", ""))))
+            if self._pending_calls:  # like steering: after the results of the calls
+                self._deferred.append((note, event.seq))
+            else:
+                self._add(note, event.seq)
 
     def open_with(self, prompt: str) -> None:
         """A subagent's context begins with its task (the `task` call carries it)."""

@@ -40,6 +40,7 @@ class EventType(enum.StrEnum):
     WORKSPACE_RESTORED = "workspace.restored"
     WORKSPACE_IMPORT = "workspace.import"
     MCP_WARNING = "mcp.warning"
+    FILE_SAVED = "file.saved"
 
 
 RunStatus = Literal["completed", "failed", "canceled", "budget_exceeded"]
@@ -298,13 +299,22 @@ class McpWarning(Payload):
     message: str
 
 
+class FileSaved(Payload):
+    """The user saved a file from the Files editor (PUT …/files/content)."""
+
+    type = EventType.FILE_SAVED
+    path: str  # workspace-relative
+    bytes: int | None = None
+    optional = frozenset({"bytes"})
+
+
 PAYLOADS: dict[EventType, type[Payload]] = {
     cls.type: cls
     for cls in (
         UserMessage, RunStarted, ThinkingDelta, TextDelta, AssistantMessage, ToolStarted,
         ToolOutput, ToolFinished, ApprovalRequested, ApprovalResolved, SandboxStatusChanged,
         PreviewOpened, UsageReported, ContextCompacted, RunFinished, Retry, ModelChanged,
-        InstructionsLoaded, WorkspaceRestored, WorkspaceImport, McpWarning,
+        InstructionsLoaded, WorkspaceRestored, WorkspaceImport, McpWarning, FileSaved,
     )
 }  # fmt: skip
 

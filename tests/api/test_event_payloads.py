@@ -3,9 +3,9 @@
 One conversation through a real `burrow serve` (harness), a real bwrap sandbox and a real
 SQLite file, with only the model scripted: a retried model call, AGENTS.md, tools with
 streamed output, an approval, a preview, compaction on demand, a budget stop, a checkpoint
-restored, a model change, a failed clone and an MCP server left out. Each stored event is
-then validated against its type's class: a writer that drifts from the payload (a renamed or
-missing field, a wrong type) fails here.
+restored, a model change, a failed clone, an MCP server left out and a file saved from the
+editor. Each stored event is then validated against its type's class: a writer that drifts
+from the payload (a renamed or missing field, a wrong type) fails here.
 """
 
 from __future__ import annotations
@@ -82,6 +82,13 @@ async def test_every_journaled_event_validates_against_its_payload_class(
             f"/api/conversations/{cid}/checkpoints/{first}/restore", json={}
         )
         assert restored.status_code < 300, restored.text
+        saved = await srv.client.put(
+            f"/api/conversations/{cid}/files/content",
+            params={"path": "notes.md"},
+            content=b"edited",
+            headers={"Content-Type": "text/plain"},
+        )
+        assert saved.status_code == 200, saved.text
         changed = await srv.client.patch(f"/api/conversations/{cid}", json={"model": "demo"})
         assert changed.status_code == 200, changed.text
 

@@ -260,14 +260,6 @@ async def test_a_huge_upload_is_refused_while_it_streams(tmp_path: Path) -> None
         assert [e["name"].split("-", 1)[1] for e in listing.json()] == ["fits.bin"]
 
 
-async def test_extract_is_not_supported_yet(tmp_path: Path) -> None:
-    async with serve(tmp_path) as (srv, _):
-        cid = await srv.create_conversation()
-        response = await upload(srv, cid, b"PK\3\4", "repo.zip", extract="true")
-        assert response.status_code == 400
-        assert "not supported yet" in response.json()["error"]["message"]
-
-
 async def test_a_file_claiming_to_be_an_image_is_not_served_as_one(tmp_path: Path) -> None:
     async with serve(tmp_path) as (srv, fake):
         made = await srv.client.post("/api/conversations", json={"model": "gpt-4o"})

@@ -1,16 +1,28 @@
-"""The workspace, read through the sandbox so symlinks resolve as the agent sees them."""
+"""The workspace, read and written through the sandbox so symlinks resolve as the agent
+sees them and a path never leaves the workspace (the same rules as the file tools).
+
+A save from the Files editor is journaled (`file.saved`), so the model is told on its next
+turn and the Changes view shows it; it is allowed during a run, like a steering message.
+`ETag` / `If-Match` (a hash of the bytes) keep a save from silently overwriting a file that
+changed since the editor opened it.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Header, Query, Request, Response
+from pydantic import BaseModel
 
 from burrow.api.deps import ConversationDep, ServicesDep
-from burrow.api.errors import nul_in_path
+from burrow.api.errors import ApiError, nul_in_path
 from burrow.api.inert import inert_response
 from burrow.api.schemas import FileEntryOut
+from burrow.runs import events as ev
+from burrow.runs.attachments import BadPath, workspace_path
+from burrow.sandbox.backend import ErrorCode, SandboxError
 
 router = APIRouter(prefix="/api/conversations", tags=["files"])
 
@@ -77,4 +89,87 @@ async def file_content(
         media_type = "text/plain; charset=utf-8"
     except UnicodeDecodeError:
         media_type = "application/octet-stream"
-    return inert_response(data, media_type, cache_control="no-store")
+    response = inert_response(data, media_type, cache_control="no-store")
+    response.headers["ETag"] = etag(data)
+    return response
+
+
+def etag(data: bytes) -> str:
+    return '"' + hashlib.sha256(data).hexdigest()[:32] + '"'
+
+
+class SavedFileOut(BaseModel):
+    path: str
+    size: int
+    etag: str
+
+
+def saveable(path: str) -> str:
+    """`path` as a workspace-relative file path the editor may write, or a 400."""
+    try:
+        rel = workspace_path(checked(path))
+    except BadPath as exc:
+        raise ApiError(400, "invalid_path", str(exc)) from exc
+    if any(rel == i or rel.startswith(i + "/") for i in INTERNAL):
+        raise ApiError(400, "invalid_path", f"{rel} is Burrow's own (.burrow internals).")
+    return rel
+
+
+async def _body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length", "")
+    too_large = ApiError(
+        413,
+        "file_too_large",
+        f"The editor saves files up to {limit / 2**20:g} MB (BURROW_FILE_SAVE_MAX_MB).",
+    )
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise too_large
+    return bytes(body)
+
+
+@router.put(
+    "/{cid}/files/content",
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/octet-stream": {"schema": {"type": "string"}}},
+        }
+    },
+)
+async def save_file(
+    request: Request,
+    conversation: ConversationDep,
+    svc: ServicesDep,
+    path: PathQuery,
+    if_match: Annotated[str | None, Header(description="The ETag the editor read")] = None,
+) -> SavedFileOut:
+    """Create or replace the file with the raw body; journals `file.saved`. With If-Match,
+    a file that changed meanwhile is not overwritten (412 file_changed)."""
+    rel = saveable(path)
+    data = await _body(request, int(svc.settings.file_save_max_mb * 2**20))
+    sandbox = await svc.runtime.sandboxes.get(conversation.id)
+    if if_match is not None and if_match != "*":
+        try:
+            current = etag(await sandbox.read_file(rel, 0, MAX_FILE_BYTES))
+        except SandboxError as exc:
+            if exc.code != ErrorCode.NOT_FOUND:
+                raise
+            current = None
+        if current != if_match:
+            raise ApiError(
+                412,
+                "file_changed",
+                f"{rel} changed since it was opened"
+                + (" (it was deleted)" if current is None else "")
+                + ": reload it, or save again without If-Match to overwrite.",
+            )
+    await sandbox.write_file(rel, data)
+    await svc.runtime.journal.append(
+        conversation.id, ev.make(ev.FileSaved(path=rel, bytes=len(data)))
+    )
+    return SavedFileOut(path=rel, size=len(data), etag=etag(data))

@@ -2,8 +2,9 @@
 
 An upload is counted while it streams in and refused once over BURROW_UPLOAD_MAX_MB, so a
 huge body is never buffered; it is written through the sandbox handle, like every other
-workspace write. Thumbnails are served only when the bytes are an image, whatever the
-name says, and under a sandboxing CSP.
+workspace write. With `extract`, an archive is unpacked inside the sandbox (runs/archives.py)
+under BURROW_UPLOAD_EXTRACT_MAX_MB / _MAX_FILES, all or nothing. Thumbnails are served only
+when the bytes are an image, whatever the name says, and under a sandboxing CSP.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from burrow.api.deps import ConversationDep, ServicesDep
 from burrow.api.errors import ApiError
 from burrow.api.inert import inert_response
 from burrow.api.schemas import Uploaded
+from burrow.runs.archives import Refused, UnpackLimits, kind_of, unpack
 from burrow.runs.attachments import (
     ATTACHMENTS_DIR,
     MAX_NAME,
@@ -65,6 +67,7 @@ def _too_large(limit: int) -> ApiError:
 @router.post(
     "/{cid}/uploads",
     status_code=201,
+    response_model_exclude_none=True,  # `total` is an extract's only
     openapi_extra={
         "requestBody": {
             "content": {
@@ -75,6 +78,7 @@ def _too_large(limit: int) -> ApiError:
                         "properties": {
                             "file": {"type": "string", "format": "binary"},
                             "path": {"type": "string"},
+                            "extract": {"type": "string", "enum": ["true", "false"]},
                         },
                     }
                 }
@@ -83,7 +87,12 @@ def _too_large(limit: int) -> ApiError:
     },
 )
 async def upload(request: Request, conversation: ConversationDep, svc: ServicesDep) -> Uploaded:
-    """Multipart `file` (and `path`, workspace-relative; default .burrow/attachments/<name>)."""
+    """Multipart `file` (and `path`, workspace-relative; default .burrow/attachments/<name>).
+
+    With `extract=true` the file is a .zip, .tar.gz/.tgz or git .bundle unpacked into the
+    folder `path` (default: the workspace); `files` lists the first 1,000 paths written and
+    `total` counts them all. A member breaking a rule is a 400 naming it; nothing is kept.
+    """
     limit = int(svc.settings.upload_max_mb * 2**20)
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit + FORM_SLACK:
@@ -96,32 +105,48 @@ async def upload(request: Request, conversation: ConversationDep, svc: ServicesD
     except ClientDisconnect:
         raise ApiError(400, "upload_incomplete", "The upload ended early: send it again.") from None
     try:
-        if form.get("extract"):
-            raise ApiError(
-                400,
-                "extract_not_supported",
-                "Extracting archives on upload is not supported yet: upload the archive and "
-                "ask the agent to unpack it.",
-            )
         file = form.get("file")
         if not isinstance(file, UploadFile):
             raise ApiError(400, "file_required", "Send the file as the multipart field 'file'.")
         data = await file.read(limit + 1)
         if len(data) > limit:
             raise _too_large(limit)
+        filename = file.filename or "file"
         target = form.get("path")
+        extract = form.get("extract") in ("true", "1", "yes", "on")
+        kind = kind_of(filename)
+        if extract and kind is None:
+            raise ApiError(
+                400,
+                "unsupported_archive",
+                f"{filename} is not a .zip, .tar.gz, .tgz or .bundle file: only those are "
+                "extracted (send it without extract to upload it as it is).",
+            )
         try:
-            if isinstance(target, str) and target:
+            if extract:
+                folder = target if isinstance(target, str) else ""
+                path = "" if folder.strip("/") in ("", ".", "workspace") else workspace_path(folder)
+            elif isinstance(target, str) and target:
                 path = workspace_path(target)
             else:
-                path = f"{ATTACHMENTS_DIR}/{upload_name(file.filename or 'file')}"
+                path = f"{ATTACHMENTS_DIR}/{upload_name(filename)}"
         except BadPath as exc:
             raise ApiError(400, "invalid_path", str(exc)) from exc
     finally:
         await form.close()
     sandbox = await svc.runtime.sandboxes.get(conversation.id)
-    await sandbox.write_file(path, data)
-    return Uploaded(files=[path])
+    if kind is None or not extract:
+        await sandbox.write_file(path, data)
+        return Uploaded(files=[path])
+    limits = UnpackLimits(
+        max_bytes=int(svc.settings.upload_extract_max_mb * 2**20),
+        max_files=svc.settings.upload_extract_max_files,
+    )
+    try:
+        unpacked = await unpack(sandbox, data, kind, path, limits)
+    except Refused as exc:
+        raise ApiError(413 if exc.code == "workspace_full" else 400, exc.code, exc.message) from exc
+    return Uploaded(files=unpacked.files, total=unpacked.total)
 
 
 @router.get(

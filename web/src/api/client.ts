@@ -55,6 +55,8 @@ export type ApprovalMode = "ask" | "auto" | "read_only";
 
 export type Decision = "allow_once" | "allow_session" | "deny";
 
+export type SavedFile = Fallback<"SavedFileOut", { path: string; size: number; etag: string }>;
+
 export class ApiError extends Error {
   constructor(
     public status: number,
@@ -96,6 +98,13 @@ async function request<T>(method: string, path: string, body?: unknown): Promise
 
 const conv = (cid: string) => `/api/conversations/${encodeURIComponent(cid)}`;
 const q = (path: string) => `?path=${encodeURIComponent(path)}`;
+
+/** The server's `{error: {code, message}}` of a failed response, as an ApiError. */
+async function apiError(response: Response): Promise<ApiError> {
+  const payload = (await response.json().catch(() => ({}))) as { error?: { code: string; message: string } };
+  const error = payload.error ?? { code: "http_error", message: `HTTP ${response.status}` };
+  return new ApiError(response.status, error.code, error.message);
+}
 
 export type Me = Schemas["Me"];
 export type ApiToken = Schemas["TokenOut"];
@@ -168,6 +177,22 @@ export const api = {
     }
     return path;
   },
+  /** Unpacks a .zip, .tar.gz/.tgz or git .bundle into the workspace (all or nothing). */
+  extract: async (cid: string, file: File, folder = ""): Promise<{ files: string[]; total: number }> => {
+    const form = new FormData();
+    form.append("file", file, file.name);
+    form.append("extract", "true");
+    if (folder) form.append("path", folder);
+    let response: Response;
+    try {
+      response = await fetch(`${conv(cid)}/uploads`, { method: "POST", body: form });
+    } catch {
+      throw new ApiError(0, "network", "The server cannot be reached. Is `burrow serve` running?");
+    }
+    if (!response.ok) throw await apiError(response);
+    const payload = (await response.json()) as { files: string[]; total?: number };
+    return { files: payload.files, total: payload.total ?? payload.files.length };
+  },
   /** A thumbnail of an uploaded image (a path under .burrow/attachments/). */
   attachmentUrl: (cid: string, path: string) =>
     `${conv(cid)}/attachments/${encodeURIComponent(path.split("/").pop() ?? "")}`,
@@ -192,6 +217,31 @@ export const api = {
     return response.text();
   },
   fileUrl: (cid: string, path: string) => `${conv(cid)}/files/content${q(path)}`,
+  /** The file for the editor: its text (null when binary) and the ETag a save sends back. */
+  fileForEdit: async (cid: string, path: string): Promise<{ text: string | null; etag: string | null }> => {
+    const response = await fetch(`${conv(cid)}/files/content${q(path)}`);
+    if (!response.ok) throw await apiError(response);
+    const etag = response.headers.get("etag");
+    if (!(response.headers.get("content-type") ?? "").startsWith("text/")) return { text: null, etag };
+    return { text: await response.text(), etag };
+  },
+  /** Saves the editor's text; with `etag`, refused (412 file_changed) if the file changed. */
+  saveFile: async (cid: string, path: string, text: string, etag: string | null): Promise<SavedFile> => {
+    const headers: Record<string, string> = { "Content-Type": "text/plain; charset=utf-8" };
+    if (etag) headers["If-Match"] = etag;
+    let response: Response;
+    try {
+      response = await fetch(`${conv(cid)}/files/content${q(path)}`, { method: "PUT", headers, body: text });
+    } catch {
+      throw new ApiError(0, "network", "The server cannot be reached. Is `burrow serve` running?");
+    }
+    if (!response.ok) throw await apiError(response);
+    return (await response.json()) as SavedFile;
+  },
+  /** The workspace as a download, without Burrow's internals. */
+  archiveUrl: (cid: string, format: "zip" | "tar.gz") => `${conv(cid)}/workspace/archive?format=${format}`,
+  /** The diff since a checkpoint as a patch file. */
+  patchUrl: (cid: string, from: string) => `${conv(cid)}/diff?from=${encodeURIComponent(from)}&format=patch`,
   /** Oldest first; each run starts with one. */
   checkpoints: (cid: string) => request<Checkpoint[]>("GET", `${conv(cid)}/checkpoints`),
   /** From a checkpoint (default: the first) to the workspace now. */

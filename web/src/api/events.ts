@@ -38,6 +38,7 @@ const KNOWN: Record<EventType, true> = {
   "workspace.restored": true,
   "workspace.import": true,
   "mcp.warning": true,
+  "file.saved": true,
   "run.finished": true,
 };
 
@@ -77,6 +78,7 @@ const SHAPES: { [K in EventType]: Partial<Record<keyof EventData[K], Field>> } =
   "model.changed": { model: "string" },
   "workspace.restored": { checkpoint_id: "string", undo_checkpoint_id: "string" },
   "workspace.import": { stage: "string", detail: "string" },
+  "file.saved": { path: "string", bytes: "count" },
   retry: { attempt: "count", delay_s: "number", reason: "string" },
   "mcp.warning": { server: "string", message: "string" },
   "run.finished": { status: "string", usage: "usage", budget: "object" },

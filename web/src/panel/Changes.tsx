@@ -78,6 +78,9 @@ export function Changes({ cid, version }: { cid: string; version: number }) {
             Undo restore
           </button>
         )}
+        <a className="button" href={api.patchUrl(cid, start)} download="changes.patch">
+          Download patch
+        </a>
       </div>
       {diff && diff.files.length === 0 && <div className="panel-empty muted">No changes since then.</div>}
       <ul className="changes-list" aria-label="Changed files">

@@ -1,11 +1,8 @@
-// The workspace: a lazily expanded tree and a read-only viewer with highlighting.
-import { lazy, Suspense, useCallback, useEffect, useState } from "react";
+// The workspace: a lazily expanded tree, a viewer that edits (FileEditor), and downloads.
+import { useCallback, useEffect, useRef, useState } from "react";
 import { api, type FileEntry } from "../api/client";
 import { formatBytes } from "../format";
-
-const CodeView = lazy(() => import("./CodeView"));
-
-const MAX_VIEW_BYTES = 1024 * 1024;
+import { FileEditor } from "./FileEditor";
 
 function Dir({
   cid,
@@ -74,49 +71,6 @@ function Dir({
   );
 }
 
-function Viewer({ cid, entry, version }: { cid: string; entry: FileEntry; version: number }) {
-  const [text, setText] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  useEffect(() => {
-    let live = true;
-    setText(null);
-    setError(null);
-    if (entry.size > MAX_VIEW_BYTES) {
-      setError(`${formatBytes(entry.size)} is too large to show here; download it instead.`);
-      return;
-    }
-    api.fileText(cid, entry.path).then(
-      (t) => {
-        if (!live) return;
-        if (t === null) setError("A binary file: download it to open it.");
-        else setText(t);
-      },
-      (e: unknown) => live && setError(e instanceof Error ? e.message : String(e)),
-    );
-    return () => {
-      live = false;
-    };
-  }, [cid, entry.path, entry.size, version]);
-  return (
-    <div className="viewer">
-      <div className="panel-toolbar">
-        <code className="url" title={entry.path}>
-          {entry.path}
-        </code>
-        <a className="button" href={api.fileUrl(cid, entry.path)} download={entry.name}>
-          Download
-        </a>
-      </div>
-      {error && <p className="pad error-text">{error}</p>}
-      {text !== null && (
-        <Suspense fallback={<pre className="code">{text}</pre>}>
-          <CodeView path={entry.path} text={text} />
-        </Suspense>
-      )}
-    </div>
-  );
-}
-
 export function Files({
   cid,
   version,
@@ -129,7 +83,27 @@ export function Files({
   const [selected, setSelected] = useState<FileEntry | null>(null);
   const [manual, setManual] = useState(0);
   const [wake, setWake] = useState(false);
-  const onSelect = useCallback((e: FileEntry) => setSelected(e), []);
+  const dirty = useRef(false);
+  const onDirty = useCallback((d: boolean) => {
+    dirty.current = d;
+  }, []);
+  const [imported, setImported] = useState<{ ok: boolean; text: string } | null>(null);
+  const importArchive = async (file: File) => {
+    setImported({ ok: true, text: `Unpacking ${file.name}…` });
+    try {
+      const done = await api.extract(cid, file);
+      setImported({ ok: true, text: `${file.name}: ${done.total} file${done.total === 1 ? "" : "s"} unpacked.` });
+      setManual((m) => m + 1);
+    } catch (e) {
+      setImported({ ok: false, text: `${file.name} was not unpacked: ${e instanceof Error ? e.message : String(e)}` });
+    }
+  };
+  const onSaved = useCallback(() => setManual((m) => m + 1), []); // sizes in the tree
+  const onSelect = useCallback((e: FileEntry) => {
+    if (dirty.current && !window.confirm("Leave this file? Your unsaved changes are lost.")) return;
+    dirty.current = false;
+    setSelected(e);
+  }, []);
   const v = version + manual;
   // Listing files starts the sandbox: looking at a conversation must not wake it by itself.
   if (!wake && sandbox !== "ready" && sandbox !== "starting") {
@@ -151,14 +125,39 @@ export function Files({
         <div className="panel-toolbar">
           <strong>Workspace</strong>
           <span className="spacer" />
+          <label className="button" title="Unpack a .zip, .tar.gz or git .bundle into the workspace">
+            ⤒ Import
+            <input
+              type="file"
+              hidden
+              accept=".zip,.tar.gz,.tgz,.bundle"
+              aria-label="Import an archive"
+              onChange={(e) => {
+                const file = e.target.files?.[0];
+                e.target.value = "";
+                if (file) void importArchive(file);
+              }}
+            />
+          </label>
+          <a className="button" href={api.archiveUrl(cid, "zip")} download title="Download the workspace as a zip">
+            ⤓ zip
+          </a>
+          <a className="button" href={api.archiveUrl(cid, "tar.gz")} download title="Download the workspace as a tar.gz">
+            ⤓ tar.gz
+          </a>
           <button type="button" className="icon" title="Refresh" aria-label="Refresh files" onClick={() => setManual(manual + 1)}>
             ↻
           </button>
         </div>
+        {imported && (
+          <p className={`editor-note ${imported.ok ? "muted" : "error-text"}`} role={imported.ok ? "status" : "alert"}>
+            {imported.text}
+          </p>
+        )}
         <Dir cid={cid} path="." depth={0} version={v} selected={selected?.path ?? null} onSelect={onSelect} />
       </div>
       {selected ? (
-        <Viewer cid={cid} entry={selected} version={v} />
+        <FileEditor key={selected.path} cid={cid} entry={selected} version={v} onDirty={onDirty} onSaved={onSaved} />
       ) : (
         <div className="viewer panel-empty muted">Select a file to view it.</div>
       )}

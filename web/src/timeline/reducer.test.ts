@@ -436,3 +436,17 @@ describe("subagents", () => {
     expect(later.filesVersion).toBeGreaterThan(waiting.filesVersion);
   });
 });
+
+describe("file.saved", () => {
+  it("is a small line naming the file, even in the middle of a run", () => {
+    seq = 0;
+    const s = reduce(initialState, [
+      ev("run.started", { run_id: "r1" }),
+      ev("file.saved", { path: "src/app.py", bytes: 16 }, null),
+      ev("file.saved", { path: 42 }, null), // a drifted payload still renders
+    ]);
+    const notices = s.items.filter((i) => i.kind === "notice");
+    expect(notices[0]).toMatchObject({ kind: "notice", text: "You saved src/app.py in the editor." });
+    expect(notices).toHaveLength(2);
+  });
+});

@@ -460,6 +460,9 @@ function apply(d: Draft, e: BurrowEvent, nested = false): void {
       });
       return;
     }
+    case "file.saved":
+      d.push({ kind: "notice", key, tone: "info", text: `You saved ${e.data.path} in the editor.` });
+      return;
     case "context.compacted":
       d.s.contextUsed = e.data.tokens_after;
       d.push({
