@@ -123,6 +123,7 @@ class AgentRun:
         self.run_id = run_id
         self.context = context
         self.tally = Tally()
+        self._started = time.monotonic()
         self._feed = feed
         self._out = Coalescer(env.journal, cid, run_id)
         self._open = OpenWork()  # this run's calls and approvals not yet closed
@@ -297,6 +298,7 @@ class AgentRun:
         tool = self.env.tools.get(raw["name"])
         call = Call(raw["id"], raw["name"], raw["arguments"], arguments, tool)
         started = time.monotonic()
+        waited_before = self.tally.approval_wait_seconds
         await self.emit(
             *self._take_answer_events(),
             ev.make(
@@ -317,6 +319,7 @@ class AgentRun:
             except RunStop as exc:  # the result is still written, then the run ends
                 stop = stop or exc
         result = outcome.result
+        waited = self.tally.approval_wait_seconds - waited_before
         await self.emit(
             *await self._out.take(),
             ev.make(
@@ -327,6 +330,7 @@ class AgentRun:
                     exit_code=result.exit_code,
                     truncated=result.truncated,
                     duration_ms=round((time.monotonic() - started) * 1000),
+                    approval_wait_ms=round(waited * 1000) if waited else None,
                 ),
                 self.run_id,
             ),
@@ -388,8 +392,14 @@ class AgentRun:
             closing += await hook.close(self)
         reason = "Interrupted by the user." if status == "canceled" else f"Run ended: {error}"
         closing += self._open.closing(reason, timed=True)
+        waited = self.tally.approval_wait_seconds
         finished = ev.RunFinished(
-            status=status, error=error, usage=self.tally.usage(), budget=budget
+            status=status,
+            error=error,
+            usage=self.tally.usage(),
+            budget=budget,
+            duration_ms=round((time.monotonic() - self._started - waited) * 1000),
+            approval_wait_ms=round(waited * 1000),
         )
         closing.append(ev.make(finished, self.run_id))
         await self.emit(*closing)

@@ -2,7 +2,7 @@
 import { memo, useEffect, useLayoutEffect, useRef, useState } from "react";
 import { api } from "../api/client";
 import { isUploadedImage } from "../composer/attachments";
-import { formatCost, formatTokens } from "../format";
+import { formatApprovalWait, formatCost, formatDuration, formatTokens } from "../format";
 import { ApprovalCard } from "./ApprovalCard";
 import { Markdown } from "./Markdown";
 import type { AssistantItem, Item, RunEndItem, ViewState } from "./reducer";
@@ -24,7 +24,12 @@ const Assistant = memo(function Assistant({ item }: { item: AssistantItem }) {
 
 function RunEnd({ cid, item, latest }: { cid: string; item: RunEndItem; latest: boolean }) {
   const tokens = item.usage.prompt_tokens + item.usage.completion_tokens;
-  const usage = `${formatTokens(tokens)} tokens · ${formatCost(item.usage.cost)}`;
+  // Run time apart from the time a person took to approve (DESIGN §8).
+  const time = [
+    item.durationMs > 0 ? formatDuration(item.durationMs) : null,
+    formatApprovalWait(item.approvalWaitMs),
+  ].filter(Boolean);
+  const usage = [...time, `${formatTokens(tokens)} tokens`, formatCost(item.usage.cost)].join(" · ");
   if (item.status === "failed" || item.status === "budget_exceeded") {
     const title = item.status === "failed" ? "Run failed." : "Budget reached.";
     return (

@@ -1,6 +1,6 @@
 // One tool call: what was asked, its live output, and how it ended.
 import { memo, useLayoutEffect, useRef, useState } from "react";
-import { formatDuration } from "../format";
+import { formatApprovalWait, formatDuration } from "../format";
 import type { OutputChunk, ToolItem } from "./reducer";
 
 const TAIL_LINES = 120;
@@ -140,7 +140,12 @@ export const ToolCard = memo(function ToolCard({ item }: { item: ToolItem }) {
                   truncated
                 </span>
               )}
-              <span className="muted">{formatDuration(r.durationMs)}</span>
+              <span className="muted" data-testid="tool-time">
+                {formatDuration(Math.max(0, r.durationMs - r.approvalWaitMs))}
+              </span>
+              {r.approvalWaitMs > 0 && (
+                <span className="muted approval-waited">{formatApprovalWait(r.approvalWaitMs)}</span>
+              )}
             </>
           ) : item.approval === "pending" ? (
             <span className="approval-wait">awaiting approval</span>

@@ -1,0 +1,61 @@
+"""A new user's tour (issue 12), the comforts: approval waits told apart from run time,
+choices before the first message, search, example prompts, a remembered panel tab, a
+terminal lost to a restart, and the installable app."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+from playwright.async_api import Browser, expect
+
+from burrow.llm.base import ScriptedTurn
+from tests.e2e.conftest import shot
+from tests.e2e.tour import DESKTOP, SLOW, base_of, harness, sign_in
+
+WAIT_S = 3.0  # how long the person takes to approve
+
+
+def seconds(text: str) -> float:
+    """`12.1 s` or `340 ms` as seconds (the first duration in `text`)."""
+    match = re.search(r"([\d.]+) (ms|s)\b", text)
+    assert match, text
+    value = float(match[1])
+    return value / 1000 if match[2] == "ms" else value
+
+
+async def test_time_waiting_for_approval_is_shown_apart_from_run_time(
+    tmp_path: Path, browser: Browser
+) -> None:
+    turns = [
+        ScriptedTurn(text="Cleaning.", tool_calls=[("bash", {"command": "rm -rf build"})]),
+        ScriptedTurn(text="Clean."),
+    ]
+    async with harness(tmp_path, browser, turns, DESKTOP) as (srv, page):
+        cid = await srv.create_conversation("approval wait")
+        await sign_in(page, base_of(srv), f"/c/{cid}")
+        sent = time.monotonic()
+        await page.get_by_label("Message").fill("clean")
+        await page.get_by_label("Message").press("Enter")
+        allow = page.get_by_role("button", name="Allow once")
+        await expect(allow).to_be_visible(timeout=SLOW)
+        await page.wait_for_timeout(WAIT_S * 1000)
+        await allow.click()
+        run_end = page.locator(".run-end")
+        await expect(run_end).to_contain_text("Done", timeout=SLOW)
+        wall = time.monotonic() - sent
+
+        card = page.locator(".tool-card", has_text="rm -rf build")
+        waited = await card.locator(".approval-waited").inner_text()
+        assert waited.startswith("waited ") and waited.endswith(" for approval"), waited
+        assert WAIT_S <= seconds(waited) < wall
+        assert seconds(await card.get_by_test_id("tool-time").inner_text()) < WAIT_S
+
+        summary = await run_end.inner_text()
+        assert "for approval" in summary, summary
+        run_time = seconds(summary.split("·")[1])
+        run_wait = seconds(summary.split("waited")[1])
+        assert run_wait >= WAIT_S
+        assert run_time + run_wait <= wall + 0.5, (summary, wall)  # the wait is not in it
+        await shot(page, "tour-8-approval-wait")
