@@ -23,6 +23,7 @@ from burrow.api.routes import (
     previews,
     sandbox,
     secrets,
+    search,
     settings,
     terminals,
     uploads,
@@ -71,6 +72,7 @@ def create_app(
         terminals,
         previews,
         uploads,
+        search,
     ):
         app.include_router(module.router)
     web.mount(app)  # last: the UI's catch-all never shadows /api/*
