@@ -59,3 +59,38 @@ async def test_time_waiting_for_approval_is_shown_apart_from_run_time(
         assert run_wait >= WAIT_S
         assert run_time + run_wait <= wall + 0.5, (summary, wall)  # the wait is not in it
         await shot(page, "tour-8-approval-wait")
+
+
+async def test_search_finds_a_message_and_opens_its_conversation_there(
+    tmp_path: Path, browser: Browser
+) -> None:
+    filler = "\n\n".join(f"Paragraph {i} of a long answer." for i in range(80))
+    turns = [ScriptedTurn(text="The okapi enclosure is ready."), ScriptedTurn(text=filler)]
+    async with harness(tmp_path, browser, turns, DESKTOP) as (srv, page):
+        cid = await srv.create_conversation("Zoo plans")
+        for prompt in ("build the okapi enclosure", "now write a lot"):
+            sent = await srv.send(cid, prompt)
+            await srv.run_finished(cid, sent["run_id"])
+        other = await srv.create_conversation("Unrelated")
+        await sign_in(page, base_of(srv), f"/c/{other}")
+
+        await page.keyboard.press("Control+k")
+        box = page.get_by_role("searchbox", name="Search conversations")
+        await expect(box).to_be_focused()
+        await box.fill("OKAPI")
+        results = page.get_by_role("list", name="Search results")
+        hits = results.get_by_role("button")
+        await expect(hits).to_have_count(2)  # the answer and the prompt, not the title
+        await expect(hits.first).to_contain_text("The okapi enclosure is ready.")
+        await expect(results.locator("mark").first).to_have_text("okapi")
+        await shot(page, "tour-search")
+        await hits.first.click()
+        await expect(page).to_have_url(re.compile(f"/c/{cid}$"))
+        found = page.locator(".row.found")
+        await expect(found).to_contain_text("The okapi enclosure is ready.")
+        await expect(found).to_be_in_viewport()  # not left at the end of the long answer
+
+        await box.fill("nothing like this")
+        await expect(results).to_contain_text("Nothing found")
+        await box.press("Escape")
+        await expect(page.get_by_role("navigation").locator(f'[data-cid="{cid}"]')).to_be_visible()

@@ -4,6 +4,7 @@ import { ApiError, api, type Conversation, type Health, type Me } from "./api/cl
 import { Composer } from "./composer/Composer";
 import { ConversationView } from "./ConversationView";
 import { ErrorBoundary } from "./ErrorBoundary";
+import { SEARCH_ID } from "./conversations/Search";
 import { Sidebar } from "./conversations/Sidebar";
 import { Login } from "./settings/Login";
 import { focusComposer, ShortcutsDialog, useShortcuts } from "./Shortcuts";
@@ -31,6 +32,8 @@ export function App() {
   const [shortcutsOpen, setShortcutsOpen] = useState(false);
   const [menuOpen, setMenuOpen] = useState(false);
   const [pending, setPending] = useState<{ cid: string; text: string } | null>(null);
+  // A search hit's message, to be scrolled to once its conversation is open.
+  const [focusAt, setFocusAt] = useState<{ cid: string; seq: number } | null>(null);
   const [error, setError] = useState<string | null>(null);
 
   const refresh = useCallback(async () => {
@@ -135,6 +138,12 @@ export function App() {
     stop: running ? () => void api.interrupt(activeId).catch((e: unknown) => setError(String(e))) : undefined,
     new: signedIn ? newConversation : undefined,
     focus: focusComposer,
+    search: signedIn
+      ? () => {
+          setMenuOpen(true); // the sidebar is a drawer on a phone
+          document.getElementById(SEARCH_ID)?.focus();
+        }
+      : undefined,
     help: () => setShortcutsOpen(true),
   });
 
@@ -156,6 +165,10 @@ export function App() {
         activeId={activeId}
         offline={offline}
         onOpen={open}
+        onOpenAt={(cid, seq) => {
+          setFocusAt(seq === null ? null : { cid, seq });
+          open(cid);
+        }}
         onCreate={newConversation}
         onRename={async (cid, title) => {
           await api.renameConversation(cid, title);
@@ -186,6 +199,7 @@ export function App() {
             cid={activeId}
             conversation={active}
             initialMessage={pending?.cid === activeId ? pending.text : null}
+            focusSeq={focusAt?.cid === activeId ? focusAt.seq : null}
             onStatus={onStatus}
             onSent={onSent}
             onMenu={() => setMenuOpen(true)}

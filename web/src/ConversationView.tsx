@@ -75,6 +75,7 @@ export function ConversationView({
   cid,
   conversation,
   initialMessage,
+  focusSeq,
   onStatus,
   onSent,
   onMenu,
@@ -85,6 +86,8 @@ export function ConversationView({
   cid: string;
   conversation: Conversation | undefined;
   initialMessage: string | null;
+  /** a message to scroll to (a search hit), by its event seq */
+  focusSeq?: number | null;
   onStatus: (live: LiveStatus) => void;
   onSent: (cid: string, content: string) => void;
   onMenu: () => void;
@@ -231,7 +234,7 @@ export function ConversationView({
           </button>
         </header>
         <SecretsWarning cid={cid} chosen={conversation?.secrets ?? []} />
-        <Timeline cid={cid} state={state} empty={emptyState} onShowPreview={showPreview} />
+        <Timeline cid={cid} state={state} empty={emptyState} onShowPreview={showPreview} focusSeq={focusSeq} />
         <Composer
           running={status !== "idle"}
           onSend={send}

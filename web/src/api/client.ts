@@ -101,6 +101,7 @@ export interface AccountChange {
   is_admin?: boolean;
 }
 export type Checkpoint = Schemas["CheckpointOut"];
+export type SearchHit = Schemas["SearchHitOut"];
 
 export const api = {
   me: () => request<Me>("GET", "/api/me"),
@@ -109,6 +110,7 @@ export const api = {
   logout: () => request<void>("POST", "/api/auth/logout", {}),
   health: () => request<Health>("GET", "/api/health"),
   conversations: () => request<Conversation[]>("GET", "/api/conversations"),
+  search: (text: string) => request<SearchHit[]>("GET", `/api/search?q=${encodeURIComponent(text)}`),
   conversation: (cid: string) => request<Conversation>("GET", conv(cid)),
   createConversation: (title?: string) =>
     request<Conversation>("POST", "/api/conversations", title ? { title } : {}),

@@ -3,6 +3,7 @@ import { useState } from "react";
 import { ThemeToggle } from "../ThemeToggle";
 import type { Conversation } from "../api/client";
 import { relativeTime } from "../format";
+import { SearchBox, SearchResults } from "./Search";
 
 /** The list's word for a conversation; `offline`: the server cannot be reached. */
 export function statusLabel(
@@ -114,6 +115,7 @@ export function Sidebar({
   activeId,
   offline,
   onOpen,
+  onOpenAt,
   onCreate,
   onRename,
   onDelete,
@@ -126,6 +128,8 @@ export function Sidebar({
   activeId: string | null;
   offline: boolean;
   onOpen: (cid: string) => void;
+  /** A search hit: the conversation, at the message `seq` when there is one. */
+  onOpenAt: (cid: string, seq: number | null) => void;
   onCreate: () => void;
   onRename: (cid: string, title: string) => Promise<void>;
   onDelete: (cid: string) => Promise<void>;
@@ -134,6 +138,7 @@ export function Sidebar({
   user: string;
   model: string | null;
 }) {
+  const [query, setQuery] = useState("");
   return (
     <nav className="sidebar" aria-label="Conversations">
       <div className="brand">
@@ -146,6 +151,10 @@ export function Sidebar({
       <button type="button" className="new-conv primary" onClick={onCreate}>
         + New conversation
       </button>
+      <SearchBox onQuery={setQuery} />
+      {query.trim() ? (
+        <SearchResults query={query} onOpen={onOpenAt} />
+      ) : (
       <ul className="conv-list">
         {conversations === null && <li className="muted pad">Loading…</li>}
         {conversations?.length === 0 && <li className="muted pad">No conversations yet.</li>}
@@ -161,6 +170,7 @@ export function Sidebar({
           />
         ))}
       </ul>
+      )}
       <div className="sidebar-footer">
         <button type="button" className="settings-button" onClick={onSettings}>
           <span aria-hidden="true">⚙</span> Settings

@@ -130,6 +130,15 @@ function shownElsewhere(state: ViewState, item: Item): boolean {
   return item.kind === "approval" && item.decision === "deny" && Object.hasOwn(state.tools, item.callId);
 }
 
+/** The row holding event `seq`: the last one that starts at or before it (an item's key is
+ * the seq it started at, an answer's prefixed with "a"). -1 when none does. */
+export function rowAt(items: readonly Item[], seq: number): number {
+  for (let i = items.length - 1; i >= 0; i--) {
+    if (Number(items[i]!.key.replace(/^\D+/, "")) <= seq) return i;
+  }
+  return -1;
+}
+
 /** Rows rendered at first; earlier ones come in pages as the reader scrolls up. */
 const WINDOW = 150;
 
@@ -138,11 +147,14 @@ export function Timeline({
   state,
   empty,
   onShowPreview,
+  focusSeq,
 }: {
   cid: string;
   state: ViewState;
   empty?: React.ReactNode;
   onShowPreview?: () => void;
+  /** scroll to the message of this event once it is loaded (a search hit) */
+  focusSeq?: number | null;
 }) {
   const scroller = useRef<HTMLDivElement>(null);
   const pinned = useRef(true);
@@ -217,6 +229,24 @@ export function Timeline({
     card?.scrollIntoView({ block: "nearest" });
   }, [waiting]);
 
+  // A search hit: its row is rendered (earlier rows too, if it was among them), then shown.
+  const [found, setFound] = useState<string | null>(null);
+  const shownSeq = useRef<number | null>(null);
+  useEffect(() => {
+    if (!focusSeq || shownSeq.current === focusSeq || state.lastSeq < focusSeq) return;
+    const index = rowAt(state.items, focusSeq);
+    if (index < 0) return;
+    if (index < start) {
+      setFrom(index);
+      return; // shown once rendered
+    }
+    shownSeq.current = focusSeq;
+    const key = state.items[index]!.key;
+    pinned.current = false;
+    setFound(key);
+    scroller.current?.querySelector(`[data-key="${CSS.escape(key)}"]`)?.scrollIntoView({ block: "center" });
+  }, [focusSeq, state, start]);
+
   const running = state.activeRun !== null;
   const last = state.items[state.items.length - 1];
   const waitingForModel = running && (!last || last.kind === "user" || (last.kind === "tool" && last.result));
@@ -233,7 +263,11 @@ export function Timeline({
         )}
         {state.items.slice(start).map((item) =>
           shownElsewhere(state, item) ? null : (
-            <div className={`row row-${item.kind}`} key={item.key}>
+            <div
+              className={`row row-${item.kind}${item.key === found ? " found" : ""}`}
+              key={item.key}
+              data-key={item.key}
+            >
               <Row cid={cid} item={item} latest={item === last && !running} onShowPreview={onShowPreview} />
             </div>
           ),
