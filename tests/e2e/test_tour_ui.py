@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Awaitable
 from pathlib import Path
 
 from playwright.async_api import Browser, expect
 
 from burrow.llm.base import ScriptedTurn
+from burrow.llm.scripted import ScriptedProvider
 from tests.e2e.conftest import shot
-from tests.e2e.tour import DESKTOP, SLOW, base_of, harness, sign_in
+from tests.api.harness import running_server
+from tests.e2e.tour import DESKTOP, PHONE, SLOW, base_of, eventually, harness, sign_in
 
 WAIT_S = 3.0  # how long the person takes to approve
 
@@ -94,3 +97,54 @@ async def test_search_finds_a_message_and_opens_its_conversation_there(
         await expect(results).to_contain_text("Nothing found")
         await box.press("Escape")
         await expect(page.get_by_role("navigation").locator(f'[data-cid="{cid}"]')).to_be_visible()
+
+
+async def test_approval_mode_and_model_are_chosen_before_the_first_message(
+    tmp_path: Path, browser: Browser
+) -> None:
+    provider = ScriptedProvider([ScriptedTurn(text="Hello."), ScriptedTurn(text="Again.")])
+    key = {"openai_api_key": "sk-test-not-used"}  # so the server lists OpenAI's models
+    async with running_server(tmp_path, lambda: provider, **key) as srv:
+        context = await browser.new_context(viewport=PHONE)  # type: ignore[arg-type]
+        page = await context.new_page()
+        try:
+            await sign_in(page, base_of(srv))
+            options = page.get_by_role("group", name="Start with")
+            await options.get_by_label("Approval mode for this conversation").select_option(
+                "read_only"
+            )
+            model = options.get_by_label("Model for this conversation")
+            await expect(model.locator("option")).not_to_have_count(1)  # the list arrived
+            chosen = await model.locator("option").nth(1).get_attribute("value")
+            assert chosen
+            await model.select_option(chosen)
+            await shot(page, "tour-start-options-phone")
+            await page.get_by_label("Message").fill("hi there")
+            await page.get_by_label("Message").press("Enter")
+            await expect(page).to_have_url(re.compile(r"/c/c_"))
+            cid = page.url.rsplit("/", 1)[1]
+            created = (await srv.client.get(f"/api/conversations/{cid}")).json()
+            assert (created["approval_mode"], created["model"]) == ("read_only", chosen)
+            said = [e for e in await srv.events(cid) if e["type"] == "user.message"]
+            assert [e["data"]["content"] for e in said] == ["hi there"]
+            await expect(options).to_have_count(0)  # the header has them from now on
+
+            # A new, empty conversation: the choice is stored as it is made.
+            await page.get_by_role("button", name="Conversations").click()
+            await page.get_by_role("button", name="+ New conversation").click()
+            await expect(page).not_to_have_url(re.compile(cid))
+            fresh = page.url.rsplit("/", 1)[1]
+            await options.get_by_label("Approval mode for this conversation").select_option("auto")
+
+            async def stored() -> str:
+                response = await srv.client.get(f"/api/conversations/{fresh}")
+                mode: str = response.json()["approval_mode"]
+                return mode
+
+            await eventually(lambda: _is(stored(), "auto"), "the mode is stored")
+        finally:
+            await context.close()
+
+
+async def _is(value: Awaitable[str], expected: str) -> bool:
+    return await value == expected

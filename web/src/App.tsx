@@ -2,6 +2,7 @@
 import { useCallback, useEffect, useState } from "react";
 import { ApiError, api, type Conversation, type Health, type Me } from "./api/client";
 import { Composer } from "./composer/Composer";
+import { DEFAULT_START, StartOptions, type StartChoice } from "./composer/StartOptions";
 import { ConversationView } from "./ConversationView";
 import { ErrorBoundary } from "./ErrorBoundary";
 import { SEARCH_ID } from "./conversations/Search";
@@ -35,6 +36,8 @@ export function App() {
   // A search hit's message, to be scrolled to once its conversation is open.
   const [focusAt, setFocusAt] = useState<{ cid: string; seq: number } | null>(null);
   const [error, setError] = useState<string | null>(null);
+  // The approval mode and model a conversation started from the home screen gets.
+  const [start, setStart] = useState<StartChoice>(DEFAULT_START);
 
   const refresh = useCallback(async () => {
     try {
@@ -88,7 +91,11 @@ export function App() {
   };
 
   const create = async (firstMessage?: string) => {
-    const created = await api.createConversation(firstMessage ? titleFrom(firstMessage) : undefined);
+    const chosen = firstMessage
+      ? { title: titleFrom(firstMessage), approval_mode: start.approval_mode, model: start.model }
+      : {};
+    const created = await api.createConversation(chosen);
+    if (firstMessage) setStart(DEFAULT_START);
     setConversations((list) => [created, ...(list ?? [])]);
     if (firstMessage) setPending({ cid: created.id, text: firstMessage });
     open(created.id);
@@ -220,6 +227,7 @@ export function App() {
             <div className="timeline">
               <div className="timeline-inner">{firstRun ?? <Welcome />}</div>
             </div>
+            <StartOptions choice={start} onChange={setStart} />
             <Composer running={false} onSend={(text) => create(text)} onStop={async () => undefined} />
           </main>
         </div>

@@ -112,8 +112,8 @@ export const api = {
   conversations: () => request<Conversation[]>("GET", "/api/conversations"),
   search: (text: string) => request<SearchHit[]>("GET", `/api/search?q=${encodeURIComponent(text)}`),
   conversation: (cid: string) => request<Conversation>("GET", conv(cid)),
-  createConversation: (title?: string) =>
-    request<Conversation>("POST", "/api/conversations", title ? { title } : {}),
+  createConversation: (fields: { title?: string; approval_mode?: ApprovalMode; model?: string | null } = {}) =>
+    request<Conversation>("POST", "/api/conversations", fields),
   renameConversation: (cid: string, title: string) =>
     request<Conversation>("PATCH", conv(cid), { title }),
   setApprovalMode: (cid: string, approval_mode: ApprovalMode) =>
