@@ -15,7 +15,7 @@ from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
 from tests.e2e.conftest import shot
 from tests.api.harness import running_server
-from tests.e2e.tour import DESKTOP, PHONE, SLOW, base_of, eventually, harness, sign_in
+from tests.e2e.tour import DESKTOP, PHONE, SLOW, base_of, eventually, harness, serve, sign_in
 
 WAIT_S = 3.0  # how long the person takes to approve
 
@@ -148,3 +148,63 @@ async def test_approval_mode_and_model_are_chosen_before_the_first_message(
 
 async def _is(value: Awaitable[str], expected: str) -> bool:
     return await value == expected
+
+
+async def test_an_example_prompt_starts_a_conversation(tmp_path: Path, browser: Browser) -> None:
+    # `burrow serve --model scripted:…`: a model is configured, so the welcome shows.
+    with serve(tmp_path, [{"text": "On it."}]) as server:
+        context = await browser.new_context(viewport=DESKTOP)  # type: ignore[arg-type]
+        context.set_default_timeout(15_000)
+        page = await context.new_page()
+        await sign_in(page, server.base)
+        examples = page.get_by_role("list", name="Example prompts").get_by_role("button")
+        await expect(examples).not_to_have_count(0)
+        await shot(page, "tour-empty-state")
+        prompt = await examples.first.inner_text()
+        await examples.first.click()
+        await expect(page.locator(".user-text")).to_have_text(prompt)
+        await expect(page.locator(".run-end")).to_contain_text("Done", timeout=SLOW)
+        await context.close()
+
+
+async def test_the_panel_tab_is_remembered(tmp_path: Path, browser: Browser) -> None:
+    async with harness(tmp_path, browser, [], DESKTOP) as (srv, page):
+        first = await srv.create_conversation("one")
+        second = await srv.create_conversation("two")
+        await sign_in(page, base_of(srv), f"/c/{first}")
+        changes = page.get_by_role("tab", name="Changes")
+        await expect(page.get_by_role("tab", name="Files")).to_have_attribute(
+            "aria-selected", "true"
+        )
+        await changes.click()
+        await expect(changes).to_have_attribute("aria-selected", "true")
+        await page.goto(f"{base_of(srv)}/c/{second}")  # another conversation, a reload
+        await expect(changes).to_have_attribute("aria-selected", "true")
+
+
+async def test_a_terminal_lost_to_a_restart_says_so(tmp_path: Path, browser: Browser) -> None:
+    with serve(tmp_path, []) as server:
+        context = await browser.new_context(viewport=DESKTOP)  # type: ignore[arg-type]
+        context.set_default_timeout(15_000)
+        page = await context.new_page()
+        try:
+            await sign_in(page, server.base)
+            made = await page.request.post(f"{server.base}/api/conversations", data={})
+            cid = (await made.json())["id"]
+            await page.goto(f"{server.base}/c/{cid}")
+            await page.get_by_role("tab", name="Terminal").click()
+            view = page.locator(".terminal-view")
+            await expect(view).to_have_attribute("data-link", "open", timeout=SLOW)
+
+            server.kill()
+            await expect(page.get_by_text("Connection lost — reconnecting…")).to_be_visible()
+            server.start()
+            lost = page.get_by_role("alert").filter(has_text="ended when the server restarted")
+            await expect(lost).to_be_visible(timeout=SLOW)
+            await expect(page.locator(".terminal-host")).to_be_hidden()  # no dead pane
+            await shot(page, "tour-terminal-lost")
+            await lost.get_by_role("button", name="Open a new terminal").click()
+            await expect(view).to_have_attribute("data-link", "open", timeout=SLOW)
+            await expect(page.get_by_role("tab", name="Shell 1")).to_have_count(1)
+        finally:
+            await context.close()

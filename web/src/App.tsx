@@ -212,7 +212,7 @@ export function App() {
             onMenu={() => setMenuOpen(true)}
             onChanged={() => void refresh()}
             onLeave={leave}
-            emptyState={firstRun ?? <Welcome />}
+            emptyState={firstRun ?? <Welcome onPick={(text) => setPending({ cid: activeId, text })} />}
           />
         </ErrorBoundary>
       ) : (
@@ -225,7 +225,9 @@ export function App() {
               <h1>Burrow</h1>
             </header>
             <div className="timeline">
-              <div className="timeline-inner">{firstRun ?? <Welcome />}</div>
+              <div className="timeline-inner">
+                {firstRun ?? <Welcome onPick={(text) => void create(text).catch((e: unknown) => setError(String(e)))} />}
+              </div>
             </div>
             <StartOptions choice={start} onChange={setStart} />
             <Composer running={false} onSend={(text) => create(text)} onStop={async () => undefined} />
@@ -253,7 +255,15 @@ function titleFrom(message: string): string {
   return line.length > 60 ? `${line.slice(0, 57)}…` : line || DEFAULT_TITLE;
 }
 
-function Welcome() {
+// Things the agent does well in a sandbox with no network: each one is sent as it is.
+const EXAMPLES = [
+  "Build a to-do list web app in plain HTML, CSS and JavaScript, and open it in the preview",
+  "Write a Python script that finds the primes below 10,000, with tests, and run them",
+  "Make a landing page for a neighbourhood bakery and show it in the preview",
+  "Write a shell script that counts lines of code per file type in the workspace",
+];
+
+function Welcome({ onPick }: { onPick: (text: string) => void }) {
   return (
     <section className="welcome">
       <h2>What should we build?</h2>
@@ -262,6 +272,15 @@ function Welcome() {
         servers. Watch every step here, open a terminal beside it, browse the files, and try the
         app in the preview.
       </p>
+      <ul className="examples" aria-label="Example prompts">
+        {EXAMPLES.map((text) => (
+          <li key={text}>
+            <button type="button" className="example" onClick={() => onPick(text)}>
+              {text}
+            </button>
+          </li>
+        ))}
+      </ul>
     </section>
   );
 }

@@ -8,6 +8,7 @@ import { SecretsPicker, SecretsWarning } from "./conversations/ConversationSecre
 import { ModelSelect } from "./conversations/ModelSelect";
 import { formatCost, formatTokens } from "./format";
 import { SidePanel, type Tab } from "./panel/SidePanel";
+import { rememberedTab, rememberTab } from "./panel/tabMemory";
 import { type Item, runStatus, type RunStatus } from "./timeline/reducer";
 import { useConversationEvents } from "./timeline/stream";
 import { Timeline } from "./timeline/Timeline";
@@ -102,7 +103,11 @@ export function ConversationView({
     narrow.addEventListener("change", onChange);
     return () => narrow.removeEventListener("change", onChange);
   }, []);
-  const [tab, setTab] = useState<Tab>("files");
+  const [tab, setTab] = useState<Tab>(() => rememberedTab());
+  const chooseTab = useCallback((next: Tab) => {
+    rememberTab(next); // the person's choice; a preview opening by itself is not one
+    setTab(next);
+  }, []);
   const lastPreview = useRef<string | null>(null);
 
 
@@ -256,7 +261,7 @@ export function ConversationView({
         <SidePanel
           cid={cid}
           tab={tab}
-          onTab={setTab}
+          onTab={chooseTab}
           preview={state.preview}
           filesVersion={state.filesVersion}
           sandbox={sandbox}
