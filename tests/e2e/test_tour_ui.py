@@ -208,3 +208,78 @@ async def test_a_terminal_lost_to_a_restart_says_so(tmp_path: Path, browser: Bro
             await expect(page.get_by_role("tab", name="Shell 1")).to_have_count(1)
         finally:
             await context.close()
+
+
+async def test_the_app_is_installable(tmp_path: Path, browser: Browser) -> None:
+    async with harness(tmp_path, browser, [], DESKTOP) as (srv, page):
+        base = base_of(srv)
+        await sign_in(page, base)
+        link = await page.locator('link[rel="manifest"]').get_attribute("href")
+        assert link == "/manifest.webmanifest"
+        theme = page.locator('meta[name="theme-color"]')
+        assert re.fullmatch(r"#[0-9a-f]{6}", await theme.get_attribute("content") or "")
+        served = await page.request.get(base + link)
+        assert served.ok and served.headers["content-type"] == "application/manifest+json"
+        manifest = await served.json()
+        assert manifest["start_url"] == "/" and manifest["display"] == "standalone"
+        assert manifest["theme_color"] and manifest["name"] == "Burrow"
+        sizes = set()
+        for icon in manifest["icons"]:
+            image = await page.request.get(base + icon["src"])
+            assert image.ok and image.headers["content-type"] == "image/png"
+            body = await image.body()
+            assert body.startswith(b"\x89PNG\r\n\x1a\n")
+            width, height = int.from_bytes(body[16:20], "big"), int.from_bytes(body[20:24], "big")
+            assert icon["sizes"] == f"{width}x{height}"
+            sizes.add(width)
+        assert {192, 512} <= sizes  # what browsers ask of an installable app
+        # Fetched by the page itself, under its Content-Security-Policy (the page fixture's
+        # console check is not used here: a refusal would fail the fetch).
+        fetched = await page.evaluate("fetch('/manifest.webmanifest').then(r => r.ok, () => false)")
+        assert fetched
+
+
+async def test_notifications_are_asked_for_on_a_click_and_then_sent_while_hidden(
+    tmp_path: Path, browser: Browser
+) -> None:
+    turns = [
+        ScriptedTurn(text="Cleaning.", tool_calls=[("bash", {"command": "rm -rf build"})]),
+        ScriptedTurn(text="Clean."),
+    ]
+    async with harness(tmp_path, browser, turns, DESKTOP) as (srv, page):
+        base = base_of(srv)
+        await page.context.grant_permissions(["notifications"], origin=base)
+        cid = await srv.create_conversation("Cleanup")
+        await sign_in(page, base)
+        await page.get_by_role("button", name=re.compile("Settings")).click()
+        section = page.get_by_role("dialog").get_by_role("region", name="Notifications")
+        toggle = section.get_by_role("checkbox")
+        await expect(toggle).not_to_be_checked()  # off until asked for
+        await toggle.check()
+        await expect(toggle).to_be_checked()
+        assert await page.evaluate("localStorage.getItem('burrow.notify')") == "on"
+        await shot(page, "tour-settings-notifications")
+
+        # The tab "hidden", the notifications recorded: headless Chromium shows none.
+        await page.add_init_script(
+            """
+            Object.defineProperty(Document.prototype, "hidden", { get: () => true });
+            window.__shown = [];
+            window.Notification = class {
+              static permission = "granted";
+              static requestPermission() { return Promise.resolve("granted"); }
+              constructor(title, options) { window.__shown.push([title, options.body]); }
+              close() {}
+            };
+            """
+        )
+        await page.goto(f"{base}/c/{cid}")
+        await page.get_by_label("Message").fill("clean")
+        await page.get_by_label("Message").press("Enter")
+        await page.get_by_role("button", name="Allow once").click(timeout=SLOW)
+        await expect(page.locator(".run-end")).to_contain_text("Done", timeout=SLOW)
+        shown = await page.evaluate("window.__shown")
+        assert shown == [
+            ["Cleanup", "The agent needs your approval to go on."],
+            ["Cleanup", "The run finished."],
+        ]

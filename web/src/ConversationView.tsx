@@ -7,6 +7,7 @@ import { MODES, StartOptions } from "./composer/StartOptions";
 import { SecretsPicker, SecretsWarning } from "./conversations/ConversationSecrets";
 import { ModelSelect } from "./conversations/ModelSelect";
 import { formatCost, formatTokens } from "./format";
+import { useRunNotifications } from "./notify";
 import { SidePanel, type Tab } from "./panel/SidePanel";
 import { rememberedTab, rememberTab } from "./panel/tabMemory";
 import { type Item, runStatus, type RunStatus } from "./timeline/reducer";
@@ -144,6 +145,7 @@ export function ConversationView({
 
   // The tab's title tells a person in another tab when the agent needs them or is done.
   const title = conversation?.title;
+  useRunNotifications(cid, title ?? "Burrow", status, failed);
   useEffect(() => {
     const mark = status === "waiting_approval" ? "◆ " : status === "running" ? "● " : "";
     document.title = `${mark}${title ?? "Conversation"} · Burrow`;

@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from "react";
 import { ApiError, api, type Me, type ModelSettings, type ProviderSettings } from "../api/client";
 import { AppearanceSection } from "../ThemeToggle";
 import { PasswordSection, TokensSection } from "./Account";
+import { NotificationsSection } from "./NotificationsSection";
 import { SecretsSection } from "./Secrets";
 import { UsersSection } from "./Users";
 
@@ -234,6 +235,7 @@ export function SettingsDialog({
       </form>
       <SecretsSection />
       <AppearanceSection />
+      <NotificationsSection />
       <PasswordSection />
       <TokensSection />
       {me?.is_admin && <UsersSection selfId={me.id} />}
