@@ -13,8 +13,8 @@ from playwright.async_api import Browser, expect
 
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
-from tests.e2e.conftest import shot
 from tests.api.harness import running_server
+from tests.e2e.conftest import shot
 from tests.e2e.tour import DESKTOP, PHONE, SLOW, base_of, eventually, harness, serve, sign_in
 
 WAIT_S = 3.0  # how long the person takes to approve

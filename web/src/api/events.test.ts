@@ -29,6 +29,7 @@ describe("the event vocabulary", () => {
       "output",
       "truncated",
       "duration_ms",
+      "approval_wait_ms", // additive (§8: approval waits shown apart from run time)
     ]);
     expect(Object.keys(schemas.ContextCompacted!.properties)).toEqual([
       "tokens_before",
