@@ -67,7 +67,9 @@ def test_the_schema_maps_every_type_and_marks_only_additive_fields_optional() ->
     assert set(schemas["EventData"]["required"]) == set(mapping)
     assert mapping["usage"] == {"$ref": "#/components/schemas/UsageReported"}
     finished = schemas["ToolFinished"]
-    assert set(finished["required"]) == set(finished["properties"])  # all six, always sent
+    # DESIGN §4's six, always sent; the approval wait only when the call was asked
+    assert set(finished["required"]) == set(finished["properties"]) - {"approval_wait_ms"}
+    assert finished["properties"]["approval_wait_ms"]["type"] == "integer"  # not nullable
     assert finished["properties"]["exit_code"]["anyOf"] == [{"type": "integer"}, {"type": "null"}]
     started = schemas["ToolStarted"]
     assert "kind" not in started["required"]
