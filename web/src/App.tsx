@@ -229,7 +229,8 @@ export function App() {
                 {firstRun ?? <Welcome onPick={(text) => void create(text).catch((e: unknown) => setError(String(e)))} />}
               </div>
             </div>
-            <StartOptions choice={start} onChange={setStart} />
+            {/* Signed in first: the sign-in screen probes nothing but /api/me. */}
+            {signedIn && <StartOptions choice={start} onChange={setStart} />}
             <Composer running={false} onSend={(text) => create(text)} onStop={async () => undefined} />
           </main>
         </div>

@@ -3,7 +3,7 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import { api, type ApprovalMode, type Conversation } from "./api/client";
 import { ContextMeter } from "./ContextMeter";
 import { Composer } from "./composer/Composer";
-import { MODES, StartOptions } from "./composer/StartOptions";
+import { MODES } from "./composer/StartOptions";
 import { SecretsPicker, SecretsWarning } from "./conversations/ConversationSecrets";
 import { ModelSelect } from "./conversations/ModelSelect";
 import { formatCost, formatTokens } from "./format";
@@ -237,18 +237,6 @@ export function ConversationView({
         </header>
         <SecretsWarning cid={cid} chosen={conversation?.secrets ?? []} />
         <Timeline cid={cid} state={state} empty={emptyState} onShowPreview={showPreview} focusSeq={focusSeq} />
-        {conversation && connection === "live" && !state.items.some((i) => i.kind === "user") && (
-          <StartOptions
-            choice={{ approval_mode: conversation.approval_mode, model: conversation.model ?? null }}
-            onChange={(next) => {
-              const change =
-                next.approval_mode !== conversation.approval_mode
-                  ? api.setApprovalMode(cid, next.approval_mode)
-                  : api.setModel(cid, next.model ?? "");
-              void change.then(onChanged, onChanged);
-            }}
-          />
-        )}
         <Composer
           running={status !== "idle"}
           onSend={send}

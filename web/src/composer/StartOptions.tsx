@@ -1,6 +1,6 @@
 // What a conversation starts with, chosen before its first message: the approval mode and
-// the model. Above the composer while the conversation is empty (afterwards the header has
-// both); the caller stores a choice (PATCH) or sends it with the new conversation (POST).
+// the model, above the home screen's composer and sent with the new conversation (POST).
+// An open conversation, empty or not, has both in its header.
 import { useEffect, useState } from "react";
 import { api, type ApprovalMode } from "../api/client";
 
