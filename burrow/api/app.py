@@ -29,6 +29,7 @@ from burrow.api.routes import (
     previews,
     profiles,
     sandbox,
+    search,
     secrets,
     settings,
     terminals,
@@ -90,6 +91,7 @@ def create_app(
         admin,
         git,
         mcp,
+        search,
     ):
         app.include_router(module.router)
     web.mount(app)  # last: the UI's catch-all never shadows /api/*

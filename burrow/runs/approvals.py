@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -151,7 +152,11 @@ class Approvals(Hook):
                 run.run_id,
             )
         )
-        decision = await answer
+        asked = time.monotonic()
+        try:
+            decision = await answer
+        finally:  # an interrupt ends the wait too
+            run.tally.approval_wait_seconds += time.monotonic() - asked
         self._open = None
         await run.emit(
             ev.make(ev.ApprovalResolved(request_id=request_id, decision=decision), run.run_id)

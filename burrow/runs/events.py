@@ -204,7 +204,9 @@ class ToolFinished(Payload):
     exit_code: int | None = None
     output: str
     truncated: bool = False
-    duration_ms: int = 0
+    duration_ms: int = 0  # from tool.started on, any wait for an approval included
+    approval_wait_ms: int | None = None  # how much of duration_ms a person was deciding
+    optional = frozenset({"approval_wait_ms"})
 
 
 class ApprovalRequested(Payload):
@@ -253,7 +255,11 @@ class RunFinished(Payload):
     error: str | None
     usage: Usage  # always whole: a run that never reached the model spent 0
     budget: BudgetHit | None = None  # which limit ended a budget_exceeded run
-    optional = frozenset({"budget"})
+    # Wall time of the run without its waits for approvals, and those waits (DESIGN §8):
+    # absent on runs closed by crash recovery (the server was down, nobody timed them).
+    duration_ms: int | None = None
+    approval_wait_ms: int | None = None
+    optional = frozenset({"budget", "duration_ms", "approval_wait_ms"})
 
 
 class Retry(Payload):

@@ -44,6 +44,7 @@ class Tally:
     cache_write_tokens: int = 0
     cost: float = 0.0
     tool_seconds: float = 0.0  # time tools ran
+    approval_wait_seconds: float = 0.0  # time a person took to answer approvals
 
     def add(self, usage: Usage, cost: float) -> None:
         self.prompt_tokens += usage.prompt_tokens

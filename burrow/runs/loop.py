@@ -136,6 +136,7 @@ class AgentRun:
         self.parent_call_id = parent_call_id
         self.tally = tally if tally is not None else Tally()
         self.error: str | None = None  # why the run did not complete, once it ended
+        self._started = time.monotonic()
         self._feed = feed
         self._out = Coalescer(env.journal, cid, run_id, parent_call_id=parent_call_id)
         self._open = OpenWork()  # this run's calls and approvals not yet closed
@@ -340,6 +341,7 @@ class AgentRun:
         tool = self.env.tools.get(raw["name"])
         call = Call(raw["id"], raw["name"], raw["arguments"], arguments, tool)
         started = time.monotonic()
+        waited_before = self.tally.approval_wait_seconds
         await self.emit(
             *self._take_answer_events(),
             ev.make(
@@ -360,6 +362,7 @@ class AgentRun:
             except RunStop as exc:  # the result is still written, then the run ends
                 stop = stop or exc
         result = outcome.result
+        waited = self.tally.approval_wait_seconds - waited_before
         await self.emit(
             *await self._out.take(),
             ev.make(
@@ -370,6 +373,7 @@ class AgentRun:
                     exit_code=result.exit_code,
                     truncated=result.truncated,
                     duration_ms=round((time.monotonic() - started) * 1000),
+                    approval_wait_ms=round(waited * 1000) if waited else None,
                 ),
                 self.run_id,
             ),
@@ -433,8 +437,14 @@ class AgentRun:
         reason = "Interrupted by the user." if status == "canceled" else f"Run ended: {error}"
         closing += self._open.closing(reason, timed=True)
         if self.parent_call_id is None:
+            waited = self.tally.approval_wait_seconds
             finished = ev.RunFinished(
-                status=status, error=error, usage=self.tally.usage(), budget=budget
+                status=status,
+                error=error,
+                usage=self.tally.usage(),
+                budget=budget,
+                duration_ms=round((time.monotonic() - self._started - waited) * 1000),
+                approval_wait_ms=round(waited * 1000),
             )
             closing.append(ev.make(finished, self.run_id))
         if closing:  # a subagent that ended cleanly has nothing left to write

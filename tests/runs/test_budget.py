@@ -4,6 +4,7 @@ says which limit, and a new run (after raising the limit) carries on from there.
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,7 @@ async def test_time_waiting_for_an_approval_is_not_tool_time(
     )
     async with running_server(tmp_path, lambda: provider) as srv:
         cid = await srv.create_conversation()
+        sent = time.monotonic()
         run = await srv.send(cid, "clean up")
         request = await srv.wait_for(cid, lambda e: e["type"] == "approval.requested")
         await asyncio.sleep(3.5)  # the owner takes longer than the whole tool budget
@@ -140,11 +142,18 @@ async def test_time_waiting_for_an_approval_is_not_tool_time(
         )
         assert answer.status_code == 200
         finished = (await srv.run_finished(cid, run["run_id"]))["data"]
+        wall_ms = (time.monotonic() - sent) * 1000
         events = await srv.events(cid)
     assert finished["status"] == "completed", finished
     first = of_type(events, "tool.finished")[0]
     assert first["duration_ms"] >= 3500  # the call's own clock includes the wait ...
     assert len(provider.requests) == 3  # ... the budget's does not
+    # Both say how long the person took, apart from the time the work took.
+    assert first["approval_wait_ms"] >= 3500
+    assert first["duration_ms"] - first["approval_wait_ms"] < 3000
+    assert "approval_wait_ms" not in of_type(events, "tool.finished")[1]  # not asked
+    assert finished["approval_wait_ms"] >= 3500
+    assert 0 < finished["duration_ms"] <= wall_ms - finished["approval_wait_ms"]
 
 
 def test_max_steps_is_an_alias_of_run_max_steps(monkeypatch: pytest.MonkeyPatch) -> None:

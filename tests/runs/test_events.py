@@ -67,8 +67,13 @@ def test_the_schema_maps_every_type_and_marks_only_additive_fields_optional() ->
     assert set(schemas["EventData"]["required"]) == set(mapping)
     assert mapping["usage"] == {"$ref": "#/components/schemas/UsageReported"}
     finished = schemas["ToolFinished"]
-    # all six, always sent; `parent_call_id` only on a subagent's events, on every type
-    assert set(finished["required"]) == set(finished["properties"]) - {"parent_call_id"}
+    # DESIGN §4's six, always sent; the approval wait only when the call was asked;
+    # `parent_call_id` only on a subagent's events, on every type
+    assert set(finished["required"]) == set(finished["properties"]) - {
+        "approval_wait_ms",
+        "parent_call_id",
+    }
+    assert finished["properties"]["approval_wait_ms"]["type"] == "integer"  # not nullable
     for kind in mapping.values():
         payload = schemas[kind["$ref"].rsplit("/", 1)[1]]
         assert payload["properties"]["parent_call_id"]["type"] == "string"

@@ -2,8 +2,10 @@
 import { useCallback, useEffect, useState } from "react";
 import { ApiError, api, type Conversation, type Health, type Me } from "./api/client";
 import { Composer } from "./composer/Composer";
+import { DEFAULT_START, StartOptions, type StartChoice } from "./composer/StartOptions";
 import { ConversationView } from "./ConversationView";
 import { ErrorBoundary } from "./ErrorBoundary";
+import { SEARCH_ID } from "./conversations/Search";
 import { Sidebar } from "./conversations/Sidebar";
 import { Login } from "./settings/Login";
 import { focusComposer, ShortcutsDialog, useShortcuts } from "./Shortcuts";
@@ -31,7 +33,11 @@ export function App() {
   const [shortcutsOpen, setShortcutsOpen] = useState(false);
   const [menuOpen, setMenuOpen] = useState(false);
   const [pending, setPending] = useState<{ cid: string; text: string } | null>(null);
+  // A search hit's message, to be scrolled to once its conversation is open.
+  const [focusAt, setFocusAt] = useState<{ cid: string; seq: number } | null>(null);
   const [error, setError] = useState<string | null>(null);
+  // The approval mode and model a conversation started from the home screen gets.
+  const [start, setStart] = useState<StartChoice>(DEFAULT_START);
 
   const refresh = useCallback(async () => {
     try {
@@ -85,7 +91,11 @@ export function App() {
   };
 
   const create = async (firstMessage?: string) => {
-    const created = await api.createConversation(firstMessage ? titleFrom(firstMessage) : undefined);
+    const chosen = firstMessage
+      ? { title: titleFrom(firstMessage), approval_mode: start.approval_mode, model: start.model }
+      : {};
+    const created = await api.createConversation(chosen);
+    if (firstMessage) setStart(DEFAULT_START);
     setConversations((list) => [created, ...(list ?? [])]);
     if (firstMessage) setPending({ cid: created.id, text: firstMessage });
     open(created.id);
@@ -143,6 +153,12 @@ export function App() {
     stop: running ? () => void api.interrupt(activeId).catch((e: unknown) => setError(String(e))) : undefined,
     new: signedIn ? newConversation : undefined,
     focus: focusComposer,
+    search: signedIn
+      ? () => {
+          setMenuOpen(true); // the sidebar is a drawer on a phone
+          document.getElementById(SEARCH_ID)?.focus();
+        }
+      : undefined,
     help: () => setShortcutsOpen(true),
   });
 
@@ -164,9 +180,13 @@ export function App() {
         activeId={activeId}
         offline={offline}
         onOpen={open}
+        onOpenAt={(cid, seq) => {
+          setFocusAt(seq === null ? null : { cid, seq });
+          open(cid);
+        }}
         onCreate={newConversation}
         onCreateFromRepo={async (repo) => {
-          const created = await api.createConversation(titleFrom(repo.url), repo);
+          const created = await api.createConversation({ title: titleFrom(repo.url), repo });
           setConversations((list) => [created, ...(list ?? [])]);
           open(created.id);
         }}
@@ -199,13 +219,14 @@ export function App() {
             cid={activeId}
             conversation={active}
             initialMessage={pending?.cid === activeId ? pending.text : null}
+            focusSeq={focusAt?.cid === activeId ? focusAt.seq : null}
             onStatus={onStatus}
             onSent={onSent}
             onMenu={() => setMenuOpen(true)}
             onChanged={() => void refresh()}
             onLeave={leave}
             onForked={onForked}
-            emptyState={firstRun ?? <Welcome />}
+            emptyState={firstRun ?? <Welcome onPick={(text) => setPending({ cid: activeId, text })} />}
           />
         </ErrorBoundary>
       ) : (
@@ -218,8 +239,12 @@ export function App() {
               <h1>Burrow</h1>
             </header>
             <div className="timeline">
-              <div className="timeline-inner">{firstRun ?? <Welcome />}</div>
+              <div className="timeline-inner">
+                {firstRun ?? <Welcome onPick={(text) => void create(text).catch((e: unknown) => setError(String(e)))} />}
+              </div>
             </div>
+            {/* Signed in first: the sign-in screen probes nothing but /api/me. */}
+            {signedIn && <StartOptions choice={start} onChange={setStart} />}
             <Composer running={false} onSend={(text) => create(text)} onStop={async () => undefined} />
           </main>
         </div>
@@ -245,7 +270,15 @@ function titleFrom(message: string): string {
   return line.length > 60 ? `${line.slice(0, 57)}…` : line || DEFAULT_TITLE;
 }
 
-function Welcome() {
+// Things the agent does well in a sandbox with no network: each one is sent as it is.
+const EXAMPLES = [
+  "Build a to-do list web app in plain HTML, CSS and JavaScript, and open it in the preview",
+  "Write a Python script that finds the primes below 10,000, with tests, and run them",
+  "Make a landing page for a neighbourhood bakery and show it in the preview",
+  "Write a shell script that counts lines of code per file type in the workspace",
+];
+
+function Welcome({ onPick }: { onPick: (text: string) => void }) {
   return (
     <section className="welcome">
       <h2>What should we build?</h2>
@@ -254,6 +287,15 @@ function Welcome() {
         servers. Watch every step here, open a terminal beside it, browse the files, and try the
         app in the preview.
       </p>
+      <ul className="examples" aria-label="Example prompts">
+        {EXAMPLES.map((text) => (
+          <li key={text}>
+            <button type="button" className="example" onClick={() => onPick(text)}>
+              {text}
+            </button>
+          </li>
+        ))}
+      </ul>
     </section>
   );
 }

@@ -3,20 +3,17 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import { api, type ApprovalMode, type Conversation } from "./api/client";
 import { ContextMeter } from "./ContextMeter";
 import { Composer } from "./composer/Composer";
+import { MODES } from "./composer/StartOptions";
 import { SecretsPicker, SecretsWarning } from "./conversations/ConversationSecrets";
 import { ModelSelect } from "./conversations/ModelSelect";
 import { NetworkSelect, networkLabel, useSandboxNetwork } from "./conversations/NetworkSelect";
 import { formatCost, formatTokens } from "./format";
+import { useRunNotifications } from "./notify";
 import { SidePanel, type Tab } from "./panel/SidePanel";
+import { rememberedTab, rememberTab } from "./panel/tabMemory";
 import { type Item, runStatus, type RunStatus } from "./timeline/reducer";
 import { useConversationEvents } from "./timeline/stream";
 import { Timeline } from "./timeline/Timeline";
-
-const MODES: { id: ApprovalMode; label: string; hint: string }[] = [
-  { id: "ask", label: "Ask before risky", hint: "Ask before dangerous commands" },
-  { id: "auto", label: "Auto-approve", hint: "Run everything inside the sandbox without asking" },
-  { id: "read_only", label: "Read-only", hint: "Allow only calls that read" },
-];
 
 function ApprovalModeSelect({
   cid,
@@ -76,6 +73,7 @@ export function ConversationView({
   cid,
   conversation,
   initialMessage,
+  focusSeq,
   onStatus,
   onSent,
   onMenu,
@@ -87,6 +85,8 @@ export function ConversationView({
   cid: string;
   conversation: Conversation | undefined;
   initialMessage: string | null;
+  /** a message to scroll to (a search hit), by its event seq */
+  focusSeq?: number | null;
   onStatus: (live: LiveStatus) => void;
   onSent: (cid: string, content: string) => void;
   onMenu: () => void;
@@ -110,7 +110,11 @@ export function ConversationView({
     narrow.addEventListener("change", onChange);
     return () => narrow.removeEventListener("change", onChange);
   }, []);
-  const [tab, setTab] = useState<Tab>("files");
+  const [tab, setTab] = useState<Tab>(() => rememberedTab());
+  const chooseTab = useCallback((next: Tab) => {
+    rememberTab(next); // the person's choice; a preview opening by itself is not one
+    setTab(next);
+  }, []);
   const lastPreview = useRef<string | null>(null);
 
 
@@ -156,6 +160,7 @@ export function ConversationView({
 
   // The tab's title tells a person in another tab when the agent needs them or is done.
   const title = conversation?.title;
+  useRunNotifications(cid, title ?? "Burrow", status, failed);
   useEffect(() => {
     const mark = status === "waiting_approval" ? "◆ " : status === "running" ? "● " : "";
     document.title = `${mark}${title ?? "Conversation"} · Burrow`;
@@ -253,7 +258,14 @@ export function ConversationView({
           </button>
         </header>
         <SecretsWarning cid={cid} chosen={conversation?.secrets ?? []} network={conversation?.network} />
-        <Timeline cid={cid} state={state} empty={emptyState} onShowPreview={showPreview} onResend={resend} />
+        <Timeline
+          cid={cid}
+          state={state}
+          empty={emptyState}
+          onShowPreview={showPreview}
+          onResend={resend}
+          focusSeq={focusSeq}
+        />
         <Composer
           running={status !== "idle"}
           onSend={send}
@@ -268,7 +280,7 @@ export function ConversationView({
         <SidePanel
           cid={cid}
           tab={tab}
-          onTab={setTab}
+          onTab={chooseTab}
           preview={state.preview}
           filesVersion={state.filesVersion}
           sandbox={sandbox}

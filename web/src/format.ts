@@ -36,3 +36,8 @@ export function relativeTime(iso: string, now = Date.now()): string {
   if (seconds < 86400) return `${Math.floor(seconds / 3600)}h ago`;
   return `${Math.floor(seconds / 86400)}d ago`;
 }
+
+/** Time a person spent deciding on an approval, told apart from run time (DESIGN §8). */
+export function formatApprovalWait(ms: number): string | null {
+  return ms > 0 ? `waited ${formatDuration(ms)} for approval` : null;
+}

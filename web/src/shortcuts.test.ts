@@ -30,6 +30,9 @@ describe("shortcutFor", () => {
     expect(press(document.body, "O", { ctrlKey: true, shiftKey: true })).toBe("new");
     expect(press(document.body, "o", { metaKey: true, shiftKey: true })).toBe("new");
     expect(press(document.body, "o", { ctrlKey: true })).toBeNull();
+    expect(press(document.body, "k", { ctrlKey: true })).toBe("search");
+    expect(press(document.body, "K", { metaKey: true })).toBe("search");
+    expect(press(add("textarea"), "k", { ctrlKey: true })).toBe("search"); // from the composer too
     expect(press(document.body, "x")).toBeNull();
   });
 

@@ -1,5 +1,5 @@
 // The keyboard shortcuts: one table, which both the handler and the "?" list read.
-export type ShortcutAction = "stop" | "new" | "focus" | "help";
+export type ShortcutAction = "stop" | "new" | "focus" | "search" | "help";
 
 export interface Shortcut {
   action: ShortcutAction;
@@ -11,6 +11,7 @@ export const SHORTCUTS: readonly Shortcut[] = [
   { action: "stop", keys: "Esc", does: "Stop the running agent" },
   { action: "new", keys: "Ctrl+Shift+O  (⌘⇧O)", does: "New conversation" },
   { action: "focus", keys: "/", does: "Focus the message box" },
+  { action: "search", keys: "Ctrl+K  (⌘K)", does: "Search conversations" },
   { action: "help", keys: "?", does: "Show these shortcuts" },
 ];
 
@@ -33,6 +34,7 @@ export function shortcutFor(e: KeyboardEvent): ShortcutAction | null {
   if (inTerminal || inDialog) return null;
   const mod = e.ctrlKey || e.metaKey;
   if (mod && e.shiftKey && !e.altKey && e.key.toLowerCase() === "o") return "new";
+  if (mod && !e.shiftKey && !e.altKey && e.key.toLowerCase() === "k") return "search";
   if (mod || e.altKey) return null;
   if (e.key === "Escape") return !typing || target?.id === COMPOSER_ID ? "stop" : null;
   if (typing) return null;

@@ -117,6 +117,7 @@ export interface AccountChange {
 }
 export type Checkpoint = Schemas["CheckpointOut"];
 export type RepoIn = Schemas["RepoIn"];
+export type SearchHit = Schemas["SearchHitOut"];
 
 export const api = {
   me: () => request<Me>("GET", "/api/me"),
@@ -125,10 +126,12 @@ export const api = {
   logout: () => request<void>("POST", "/api/auth/logout", {}),
   health: () => request<Health>("GET", "/api/health"),
   conversations: () => request<Conversation[]>("GET", "/api/conversations"),
+  search: (text: string) => request<SearchHit[]>("GET", `/api/search?q=${encodeURIComponent(text)}`),
   conversation: (cid: string) => request<Conversation>("GET", conv(cid)),
   /** With `repo`, the server clones it into the workspace in the background (workspace.import). */
-  createConversation: (title?: string, repo?: RepoIn) =>
-    request<Conversation>("POST", "/api/conversations", { ...(title ? { title } : {}), ...(repo ? { repo } : {}) }),
+  createConversation: (
+    fields: { title?: string; approval_mode?: ApprovalMode; model?: string | null; repo?: RepoIn } = {},
+  ) => request<Conversation>("POST", "/api/conversations", fields),
   /** Commits the working tree to `branch` and pushes it (from the sandbox). */
   gitPush: (cid: string, push: { branch: string; remote?: string; secret?: string; message?: string }) =>
     request<Schemas["GitPushed"]>("POST", `${conv(cid)}/git/push`, push),

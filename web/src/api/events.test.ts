@@ -29,7 +29,8 @@ describe("the event vocabulary", () => {
       "output",
       "truncated",
       "duration_ms",
-      "parent_call_id", // DESIGN §8: on a subagent's events (every type)
+      "approval_wait_ms", // additive (§8: approval waits shown apart from run time)
+      "parent_call_id", // DESIGN §8: on a subagent's events (every type), listed last
     ]);
     expect(Object.keys(schemas.ContextCompacted!.properties)).toEqual([
       "tokens_before",

@@ -67,7 +67,7 @@ const SHAPES: { [K in EventType]: Partial<Record<keyof EventData[K], Field>> } =
   "assistant.message": { content: "string", thinking: "string" },
   "tool.started": { call_id: "id", name: "string", arguments: "any", kind: "object" },
   "tool.output": { call_id: "id", text: "string" },
-  "tool.finished": { call_id: "id", is_error: "bool", output: "string", truncated: "bool", duration_ms: "count" },
+  "tool.finished": { call_id: "id", is_error: "bool", output: "string", truncated: "bool", duration_ms: "count", approval_wait_ms: "count" },
   "approval.requested": { request_id: "id", call_id: "string", tool: "string", arguments: "any", risk: "string", reason: "string" },
   "approval.resolved": { request_id: "id", decision: "string" },
   "sandbox.status": { status: "string" },
@@ -81,7 +81,7 @@ const SHAPES: { [K in EventType]: Partial<Record<keyof EventData[K], Field>> } =
   "file.saved": { path: "string", bytes: "count" },
   retry: { attempt: "count", delay_s: "number", reason: "string" },
   "mcp.warning": { server: "string", message: "string" },
-  "run.finished": { status: "string", usage: "usage", budget: "object" },
+  "run.finished": { status: "string", usage: "usage", budget: "object", duration_ms: "count", approval_wait_ms: "count" },
 };
 
 const isObject = (v: unknown): v is Record<string, unknown> =>

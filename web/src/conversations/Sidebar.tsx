@@ -4,6 +4,7 @@ import { ThemeToggle } from "../ThemeToggle";
 import type { Conversation, RepoIn } from "../api/client";
 import { relativeTime } from "../format";
 import { RepoImport } from "./RepoImport";
+import { SearchBox, SearchResults } from "./Search";
 
 /** The list's word for a conversation; `offline`: the server cannot be reached. */
 export function statusLabel(
@@ -115,6 +116,7 @@ export function Sidebar({
   activeId,
   offline,
   onOpen,
+  onOpenAt,
   onCreate,
   onCreateFromRepo,
   onRename,
@@ -128,6 +130,8 @@ export function Sidebar({
   activeId: string | null;
   offline: boolean;
   onOpen: (cid: string) => void;
+  /** A search hit: the conversation, at the message `seq` when there is one. */
+  onOpenAt: (cid: string, seq: number | null) => void;
   onCreate: () => void;
   /** A new conversation whose workspace starts as a clone of `repo`. */
   onCreateFromRepo?: (repo: RepoIn) => Promise<void>;
@@ -138,6 +142,7 @@ export function Sidebar({
   user: string;
   model: string | null;
 }) {
+  const [query, setQuery] = useState("");
   return (
     <nav className="sidebar" aria-label="Conversations">
       <div className="brand">
@@ -151,6 +156,10 @@ export function Sidebar({
         + New conversation
       </button>
       {onCreateFromRepo && <RepoImport onCreate={onCreateFromRepo} />}
+      <SearchBox onQuery={setQuery} />
+      {query.trim() ? (
+        <SearchResults query={query} onOpen={onOpenAt} />
+      ) : (
       <ul className="conv-list">
         {conversations === null && <li className="muted pad">Loading…</li>}
         {conversations?.length === 0 && <li className="muted pad">No conversations yet.</li>}
@@ -166,6 +175,7 @@ export function Sidebar({
           />
         ))}
       </ul>
+      )}
       <div className="sidebar-footer">
         <button type="button" className="settings-button" onClick={onSettings}>
           <span aria-hidden="true">⚙</span> Settings

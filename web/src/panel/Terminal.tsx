@@ -6,7 +6,13 @@ import "@xterm/xterm/css/xterm.css";
 import { useEffect, useRef, useState } from "react";
 import { ApiError, api } from "../api/client";
 
-type Link = "connecting" | "open" | "closed";
+// "reconnecting": the socket dropped and the server is asked whether the terminal still
+// exists; "lost": it does not (the server restarted, its shells with it); "ended": the shell
+// exited. The browser sees a refused handshake as a bare drop (1006), so only the list can tell.
+type Link = "connecting" | "open" | "reconnecting" | "lost" | "ended";
+
+const CLOSE_ENDED = 4000; // the shell exited or the sandbox stopped
+const RETRY_MS = [500, 1000, 2000, 5000];
 
 function terminalId(entry: unknown): string | null {
   if (typeof entry === "string") return entry;
@@ -18,10 +24,33 @@ function terminalId(entry: unknown): string | null {
   return null;
 }
 
-function TerminalView({ cid, tid }: { cid: string; tid: string }) {
+function TerminalView({ cid, tid, onReplace }: { cid: string; tid: string; onReplace: () => void }) {
   const host = useRef<HTMLDivElement>(null);
   const [link, setLink] = useState<Link>("connecting");
   const [attempt, setAttempt] = useState(0);
+  const [retry, setRetry] = useState(0);
+
+  // After a drop: reattach if the terminal is still there, say so if it is gone, and keep
+  // asking while the server cannot be reached.
+  useEffect(() => {
+    if (link !== "reconnecting") return;
+    let live = true;
+    const timer = setTimeout(() => {
+      api.terminals(cid).then(
+        (list) => {
+          if (!live) return;
+          const ids = (Array.isArray(list) ? list : []).map(terminalId);
+          if (ids.includes(tid)) setAttempt((a) => a + 1);
+          else setLink("lost");
+        },
+        () => live && setRetry((r) => r + 1),
+      );
+    }, RETRY_MS[Math.min(retry, RETRY_MS.length - 1)]);
+    return () => {
+      live = false;
+      clearTimeout(timer);
+    };
+  }, [link, retry, cid, tid]);
 
   useEffect(() => {
     const el = host.current;
@@ -37,6 +66,7 @@ function TerminalView({ cid, tid }: { cid: string; tid: string }) {
     term.loadAddon(fit);
     term.open(el);
     fit.fit();
+    setLink("connecting");
     const ws = new WebSocket(api.terminalSocketUrl(cid, tid));
     ws.binaryType = "arraybuffer";
     const encoder = new TextEncoder();
@@ -47,13 +77,14 @@ function TerminalView({ cid, tid }: { cid: string; tid: string }) {
     };
     ws.onopen = () => {
       setLink("open");
+      setRetry(0);
       resize();
       term.focus();
     };
     ws.onmessage = (m: MessageEvent<ArrayBuffer | string>) => {
       term.write(typeof m.data === "string" ? m.data : new Uint8Array(m.data));
     };
-    ws.onclose = () => setLink("closed");
+    ws.onclose = (e) => setLink(e.code === CLOSE_ENDED ? "ended" : "reconnecting");
     const typing = term.onData((data) => {
       if (ws.readyState === WebSocket.OPEN) ws.send(encoder.encode(data));
     });
@@ -74,11 +105,18 @@ function TerminalView({ cid, tid }: { cid: string; tid: string }) {
 
   return (
     <div className="terminal-view" data-link={link}>
-      {link === "closed" && (
-        <div className="terminal-banner">
-          Disconnected.{" "}
-          <button type="button" className="link" onClick={() => setAttempt(attempt + 1)}>
-            Reattach
+      {link === "reconnecting" && (
+        <div className="terminal-banner" role="status">
+          Connection lost — reconnecting…
+        </div>
+      )}
+      {(link === "lost" || link === "ended") && (
+        <div className="terminal-banner" role="alert">
+          {link === "lost"
+            ? "This terminal ended when the server restarted — open a new one."
+            : "The shell exited."}{" "}
+          <button type="button" className="link" onClick={onReplace}>
+            Open a new terminal
           </button>
         </div>
       )}
@@ -160,7 +198,7 @@ export default function Terminals({ cid }: { cid: string }) {
       </div>
       {error && <p className="pad error-text">{error}</p>}
       {active ? (
-        <TerminalView key={active} cid={cid} tid={active} />
+        <TerminalView key={active} cid={cid} tid={active} onReplace={() => void close(active).then(create)} />
       ) : (
         ids !== null && !error && <div className="panel-empty muted">No terminal open.</div>
       )}

@@ -6,6 +6,7 @@ import { PasswordSection, TokensSection } from "./Account";
 import { AdminUsageSection } from "./AdminUsage";
 import { McpServersSection } from "./McpServers";
 import { ProfilesSection } from "./Profiles";
+import { NotificationsSection } from "./NotificationsSection";
 import { SecretsSection } from "./Secrets";
 import { UsersSection } from "./Users";
 
@@ -239,6 +240,7 @@ export function SettingsDialog({
       <McpServersSection isAdmin={me?.is_admin ?? false} />
       <ProfilesSection isAdmin={!!me?.is_admin} />
       <AppearanceSection />
+      <NotificationsSection />
       <PasswordSection />
       <TokensSection />
       {me?.is_admin && <UsersSection selfId={me.id} />}

@@ -2,7 +2,7 @@
 import { memo, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { api } from "../api/client";
 import { isUploadedImage } from "../composer/attachments";
-import { formatCost, formatTokens } from "../format";
+import { formatApprovalWait, formatCost, formatDuration, formatTokens } from "../format";
 import { ApprovalCard } from "./ApprovalCard";
 import { Markdown } from "./Markdown";
 import { AssistantActions, type Resend, UserActions } from "./MessageActions";
@@ -44,7 +44,12 @@ const Assistant = memo(function Assistant({
 
 function RunEnd({ cid, item, latest }: { cid: string; item: RunEndItem; latest: boolean }) {
   const tokens = item.usage.prompt_tokens + item.usage.completion_tokens;
-  const usage = `${formatTokens(tokens)} tokens · ${formatCost(item.usage.cost)}`;
+  // Run time apart from the time a person took to approve (DESIGN §8).
+  const time = [
+    item.durationMs > 0 ? formatDuration(item.durationMs) : null,
+    formatApprovalWait(item.approvalWaitMs),
+  ].filter(Boolean);
+  const usage = [...time, `${formatTokens(tokens)} tokens`, formatCost(item.usage.cost)].join(" · ");
   if (item.status === "failed" || item.status === "budget_exceeded") {
     const title = item.status === "failed" ? "Run failed." : "Budget reached.";
     return (
@@ -194,6 +199,15 @@ function forkPoints(state: ViewState): { starters: Set<string>; replies: Map<str
   return { starters: new Set([...started.values()].map((u) => u.key)), replies };
 }
 
+/** The row holding event `seq`: the last one that starts at or before it (an item's key is
+ * the seq it started at, an answer's prefixed with "a"). -1 when none does. */
+export function rowAt(items: readonly Item[], seq: number): number {
+  for (let i = items.length - 1; i >= 0; i--) {
+    if (Number(items[i]!.key.replace(/^\D+/, "")) <= seq) return i;
+  }
+  return -1;
+}
+
 /** Rows rendered at first; earlier ones come in pages as the reader scrolls up. */
 const WINDOW = 150;
 
@@ -203,12 +217,15 @@ export function Timeline({
   empty,
   onShowPreview,
   onResend,
+  focusSeq,
 }: {
   cid: string;
   state: ViewState;
   empty?: React.ReactNode;
   onShowPreview?: () => void;
   onResend?: Resend;
+  /** scroll to the message of this event once it is loaded (a search hit) */
+  focusSeq?: number | null;
 }) {
   const scroller = useRef<HTMLDivElement>(null);
   const pinned = useRef(true);
@@ -283,6 +300,24 @@ export function Timeline({
     card?.scrollIntoView({ block: "nearest" });
   }, [waiting]);
 
+  // A search hit: its row is rendered (earlier rows too, if it was among them), then shown.
+  const [found, setFound] = useState<string | null>(null);
+  const shownSeq = useRef<number | null>(null);
+  useEffect(() => {
+    if (!focusSeq || shownSeq.current === focusSeq || state.lastSeq < focusSeq) return;
+    const index = rowAt(state.items, focusSeq);
+    if (index < 0) return;
+    if (index < start) {
+      setFrom(index);
+      return; // shown once rendered
+    }
+    shownSeq.current = focusSeq;
+    const key = state.items[index]!.key;
+    pinned.current = false;
+    setFound(key);
+    scroller.current?.querySelector(`[data-key="${CSS.escape(key)}"]`)?.scrollIntoView({ block: "center" });
+  }, [focusSeq, state, start]);
+
   const running = state.activeRun !== null;
   const last = state.items[state.items.length - 1];
   const waitingForModel = running && (!last || last.kind === "user" || (last.kind === "tool" && last.result));
@@ -300,7 +335,11 @@ export function Timeline({
         )}
         {state.items.slice(start).map((item) =>
           shownElsewhere(state, item) ? null : (
-            <div className={`row row-${item.kind}`} key={item.key}>
+            <div
+              className={`row row-${item.kind}${item.key === found ? " found" : ""}`}
+              key={item.key}
+              data-key={item.key}
+            >
               <Row
                 cid={cid}
                 item={item}

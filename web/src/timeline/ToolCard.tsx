@@ -1,6 +1,6 @@
 // One tool call: what was asked, its live output, and how it ended.
 import { memo, type ReactNode, useLayoutEffect, useRef, useState } from "react";
-import { formatDuration } from "../format";
+import { formatApprovalWait, formatDuration } from "../format";
 import type { OutputChunk, ToolItem } from "./reducer";
 import { Silence } from "./Silence";
 
@@ -149,7 +149,12 @@ export const ToolCard = memo(function ToolCard({
                   truncated
                 </span>
               )}
-              <span className="muted">{formatDuration(r.durationMs)}</span>
+              <span className="muted" data-testid="tool-time">
+                {formatDuration(Math.max(0, r.durationMs - r.approvalWaitMs))}
+              </span>
+              {r.approvalWaitMs > 0 && (
+                <span className="muted approval-waited">{formatApprovalWait(r.approvalWaitMs)}</span>
+              )}
             </>
           ) : item.approval === "pending" ? (
             <span className="approval-wait">awaiting approval</span>

@@ -262,6 +262,22 @@ describe("reduce", () => {
     expect(state.activeRun).toBeNull();
   });
 
+  it("keeps the time waited for an approval apart from run time", () => {
+    seq = 0;
+    const state = reduce(initialState, [
+      ev("run.started", { run_id: "r1" }),
+      ev("tool.started", { call_id: "c1", name: "bash", arguments: { command: "rm -rf build" } }),
+      ev("tool.finished", { call_id: "c1", is_error: false, output: "", duration_ms: 35_400, approval_wait_ms: 35_300 }),
+      ev("run.finished", { status: "completed", error: null, usage: {}, duration_ms: 1900, approval_wait_ms: 35_300 }),
+    ]);
+    const [tool, end] = state.items;
+    expect(tool!.kind === "tool" && tool!.result).toMatchObject({ durationMs: 35_400, approvalWaitMs: 35_300 });
+    expect(end).toMatchObject({ kind: "run.finished", durationMs: 1900, approvalWaitMs: 35_300 });
+    // A run closed by crash repair was not timed: no figures rather than wrong ones.
+    const repaired = reduce(state, [ev("run.finished", { status: "failed", error: "restart", usage: {} })]);
+    expect(repaired.items[2]).toMatchObject({ durationMs: 0, approvalWaitMs: 0 });
+  });
+
   it("reads what a tool may do from its declared flags, not its name", () => {
     seq = 0;
     const flags = { reads: true, writes: false, destructive: false, network: false, shell: false };

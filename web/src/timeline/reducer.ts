@@ -45,7 +45,10 @@ export interface ToolResult {
   exitCode: number | null;
   output: string;
   truncated: boolean;
+  /** from start to finish, a wait for approval included */
   durationMs: number;
+  /** how long a person took to approve it (0: not asked) */
+  approvalWaitMs: number;
 }
 
 export interface ToolItem {
@@ -88,6 +91,9 @@ export interface RunEndItem {
   error: string | null;
   usage: UsageData;
   budget: BudgetHit | null;
+  /** the run's time without its waits for approvals (0: not timed, a recovered run) */
+  durationMs: number;
+  approvalWaitMs: number;
 }
 
 export interface NoticeItem {
@@ -364,6 +370,7 @@ function apply(d: Draft, e: BurrowEvent, nested = false): void {
         output: e.data.output ?? "",
         truncated: !!e.data.truncated,
         durationMs: e.data.duration_ms ?? 0,
+        approvalWaitMs: e.data.approval_wait_ms ?? 0,
       };
       if (mayChangeFiles(tool.toolKind)) d.s.filesVersion += 1;
       return;
@@ -506,6 +513,8 @@ function apply(d: Draft, e: BurrowEvent, nested = false): void {
         error: e.data.error ?? null,
         usage: e.data.usage,
         budget: e.data.budget ?? null,
+        durationMs: e.data.duration_ms ?? 0,
+        approvalWaitMs: e.data.approval_wait_ms ?? 0,
       });
       return;
     default:

@@ -1,0 +1,73 @@
+// What a conversation starts with, chosen before its first message: the approval mode and
+// the model, above the home screen's composer and sent with the new conversation (POST).
+// An open conversation, empty or not, has both in its header.
+import { useEffect, useState } from "react";
+import { api, type ApprovalMode } from "../api/client";
+
+export const MODES: { id: ApprovalMode; label: string; hint: string }[] = [
+  { id: "ask", label: "Ask before risky", hint: "Ask before dangerous commands" },
+  { id: "auto", label: "Auto-approve", hint: "Run everything inside the sandbox without asking" },
+  { id: "read_only", label: "Read-only", hint: "Allow only calls that read" },
+];
+
+export interface StartChoice {
+  approval_mode: ApprovalMode;
+  model: string | null; // null: the server's model
+}
+
+export const DEFAULT_START: StartChoice = { approval_mode: "ask", model: null };
+
+export function StartOptions({
+  choice,
+  onChange,
+}: {
+  choice: StartChoice;
+  onChange: (next: StartChoice) => void;
+}) {
+  const [known, setKnown] = useState<string[]>([]);
+  useEffect(() => {
+    let live = true;
+    api.models().then(
+      (models) => live && setKnown(models.map((m) => m.id)),
+      () => live && setKnown([]),
+    );
+    return () => {
+      live = false;
+    };
+  }, []);
+  const models = choice.model && !known.includes(choice.model) ? [choice.model, ...known] : known;
+  return (
+    <div className="start-options" role="group" aria-label="Start with">
+      <label>
+        <span className="muted">Approvals</span>
+        <select
+          aria-label="Approval mode for this conversation"
+          title={MODES.find((m) => m.id === choice.approval_mode)?.hint}
+          value={choice.approval_mode}
+          onChange={(e) => onChange({ ...choice, approval_mode: e.target.value as ApprovalMode })}
+        >
+          {MODES.map((m) => (
+            <option key={m.id} value={m.id} title={m.hint}>
+              {m.label}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        <span className="muted">Model</span>
+        <select
+          aria-label="Model for this conversation"
+          value={choice.model ?? ""}
+          onChange={(e) => onChange({ ...choice, model: e.target.value || null })}
+        >
+          <option value="">Server's model</option>
+          {models.map((id) => (
+            <option key={id} value={id}>
+              {id}
+            </option>
+          ))}
+        </select>
+      </label>
+    </div>
+  );
+}
