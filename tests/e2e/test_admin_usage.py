@@ -36,3 +36,9 @@ async def test_the_admin_sees_usage_per_account_and_where_run_time_went(
         since = usage.get_by_test_id("usage-since-start")
         await expect(since).to_contain_text("1 completed")
         await expect(since).to_contain_text(re.compile(r"in runs: model [\d.]+ s, tools [\d.]+ s"))
+
+        # The run itself says where its time went.
+        await open_app(page, srv, f"/c/{cid}")
+        end = page.locator(".run-end").last
+        await expect(end).to_contain_text(re.compile(r"model [\d.]+ (ms|s), tools [\d.]+ (ms|s)"))
+        await expect(end).to_contain_text("Burrow")

@@ -42,11 +42,22 @@ const Assistant = memo(function Assistant({
   );
 });
 
+/** "model 8.1 s, tools 3.9 s, Burrow 0.3 s": the run time (approval waits apart) split by
+ * what it was spent on; tools overlapping in parallel are capped at what is left. */
+function runSplit(item: RunEndItem): string | null {
+  if (!item.split || item.durationMs <= 0) return null;
+  const model = Math.min(item.split.modelMs, item.durationMs);
+  const tools = Math.min(item.split.toolMs, item.durationMs - model);
+  const burrow = item.durationMs - model - tools;
+  return `model ${formatDuration(model)}, tools ${formatDuration(tools)}, Burrow ${formatDuration(burrow)}`;
+}
+
 function RunEnd({ cid, item, latest }: { cid: string; item: RunEndItem; latest: boolean }) {
   const tokens = item.usage.prompt_tokens + item.usage.completion_tokens;
   // Run time apart from the time a person took to approve (DESIGN §8).
   const time = [
     item.durationMs > 0 ? formatDuration(item.durationMs) : null,
+    runSplit(item),
     formatApprovalWait(item.approvalWaitMs),
   ].filter(Boolean);
   const usage = [...time, `${formatTokens(tokens)} tokens`, formatCost(item.usage.cost)].join(" · ");

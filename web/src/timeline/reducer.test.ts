@@ -278,6 +278,30 @@ describe("reduce", () => {
     expect(repaired.items[2]).toMatchObject({ durationMs: 0, approvalWaitMs: 0 });
   });
 
+  it("splits a run's time into model and tools from the events' times", () => {
+    seq = 0;
+    const at = (type: string, data: Record<string, unknown>, ts: string): Envelope => ({
+      ...ev(type, data),
+      ts: `2026-11-29T08:00:${ts}Z`,
+    });
+    const state = reduce(initialState, [
+      at("run.started", { run_id: "r1" }, "00.000"),
+      at("assistant.text.delta", { text: "Let me look." }, "00.400"),
+      at("usage", { prompt_tokens: 10, completion_tokens: 5, cost: 0 }, "01.000"), // model 1 s
+      at("tool.started", { call_id: "c1", name: "bash", arguments: { command: "ls" } }, "01.010"),
+      at("approval.resolved", { request_id: "q1", decision: "allow_once" }, "04.000"), // 3 s wait
+      at("tool.finished", { call_id: "c1", is_error: false, output: "", duration_ms: 3500, approval_wait_ms: 3000 }, "04.500"),
+      at("usage", { prompt_tokens: 20, completion_tokens: 5, cost: 0 }, "06.500"), // model 2 s
+      at("run.finished", { status: "completed", error: null, usage: {}, duration_ms: 3600, approval_wait_ms: 3000 }, "06.600"),
+    ]);
+    const end = state.items.find((i) => i.kind === "run.finished");
+    expect(end).toMatchObject({ split: { modelMs: 3000, toolMs: 500 } });
+    expect(state.clock).toBeNull();
+    // A run this client did not see start (a page opened mid-run) has no split.
+    const late = reduce(initialState, [at("run.finished", { status: "completed", error: null, usage: {} }, "09.000")]);
+    expect(late.items[0]).toMatchObject({ split: null });
+  });
+
   it("reads what a tool may do from its declared flags, not its name", () => {
     seq = 0;
     const flags = { reads: true, writes: false, destructive: false, network: false, shell: false };

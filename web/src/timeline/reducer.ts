@@ -94,6 +94,8 @@ export interface RunEndItem {
   /** the run's time without its waits for approvals (0: not timed, a recovered run) */
   durationMs: number;
   approvalWaitMs: number;
+  /** where the run's time went, from the events' times (null: not seen from its start) */
+  split: { modelMs: number; toolMs: number } | null;
 }
 
 export interface NoticeItem {
@@ -142,6 +144,30 @@ export interface ViewState {
   preview: { port: number; url: string } | null;
   /** bumps when a tool that may change the workspace finishes */
   filesVersion: number;
+  /** the active run's clock (telemetry's rule: a model call runs from the event before it
+   * to its usage; a tool from its start to its end, approval waits left out) */
+  clock: RunClock | null;
+}
+
+export interface RunClock {
+  askedAt: number; // ms since the epoch: when the model was last asked
+  modelMs: number;
+  toolMs: number;
+}
+
+/** An event's time in ms, or null when it is not a time this client can read. */
+function eventTime(e: { ts?: unknown }): number | null {
+  const t = typeof e.ts === "string" ? Date.parse(e.ts) : NaN;
+  return Number.isFinite(t) ? t : null;
+}
+
+/** The model was asked again at `e` (after a tool, an answer, an approval or a retry). */
+function asked(d: Draft, e: { ts?: unknown }, modelDone: boolean): void {
+  const clock = d.s.clock;
+  const t = eventTime(e);
+  if (!clock || t === null) return;
+  const modelMs = modelDone ? clock.modelMs + Math.max(0, t - clock.askedAt) : clock.modelMs;
+  d.s.clock = { ...clock, askedAt: t, modelMs };
 }
 
 /** Whether a finished call may have changed the workspace's files (unknown: assume so). */
@@ -162,6 +188,7 @@ export const initialState: ViewState = {
   sandbox: { status: "none", detail: null },
   preview: null,
   filesVersion: 0,
+  clock: null,
 };
 
 export function runStatus(state: ViewState): RunStatus {
@@ -297,9 +324,12 @@ function apply(d: Draft, e: BurrowEvent, nested = false): void {
         attachments: Array.isArray(e.data.attachments) ? e.data.attachments.map(String) : [],
       });
       return;
-    case "run.started":
+    case "run.started": {
       d.s.activeRun = e.data.run_id || e.run_id;
+      const t = eventTime(e);
+      d.s.clock = t === null ? null : { askedAt: t, modelMs: 0, toolMs: 0 };
       return;
+    }
     case "assistant.thinking.delta":
       d.assistantFor(e.run_id).thinking += e.data.text;
       return;
@@ -373,6 +403,11 @@ function apply(d: Draft, e: BurrowEvent, nested = false): void {
         approvalWaitMs: e.data.approval_wait_ms ?? 0,
       };
       if (mayChangeFiles(tool.toolKind)) d.s.filesVersion += 1;
+      if (d.s.clock) {
+        const ran = Math.max(0, tool.result.durationMs - tool.result.approvalWaitMs);
+        d.s.clock = { ...d.s.clock, toolMs: d.s.clock.toolMs + ran };
+      }
+      asked(d, e, false);
       return;
     }
     case "approval.requested":
@@ -393,6 +428,7 @@ function apply(d: Draft, e: BurrowEvent, nested = false): void {
       d.markTool(e.data.call_id, "pending");
       return;
     case "approval.resolved": {
+      asked(d, e, false);
       const index = lookup(d.approvals, e.data.request_id);
       if (index !== undefined) {
         const approval = d.edit<ApprovalItem>(index);
@@ -433,9 +469,11 @@ function apply(d: Draft, e: BurrowEvent, nested = false): void {
       if (!e.data.compaction) {
         d.s.contextUsed = (e.data.prompt_tokens ?? 0) + (e.data.completion_tokens ?? 0);
       }
+      asked(d, e, true);
       return;
     }
     case "retry":
+      asked(d, e, true); // the failed attempt took model time too
       d.push({
         kind: "notice",
         key,
@@ -515,7 +553,9 @@ function apply(d: Draft, e: BurrowEvent, nested = false): void {
         budget: e.data.budget ?? null,
         durationMs: e.data.duration_ms ?? 0,
         approvalWaitMs: e.data.approval_wait_ms ?? 0,
+        split: d.s.clock ? { modelMs: d.s.clock.modelMs, toolMs: d.s.clock.toolMs } : null,
       });
+      d.s.clock = null;
       return;
     default:
       return; // a type this client does not know yet: skip it, keep the seq
