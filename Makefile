@@ -75,7 +75,7 @@ typecheck: setup
 # until the session's end reaps them, and pytest's clean-up of shared old roots trips on
 # any another run left busy.
 pytest: setup
-	@tmp=$$(mktemp -d /tmp/burrow-pytest.XXXXXX); $(VENV)/bin/pytest -q --basetemp=$$tmp; rc=$$?; \
+	@tmp=$$(mktemp -d /tmp/burrow-pytest.XXXXXX); $(VENV)/bin/pytest -q --durations=25 --basetemp=$$tmp; rc=$$?; \
 		rm -rf $$tmp 2>/dev/null; exit $$rc
 
 test: lint typecheck webtest chromium pytest
