@@ -19,18 +19,19 @@ INK, PAPER, GRID = (30, 30, 35), (255, 255, 255), (225, 225, 230)
 def draw_chart(results: Sequence[TaskResult], model: str, path: Path) -> None:
     font = ImageFont.load_default()
     longest = max((r.wall_s for r in results), default=1.0) or 1.0
-    height = MARGIN * 3 + ROW * (len(results) + 2)
+    height = MARGIN * 3 + ROW * (len(results) + 3)
     image = Image.new("RGB", (LABEL + BAR + 140 + MARGIN * 2, height), PAPER)
     pen = ImageDraw.Draw(image)
     total = summary(results)
+    pen.text((MARGIN, MARGIN), f"burrow eval · {model}", fill=INK, font=font)
     pen.text(
-        (MARGIN, MARGIN),
-        f"burrow eval · {model} · {total['passed']}/{total['tasks']} passed · "
-        f"{total['tokens']} tokens · ${total['cost']:.4f}",
+        (MARGIN, MARGIN + 14),
+        f"{total['passed']}/{total['tasks']} passed · {total['tokens']} tokens · "
+        f"${total['cost']:.4f} · {total['wall_s']:.1f} s of task time",
         fill=INK,
         font=font,
     )
-    top = MARGIN * 2 + ROW
+    top = MARGIN * 2 + ROW * 2
     for step in range(5):  # vertical grid lines with seconds
         x = MARGIN + LABEL + BAR * step // 4
         pen.line([(x, top - 4), (x, top + ROW * len(results))], fill=GRID)

@@ -8,15 +8,22 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 from burrow.evals import report
 from burrow.evals.client import BurrowClient
+from burrow.evals.replay_model import MODEL as REPLAY_MODEL
+from burrow.evals.replay_model import Shape, replay_app
 from burrow.evals.runner import TaskResult, run_suite
 from burrow.evals.server import embedded_server
 from burrow.evals.suite import SUITE, SuiteError, Task, load_suite, routed_script
+from burrow.llm.scripted import RoutedScripts, load_provider
 
 SCRIPTED = "scripted"  # the suite's own scripts: the offline run CI asserts
+REPLAY = "replay"  # the same scripts through the OpenAI provider, from a fake server
+OFFLINE = (SCRIPTED, REPLAY)  # the models whose outcomes are known: asserted
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,7 +39,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--model",
         help=f"the embedded server's model; `{SCRIPTED}` (the default without BURROW_MODEL) "
-        "replays each task's script.json and asserts each task's [expect]",
+        "replays each task's script.json and asserts each task's [expect]; `{REPLAY}` does "
+        "the same through Burrow's OpenAI provider and a fake OpenAI-compatible server with "
+        "a real model's pace (burrow/evals/replay_model.py)",
     )
     p.add_argument("--server", help="a running server's URL instead of an embedded one")
     p.add_argument(
@@ -81,7 +90,7 @@ def main(args: argparse.Namespace) -> int:
         from burrow.evals.chart import draw_chart  # Pillow loads only when a chart is asked for
 
         draw_chart(results, shown, args.chart)
-    if args.expect or (model == SCRIPTED and not args.server):
+    if args.expect or (model in OFFLINE and not args.server):
         unmet = [r for r in results if not r.met_expectation]
         for r in unmet:
             want = f"{r.name}: expected {_expected(tasks, r.name)}"
@@ -99,26 +108,63 @@ async def _run(
             return await run_suite(client, tasks, args.parallel), args.server
         finally:
             await client.close()
-    with tempfile.TemporaryDirectory(prefix="burrow-eval-") as scratch:
+    async with AsyncExitStack() as stack:
+        scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="burrow-eval-"))
         data_dir = args.data_dir or Path(scratch) / "data"
+        script = Path(scratch) / "suite-script.json"
+        script.write_text(json.dumps(routed_script(tasks)))
+        env = _offline_env(model)
         if model == SCRIPTED:
-            script = Path(scratch) / "suite-script.json"
-            script.write_text(json.dumps(routed_script(tasks)))
-            served = f"scripted:{script}"
+            served, shown = f"scripted:{script}", model
+        elif model == REPLAY:
+            base_url, shape = await stack.enter_async_context(_replay_server(script))
+            env.update(
+                OPENAI_BASE_URL=base_url,
+                OPENAI_API_KEY="replay",
+                BURROW_PRICE_PROMPT=str(shape.prompt_price),
+                BURROW_PRICE_COMPLETION=str(shape.completion_price),
+            )
+            served = f"openai:{REPLAY_MODEL}"
+            shown = f"{served}: a fake OpenAI server replaying the suite ({shape.describe()})"
         else:
-            served = model
-        async with embedded_server(data_dir, served, _scripted_env(model)) as server:
+            served = shown = model
+        async with embedded_server(data_dir, served, env) as server:
             client = await BurrowClient.login(server.base_url, server.username, server.password)
             try:
-                return await run_suite(client, tasks, args.parallel), model
+                return await run_suite(client, tasks, args.parallel), shown
             finally:
                 await client.close()
 
 
-def _scripted_env(model: str) -> dict[str, str]:
-    """The scripted run uses a small window, so the compaction task compacts after a few
+@asynccontextmanager
+async def _replay_server(script: Path) -> AsyncIterator[tuple[str, Shape]]:
+    """The fake model on a free local port: (its base URL, its shape)."""
+    import uvicorn
+
+    provider = load_provider(script)
+    assert isinstance(provider, RoutedScripts)
+    shape = Shape()
+    config = uvicorn.Config(
+        replay_app(provider, shape), host="127.0.0.1", port=0, log_level="error"
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}/v1", shape
+    finally:
+        server.should_exit = True
+        await task
+
+
+def _offline_env(model: str) -> dict[str, str]:
+    """The offline runs use a small window, so the compaction task compacts after a few
     long outputs as it would after many with a real model; the other tasks stay below it."""
-    return {"BURROW_CONTEXT_WINDOW": "32000"} if model == SCRIPTED else {}
+    return {"BURROW_CONTEXT_WINDOW": "32000"} if model in OFFLINE else {}
 
 
 def _expected(tasks: list[Task], name: str) -> str:

@@ -41,6 +41,26 @@ def test_the_scripted_suite_meets_every_expectation(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(300)
+def test_the_real_model_path_against_a_fake_openai_server(tmp_path: Path) -> None:
+    """`--model replay`: Burrow's OpenAI provider (streaming, tool calls, usage, prices)
+    against a fake server that replays the scripts at a real model's pace."""
+    out = tmp_path / "results.json"
+    tasks = ("create-file", "fix-failing-test", "stops-at-budget")
+    done = burrow_eval(
+        "--model", "replay", "--only", *tasks, "--json", str(out), "--data-dir", str(tmp_path / "d")
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = json.loads(out.read_text())
+    assert "fake OpenAI server" in results["model"] and "tokens/s" in results["model"]
+    by_name = {t["name"]: t for t in results["tasks"]}
+    assert all(t["met_expectation"] for t in by_name.values()), done.stdout
+    for task in by_name.values():
+        assert task["ttft_s"] >= 0.4  # the modeled first-token time (0.8 s, +/- 25 %)
+        assert task["cost"] > 0  # priced as the shape says
+    assert by_name["fix-failing-test"]["model_calls"] == 5
+
+
+@pytest.mark.timeout(300)
 def test_a_task_that_regresses_fails_the_eval(tmp_path: Path) -> None:
     """CI runs the suite: a change that makes a task end otherwise must turn it red."""
     suite = tmp_path / "suite"
