@@ -1,7 +1,8 @@
 // Profiles: named agent setups (system prompt, model, allowed tools and skills, approval
 // mode) a conversation may choose. Your own, and (administrators) shared ones for everyone.
-import { useEffect, useState } from "react";
+import { useState } from "react";
 import { api, type Profile, type ProfileUpdate } from "../api/client";
+import { useList } from "./useList";
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/;
 type Mode = NonNullable<ProfileUpdate["approval_mode"]>;
@@ -18,29 +19,8 @@ function names(text: string): string[] | null {
 const EMPTY = { name: "", systemPrompt: "", model: "", tools: "", skills: "", mode: "", shared: false };
 
 export function ProfilesSection({ isAdmin }: { isAdmin: boolean }) {
-  const [profiles, setProfiles] = useState<Profile[] | null>(null);
   const [form, setForm] = useState(EMPTY);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-
-  const reload = () =>
-    api.profiles().then(setProfiles, (e: unknown) => setError(e instanceof Error ? e.message : String(e)));
-  useEffect(() => {
-    void reload();
-  }, []);
-
-  const act = async (action: () => Promise<unknown>) => {
-    setBusy(true);
-    setError(null);
-    try {
-      await action();
-      await reload();
-    } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
-    } finally {
-      setBusy(false);
-    }
-  };
+  const { items: profiles, error, setError, busy, act } = useList(api.profiles);
 
   const edit = (p: Profile) =>
     setForm({

@@ -1,35 +1,15 @@
 // The user's secrets: set, list by name, delete. A value goes to the server and never comes back.
-import { useEffect, useState } from "react";
-import { api, type SecretName } from "../api/client";
+import { useState } from "react";
+import { api } from "../api/client";
 import { relativeTime } from "../format";
+import { useList } from "./useList";
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export function SecretsSection() {
-  const [secrets, setSecrets] = useState<SecretName[] | null>(null);
   const [name, setName] = useState("");
   const [value, setValue] = useState("");
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-
-  const reload = () =>
-    api.secrets().then(setSecrets, (e: unknown) => setError(e instanceof Error ? e.message : String(e)));
-  useEffect(() => {
-    void reload();
-  }, []);
-
-  const act = async (action: () => Promise<unknown>) => {
-    setBusy(true);
-    setError(null);
-    try {
-      await action();
-      await reload();
-    } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
-    } finally {
-      setBusy(false);
-    }
-  };
+  const { items: secrets, error, setError, busy, act } = useList(api.secrets);
 
   return (
     <section className="secrets" aria-labelledby="secrets-title">
