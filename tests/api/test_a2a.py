@@ -128,24 +128,25 @@ async def test_an_inbound_run_refuses_what_would_ask_and_streams(tmp_path: Path)
         token = await _api_token(srv)
         headers = {"Authorization": f"Bearer {token}"}
         frames: list[dict[str, Any]] = []
-        async with httpx.AsyncClient(base_url=srv.base_url, timeout=30) as peer:
-            async with peer.stream(
+        async with (
+            httpx.AsyncClient(base_url=srv.base_url, timeout=30) as peer,
+            peer.stream(
                 "POST", "/a2a", json=_rpc("message/stream", "clean up"), headers=headers
-            ) as response:
-                assert response.status_code == 200
-                assert response.headers["content-type"].startswith("text/event-stream")
-                async for line in response.aiter_lines():
-                    if line.startswith("data: "):
-                        frames.append(json.loads(line.removeprefix("data: ")))
+            ) as response,
+        ):
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("text/event-stream")
+            async for line in response.aiter_lines():
+                if line.startswith("data: "):
+                    frames.append(json.loads(line.removeprefix("data: ")))
         results = [f["result"] for f in frames]
         assert all(f["id"] == 7 and f["jsonrpc"] == "2.0" for f in frames)
         assert results[0]["kind"] == "task" and results[0]["status"]["state"] == "working"
         last = results[-1]
         assert last["kind"] == "status-update" and last["final"] is True
         assert last["status"]["state"] == "completed"
-        assert [r for r in results if r["kind"] == "artifact-update"][0]["artifact"]["parts"] == [
-            {"kind": "text", "text": "I could not clean up."}
-        ]
+        artifact = next(r for r in results if r["kind"] == "artifact-update")["artifact"]
+        assert artifact["parts"] == [{"kind": "text", "text": "I could not clean up."}]
         cid = last["contextId"]
         events = await srv.events(cid)
         assert not [e for e in events if e["type"] == "approval.requested"]
