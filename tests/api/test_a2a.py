@@ -4,11 +4,19 @@ an unattended run refusing what would ask, and `delegate`'s URL policy."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
@@ -267,3 +275,77 @@ async def test_delegate_asks_in_ask_mode(tmp_path: Path) -> None:
         asked = await srv.wait_for(cid, lambda e: e["type"] == "approval.requested")
         assert asked["data"]["tool"] == "delegate" and asked["data"]["risk"] == "dangerous"
         await srv.client.post(f"/api/conversations/{cid}/interrupt")
+
+
+@contextlib.asynccontextmanager
+async def hostile_peer(burrow_port: int) -> AsyncIterator[tuple[str, list[dict[str, str]]]]:
+    """An A2A peer on 127.0.0.1 whose answers misbehave, by path prefix: /big answers 2 MB,
+    /long a 50,000-character text, /away's card names Burrow's own endpoint. Yields its
+    URL and the headers of every JSON-RPC call it got."""
+    seen: list[dict[str, str]] = []
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+
+    async def card(request: Request) -> JSONResponse:
+        kind = request.path_params["kind"]
+        url = f"http://127.0.0.1:{burrow_port}/a2a" if kind == "away" else f"{base}/{kind}/a2a"
+        return JSONResponse({"name": "peer", "url": url})
+
+    async def rpc(request: Request) -> Response:
+        seen.append(dict(request.headers))
+        if request.path_params["kind"] == "big":
+            return Response(b'{"pad": "' + b"x" * 2_000_000 + b'"}', media_type="application/json")
+        task = {"kind": "task", "status": {"state": "completed"}, "artifacts": [
+            {"artifactId": "a", "parts": [{"kind": "text", "text": "y" * 50_000}]}
+        ]}  # fmt: skip
+        return JSONResponse({"jsonrpc": "2.0", "id": 1, "result": task})
+
+    app = Starlette(
+        routes=[
+            Route("/{kind}/.well-known/agent-card.json", card),
+            Route("/{kind}/a2a", rpc, methods=["POST"]),
+        ]
+    )
+    server = uvicorn.Server(uvicorn.Config(app, "127.0.0.1", port, log_level="warning"))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    try:
+        yield base, seen
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 30)
+
+
+async def test_a_hostile_peer_is_bounded(tmp_path: Path) -> None:
+    port = free_port()
+    async with hostile_peer(port) as (peer, seen):
+        kinds = ["big", "long", "away"]
+        model = ScriptedProvider(
+            [
+                ScriptedTurn(
+                    tool_calls=[("delegate", {"agent_url": f"{peer}/{k}", "message": "x"})]
+                )
+                for k in kinds
+            ]
+            + [ScriptedTurn(text="done")]
+        )
+        listed = ",".join(f"{peer}/{k}" for k in kinds)
+        async with running_server(tmp_path, lambda: model, port=port, a2a_allow_urls=listed) as srv:
+            await _trust(srv, "peer-token-" + "q" * 12)
+            cid = await _auto_conversation(srv)
+            run = await srv.send(cid, "delegate to a hostile peer")
+            await srv.run_finished(cid, run["run_id"], timeout=60)
+            big, long, away = _tool_results(await srv.events(cid), "delegate")
+        assert big["is_error"] and "answered more than 1,048,576 bytes" in big["output"]
+        assert not long["is_error"] and long["truncated"]
+        assert len(long["output"]) < 16_100 and long["output"].endswith(
+            "[... the answer was cut here]"
+        )
+        # The card's endpoint passes the policy on its own: Burrow's port is not listed.
+        assert away["is_error"] and "own port" in away["output"]
+        # Listed peers got the owner's token; nothing reached Burrow through /away.
+        assert len(seen) == 2
+        assert all(h["authorization"] == "Bearer peer-token-" + "q" * 12 for h in seen)

@@ -3,8 +3,9 @@
 The peer is reached from the host, so its URLs pass the same policy as an HTTP MCP server's,
 with its own list (`BURROW_A2A_ALLOW_URLS`): the agent card's address and the JSON-RPC
 endpoint the card names are each checked where the connection is made. The bearer token
-is the owner's secret named by `BURROW_A2A_TOKEN_SECRET`; a peer without one is called
-without it (and answers 401, which the model is told how to fix).
+is the owner's secret named by `BURROW_A2A_TOKEN_SECRET`, sent only to an endpoint listed in
+`BURROW_A2A_ALLOW_URLS` (a peer an administrator trusts); any other peer is called without
+it.
 """
 
 from __future__ import annotations
@@ -71,12 +72,10 @@ class DelegateTool:
             raise ToolError("delegate needs agent_url and message, both text.")
         if len(message) > MAX_MESSAGE_CHARS:
             raise ToolError(f"The message is over {MAX_MESSAGE_CHARS:,} characters.")
-        token = (await self._secrets_of(ctx.conversation_id) or {}).get(self._token_secret)
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
         try:
             async with asyncio.timeout(self._timeout):
                 endpoint = await self._endpoint(agent_url)
-                result = await self._send(endpoint, message, headers)
+                result = await self._send(endpoint, message, await self._headers(ctx, endpoint))
         except UrlRefused as exc:
             raise ToolError(f"Refused: {exc}") from None
         except TimeoutError:
@@ -91,6 +90,14 @@ class DelegateTool:
         if truncated:
             text = text[:MAX_ANSWER_CHARS] + "\n[... the answer was cut here]"
         return ToolResult(output=text, is_error=failed, truncated=truncated)
+
+    async def _headers(self, ctx: ToolContext, endpoint: str) -> dict[str, str]:
+        """The token, for a listed peer only: a model talked into naming some public URL
+        (or a card naming one) must not hand it the owner's token."""
+        if not self._policy.explicitly_allowed(endpoint):
+            return {}
+        token = (await self._secrets_of(ctx.conversation_id) or {}).get(self._token_secret)
+        return {"Authorization": f"Bearer {token}"} if token else {}
 
     async def _endpoint(self, agent_url: str) -> str:
         """The JSON-RPC URL the peer's agent card names."""
@@ -141,8 +148,9 @@ class DelegateTool:
 async def _json_of(url: str, response: httpx2.Response, limit: int) -> Any:
     if response.status_code == 401:
         raise ToolError(
-            f"{url} wants a token: save the peer's API token as a secret named by "
-            "BURROW_A2A_TOKEN_SECRET (A2A_TOKEN by default)."
+            f"{url} wants a token: save the peer's API token as the secret named by "
+            "BURROW_A2A_TOKEN_SECRET (A2A_TOKEN by default); it is sent only to peers "
+            "listed in BURROW_A2A_ALLOW_URLS."
         )
     if response.status_code != 200:
         raise ToolError(f"{url} answered HTTP {response.status_code}.")
