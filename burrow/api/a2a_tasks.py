@@ -119,7 +119,7 @@ async def outcome(svc: Services, task: Task) -> dict[str, Any]:
     async for update in updates(svc, task):
         last = update
     status = last["status"]
-    text = a2a.answer_text({"parts": status.get("message", {}).get("parts"), "kind": "message"})[0]
+    text = a2a.answer_text({"kind": "message", **status.get("message", {})})[0]
     return a2a.task(task.run_id, task.cid, status["state"], text or None)
 
 

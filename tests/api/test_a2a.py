@@ -349,3 +349,23 @@ async def test_a_hostile_peer_is_bounded(tmp_path: Path) -> None:
         # Listed peers got the owner's token; nothing reached Burrow through /away.
         assert len(seen) == 2
         assert all(h["authorization"] == "Bearer peer-token-" + "q" * 12 for h in seen)
+
+
+async def test_streams_count_against_the_callers_stream_cap(tmp_path: Path) -> None:
+    model = ScriptedProvider([ScriptedTurn(text="slow " * 20, delay=0.1)])
+    async with running_server(tmp_path, lambda: model, max_streams_per_user=1) as srv:
+        headers = {"Authorization": f"Bearer {await _api_token(srv)}"}
+        async with (
+            httpx.AsyncClient(base_url=srv.base_url, timeout=30) as peer,
+            peer.stream(
+                "POST", "/a2a", json=_rpc("message/stream", "first"), headers=headers
+            ) as held,
+        ):
+            assert held.status_code == 200
+            second = await peer.post("/a2a", json=_rpc("message/stream", "second"), headers=headers)
+            assert "BURROW_MAX_STREAMS_PER_USER" in second.json()["error"]["message"]
+            async for _ in held.aiter_lines():
+                pass  # the first runs to its end
+        # Its slot is free again.
+        again = await srv.client.post("/a2a", json=_rpc("message/stream", "third"), headers=headers)
+        assert again.status_code == 200 and "error" not in again.text.split("\n")[0]

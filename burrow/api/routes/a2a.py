@@ -13,12 +13,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 
 from burrow.api import a2a_tasks
-from burrow.api.deps import ServicesDep, bearer_token
+from burrow.api.deps import ServicesDep, StreamCapDep, bearer_token
 from burrow.api.errors import ApiError
+from burrow.api.streams import HeldStreamingResponse, TooManyStreams
 from burrow.store.records import User
 from burrow.tools.a2a import protocol as a2a
 from burrow.tools.a2a.protocol import RpcError
@@ -36,7 +37,7 @@ async def agent_card(request: Request) -> dict[str, Any]:
 
 
 @router.post(ENDPOINT, response_model=None)
-async def json_rpc(request: Request, svc: ServicesDep) -> Response:
+async def json_rpc(request: Request, svc: ServicesDep, cap: StreamCapDep) -> Response:
     user = await _caller(request, svc)
     request_id: Any = None
     try:
@@ -48,13 +49,24 @@ async def json_rpc(request: Request, svc: ServicesDep) -> Response:
             send = a2a.SendParams.model_validate(params)
         except ValidationError as exc:
             raise RpcError(a2a.INVALID_PARAMS, _first_problem(exc)) from None
-        task = await a2a_tasks.start(svc, user, send.message)
+        # A stream holds its connection for the whole task: it counts as one of the caller's
+        # open streams (BURROW_MAX_STREAMS_PER_USER), taken before the run would start.
+        slot = cap.acquire(user.id, "a2a") if method == "message/stream" else None
+        try:
+            task = await a2a_tasks.start(svc, user, send.message)
+        except BaseException:
+            if slot is not None:
+                slot.release()
+            raise
     except RpcError as exc:
         return JSONResponse(a2a.rpc_error(request_id, exc))
-    if method == "message/send":
+    except TooManyStreams as exc:
+        return JSONResponse(a2a.rpc_error(request_id, RpcError(a2a.INTERNAL_ERROR, str(exc))))
+    if slot is None:  # message/send
         return JSONResponse(a2a.rpc_result(request_id, await a2a_tasks.outcome(svc, task)))
-    return StreamingResponse(
+    return HeldStreamingResponse(
         _sse(svc, task, request_id),
+        slot,
         media_type="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
