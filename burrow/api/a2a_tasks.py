@@ -65,6 +65,8 @@ async def start(svc: Services, user: User, message: a2a.Message) -> Task:
     try:
         run_id, seq = await svc.runtime.send(cid, text)
     except RunQuotaExceeded as exc:
+        if message.context_id is None:  # a flood over the cap leaves no empty conversations
+            await svc.runtime.delete(cid)
         raise RpcError(a2a.INTERNAL_ERROR, str(exc)) from exc
     except ConversationGone as exc:
         raise RpcError(a2a.TASK_NOT_FOUND, f"No context {cid}.") from exc

@@ -369,3 +369,27 @@ async def test_streams_count_against_the_callers_stream_cap(tmp_path: Path) -> N
         # Its slot is free again.
         again = await srv.client.post("/a2a", json=_rpc("message/stream", "third"), headers=headers)
         assert again.status_code == 200 and "error" not in again.text.split("\n")[0]
+
+
+async def test_a_flood_over_the_run_cap_is_refused_and_leaves_nothing(tmp_path: Path) -> None:
+    model = ScriptedProvider([ScriptedTurn(text="slow " * 20, delay=0.1)])
+    async with running_server(tmp_path, lambda: model, max_runs_per_user=1) as srv:
+        headers = {"Authorization": f"Bearer {await _api_token(srv)}"}
+        async with (
+            httpx.AsyncClient(base_url=srv.base_url, timeout=30) as peer,
+            peer.stream("POST", "/a2a", json=_rpc("message/stream", "first"), headers=headers),
+        ):
+            before = await _conversation_ids(srv)
+            assert len(before) == 1
+            for _ in range(5):
+                refused = await peer.post(
+                    "/a2a", json=_rpc("message/send", "more"), headers=headers
+                )
+                error = refused.json()["error"]
+                assert error["code"] == -32603 and "BURROW_MAX_RUNS_PER_USER" in error["message"]
+            assert await _conversation_ids(srv) == before
+
+
+async def _conversation_ids(srv: RunningServer) -> list[str]:
+    page = (await srv.client.get("/api/conversations")).json()
+    return [c["id"] for c in (page["items"] if isinstance(page, dict) else page)]
