@@ -9,7 +9,7 @@ unattended (the runtime clears the mark when the run ends).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,39 +79,46 @@ async def updates(svc: Services, task: Task) -> AsyncIterator[dict[str, Any]]:
     """The task's A2A stream events until the last one (`final: true`)."""
     answer = ""
     ids = {"taskId": task.run_id, "contextId": task.cid}
+    deadline = asyncio.get_running_loop().time() + svc.settings.a2a_timeout
+    batches = svc.journal.follow(task.cid, task.seq)
     try:
-        async with asyncio.timeout(svc.settings.a2a_timeout):
-            async for batch in svc.journal.follow(task.cid, task.seq):
-                for event in batch:
-                    if event.run_id != task.run_id:
-                        continue
-                    data = event.data
-                    if event.type == EventType.ASSISTANT_MESSAGE and data["content"]:
-                        answer = data["content"]
-                        yield _status(ids, "working", answer, final=False)
-                    elif event.type == EventType.TOOL_STARTED:
-                        yield _status(ids, "working", f"Running {data['name']}.", final=False)
-                    elif event.type == EventType.RUN_FINISHED:
-                        state = _STATES.get(data["status"], "failed")
-                        if state == "completed" and answer:
-                            yield {
-                                **ids,
-                                "kind": "artifact-update",
-                                "artifact": a2a.artifact(answer),
-                                "lastChunk": True,
-                            }
-                        text = answer if state == "completed" else data["error"] or data["status"]
-                        yield _status(ids, state, text, final=True)
-                        return
-    except TimeoutError:
-        await svc.runtime.interrupt(task.cid)
-        yield _status(
-            ids,
-            "failed",
-            f"Stopped after {svc.settings.a2a_timeout:g} s (BURROW_A2A_TIMEOUT).",
-            final=True,
-        )
-        return
+        while True:
+            # The bound is on waiting for the journal only, never around a `yield`: a
+            # timeout there would cancel whoever consumes this generator instead.
+            try:
+                async with asyncio.timeout_at(deadline):
+                    batch = await anext(batches)
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                await svc.runtime.interrupt(task.cid)
+                stopped = f"Stopped after {svc.settings.a2a_timeout:g} s (BURROW_A2A_TIMEOUT)."
+                yield _status(ids, "failed", stopped, final=True)
+                return
+            for event in batch:
+                if event.run_id != task.run_id:
+                    continue
+                data = event.data
+                if event.type == EventType.ASSISTANT_MESSAGE and data["content"]:
+                    answer = data["content"]
+                    yield _status(ids, "working", answer, final=False)
+                elif event.type == EventType.TOOL_STARTED:
+                    yield _status(ids, "working", f"Running {data['name']}.", final=False)
+                elif event.type == EventType.RUN_FINISHED:
+                    state = _STATES.get(data["status"], "failed")
+                    if state == "completed" and answer:
+                        yield {
+                            **ids,
+                            "kind": "artifact-update",
+                            "artifact": a2a.artifact(answer),
+                            "lastChunk": True,
+                        }
+                    text = answer if state == "completed" else data["error"] or data["status"]
+                    yield _status(ids, state, text, final=True)
+                    return
+    finally:
+        if isinstance(batches, AsyncGenerator):  # unsubscribes now, not when collected
+            await batches.aclose()
     yield _status(ids, "failed", "The conversation was deleted.", final=True)
 
 

@@ -393,3 +393,18 @@ async def test_a_flood_over_the_run_cap_is_refused_and_leaves_nothing(tmp_path: 
 async def _conversation_ids(srv: RunningServer) -> list[str]:
     page = (await srv.client.get("/api/conversations")).json()
     return [c["id"] for c in (page["items"] if isinstance(page, dict) else page)]
+
+
+async def test_a_task_over_its_time_is_stopped(tmp_path: Path) -> None:
+    model = ScriptedProvider([ScriptedTurn(text="slow " * 100, delay=0.1)])  # ~10 s
+    async with running_server(tmp_path, lambda: model, a2a_timeout=1) as srv:
+        headers = {"Authorization": f"Bearer {await _api_token(srv)}"}
+        response = await srv.client.post(
+            "/a2a", json=_rpc("message/send", "take your time"), headers=headers
+        )
+        task = response.json()["result"]
+        assert task["status"]["state"] == "failed"
+        assert "BURROW_A2A_TIMEOUT" in task["status"]["message"]["parts"][0]["text"]
+        events = await srv.events(task["contextId"])
+        [finished] = [e for e in events if e["type"] == "run.finished"]
+        assert finished["data"]["status"] == "canceled"
