@@ -150,6 +150,15 @@ class Settings(BaseSettings):
     e.g. `http://127.0.0.1:9000/mcp`. Public URLs in mcp.json need no entry."""
     mcp_connect_timeout: float = 30.0
     """Seconds an MCP server gets to start and list its tools before it is left out."""
+    a2a_allow_urls: str = ""
+    """URL prefixes (comma-separated) of A2A peers the `delegate` tool may reach although
+    they are not on the public internet (loopback, private ranges, this host, Burrow's own
+    ports), e.g. `http://10.0.0.5:8000`. Public URLs need no entry."""
+    a2a_timeout: float = 300.0
+    """Seconds a task handed over A2A may take, both ways: an inbound `message/send` waits
+    this long for its run (then stops it), `delegate` this long for the peer's answer."""
+    a2a_token_secret: str = "A2A_TOKEN"
+    """The user secret whose value `delegate` sends to peers as `Authorization: Bearer`."""
     trusted_proxies: str = ""
     """Reverse proxies (comma-separated addresses or networks, e.g. `127.0.0.1,10.0.0.0/8`)
     whose X-Forwarded-For/-Proto/-Host are believed; default none: from anyone else they

@@ -42,6 +42,7 @@ from burrow.store.secrets import Redactor, SecretBox, install_redaction
 from burrow.store.settings import SettingsStore
 from burrow.store.user_secrets import UserSecretStore
 from burrow.telemetry.setup import Telemetry, open_telemetry
+from burrow.tools.a2a.delegate import DelegateTool
 from burrow.tools.base import Tool, ToolLimits
 from burrow.tools.mcp.connections import McpConnections
 from burrow.tools.mcp.outbound import UrlPolicy
@@ -152,7 +153,7 @@ async def open_services(
         journal,
         conversations,
         sandboxes,
-        tools if tools is not None else default_tools(),
+        tools if tools is not None else {**default_tools(), **delegate_tool(settings, db, box)},
         provider or models.provider,
         ApprovalGate(ApprovalStore(db), conversations),
         RuntimeOptions(
@@ -228,6 +229,26 @@ def mcp_connections(
         connect_timeout=settings.mcp_connect_timeout,
         idle_seconds=settings.sandbox_idle_hibernate_seconds or None,
     )
+
+
+def delegate_tool(settings: Settings, db: Database, box: SecretBox) -> dict[str, Tool]:
+    store = UserSecretStore(db, box)
+
+    async def secrets_of(cid: str) -> dict[str, str] | None:
+        found = await store.of_conversation(cid)
+        return None if found is None else found.values
+
+    tool = DelegateTool(
+        UrlPolicy(
+            settings.a2a_allow_urls.split(","),
+            own_ports={settings.port, settings.preview_listen_port()},
+            setting="BURROW_A2A_ALLOW_URLS",
+        ),
+        secrets_of,
+        timeout=settings.a2a_timeout,
+        token_secret=settings.a2a_token_secret,
+    )
+    return {tool.spec.name: tool}
 
 
 async def ensure_admin(accounts: AccountStore, password: str | None) -> User:

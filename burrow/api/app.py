@@ -13,6 +13,7 @@ from burrow.api.csrf import CSRFGuard
 from burrow.api.errors import install_error_handlers
 from burrow.api.forwarded import ForwardedHeaders, TrustedProxies
 from burrow.api.routes import (
+    a2a,
     admin,
     archive,
     auth,
@@ -92,6 +93,7 @@ def create_app(
         git,
         mcp,
         search,
+        a2a,
     ):
         app.include_router(module.router)
     web.mount(app)  # last: the UI's catch-all never shadows /api/*

@@ -59,6 +59,19 @@ class ApprovalGate:
         # Modes read once per conversation; `mode_changed` keeps them current. (With several
         # replicas this needs a notification, like the event fan-out: docs/scale-out.md.)
         self._modes: dict[str, str] = {}
+        # Runs nobody is watching (handed in over A2A): a call that would ask is refused
+        # instead of waiting for an answer that will not come. Per process, like `_modes`.
+        self._unattended: set[str] = set()
+
+    def unattended(self, run_id: str, on: bool = True) -> None:
+        """Mark (or unmark) a run as having nobody to ask."""
+        if on:
+            self._unattended.add(run_id)
+        else:
+            self._unattended.discard(run_id)
+
+    def is_unattended(self, run_id: str) -> bool:
+        return run_id in self._unattended
 
     def mode_changed(self, cid: str, mode: str | None) -> None:
         """The conversation's mode changed (None: it was deleted)."""
@@ -137,6 +150,12 @@ class Approvals(Hook):
             return None
         if verdict.action == "deny":
             return verdict.reason
+        if self.gate.is_unattended(run.run_id):
+            return (
+                f"Refused: this run was handed in by another agent and nobody is here to "
+                f"approve it ({verdict.reason}). The conversation's owner can run it "
+                "themselves."
+            )
         request_id, answer = await self.gate.open(run.cid, call.id, call.name, arguments, verdict)
         self._open = request_id
         await run.emit(

@@ -470,6 +470,7 @@ class Runtime:
             if self._active.get(cid) is active:
                 del self._active[cid]
                 self._budgets.pop(cid, None)
+            self.approvals.unattended(active.run_id, False)  # an A2A run's mark ends with it
             try:
                 if self._closing or active.run is None or active.stopping:
                     return  # after Stop, steering the stopped run had is not answered

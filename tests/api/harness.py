@@ -168,7 +168,7 @@ async def running_server(
     """`burrow serve` on a free port of 127.0.0.1, with the model replaced by `provider`
     (None: the model the settings choose, as in production); `preview=True` also starts
     the preview proxy on its own free port, as `burrow serve` does."""
-    port = free_port()
+    port = settings.pop("port", None) or free_port()  # chosen ahead: peers must know it
     if preview:
         settings.setdefault("preview_port", free_port())
     settings.setdefault("admin_password", ADMIN_PASSWORD)

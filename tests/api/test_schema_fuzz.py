@@ -26,7 +26,7 @@ from schemathesis import GenerationMode
 
 from tests.api.harness import ADMIN_PASSWORD, serve_process
 
-OPEN = {"/api/health", "/api/auth/login", "/api/auth/logout"}
+OPEN = {"/api/health", "/api/auth/login", "/api/auth/logout", "/.well-known/agent-card.json"}
 EXAMPLES = 10  # per route, valid and again invalid
 MIN_REACHED = 5
 

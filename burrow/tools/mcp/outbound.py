@@ -33,7 +33,13 @@ class UrlRefused(Exception):
 
 
 class UrlPolicy:
-    def __init__(self, allowed: Sequence[str] = (), own_ports: Iterable[int] = ()) -> None:
+    def __init__(
+        self,
+        allowed: Sequence[str] = (),
+        own_ports: Iterable[int] = (),
+        setting: str = "BURROW_MCP_ALLOW_URLS",  # named in refusals: where to list a URL
+    ) -> None:
+        self.setting = setting
         self.allowed = [a.strip() for a in allowed if a.strip()]
         self.own_ports = set(own_ports)  # Burrow's own listeners: never without an entry
         self._own_addresses: set[str] | None = None
@@ -51,8 +57,7 @@ class UrlPolicy:
         port = parts.port or (443 if parts.scheme == "https" else 80)
         if port in self.own_ports:
             raise UrlRefused(
-                f"{url} is on Burrow's own port {port}; list it in BURROW_MCP_ALLOW_URLS "
-                "to allow it"
+                f"{url} is on Burrow's own port {port}; list it in {self.setting} to allow it"
             )
 
     def check_address(self, url: str, address: str) -> None:
@@ -65,7 +70,7 @@ class UrlPolicy:
         if not ip.is_global or ip.is_multicast or str(ip) in self._own():
             raise UrlRefused(
                 f"{urlsplit(url).hostname} resolves to {ip}, which is not a public address; "
-                "an administrator can allow it by listing the URL in BURROW_MCP_ALLOW_URLS"
+                f"an administrator can allow it by listing the URL in {self.setting}"
             )
 
     def _own(self) -> set[str]:
@@ -133,7 +138,7 @@ class _CheckedBackend(AsyncNetworkBackend):
     async def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: object = None
     ) -> AsyncNetworkStream:
-        raise httpcore2.ConnectError("MCP servers are not reached over Unix sockets")
+        raise httpcore2.ConnectError("Peers are not reached over Unix sockets")
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)

@@ -1,0 +1,141 @@
+"""An A2A task as a Burrow run: start it in a conversation of the caller's, unattended (a
+call that would ask is refused), and follow the journal to its `run.finished`.
+
+The run is watched for at most `BURROW_A2A_TIMEOUT` seconds, then stopped: nobody can
+answer a task that hangs. A client that goes away leaves the run to end on its own, still
+unattended (the runtime clears the mark when the run ends).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from burrow.runs.events import EventType
+from burrow.runs.quotas import RunQuotaExceeded
+from burrow.services import Services
+from burrow.store.events import ConversationGone
+from burrow.store.records import User
+from burrow.tools.a2a import protocol as a2a
+from burrow.tools.a2a.protocol import RpcError, TaskState
+
+TITLE_CHARS = 60
+
+_STATES: dict[str, TaskState] = {
+    "completed": "completed",
+    "canceled": "canceled",
+}  # every other ending (failed, budget_exceeded, ...) is a failed task
+
+
+@dataclass
+class Task:
+    cid: str
+    run_id: str
+    seq: int  # the user message's: the run's events come after it
+
+
+async def start(svc: Services, user: User, message: a2a.Message) -> Task:
+    text = message.text()
+    if not text.strip():
+        raise RpcError(a2a.INVALID_PARAMS, "The message has no text part.")
+    if len(text) > a2a.MAX_MESSAGE_CHARS:
+        raise RpcError(
+            a2a.INVALID_PARAMS,
+            f"The message has {len(text):,} characters; at most {a2a.MAX_MESSAGE_CHARS:,}.",
+        )
+    if message.context_id is not None:
+        conversation = await svc.conversations.get(message.context_id, owner_id=user.id)
+        if conversation is None:  # someone else's answers the same as a missing one
+            raise RpcError(a2a.TASK_NOT_FOUND, f"No context {message.context_id}.")
+        if svc.runtime.active_run(conversation.id) is not None:
+            # Steering would join a run someone else may be watching and answering.
+            raise RpcError(
+                a2a.INVALID_PARAMS,
+                f"Context {conversation.id} has a task going: wait for it to end.",
+            )
+        cid = conversation.id
+    else:
+        title = "A2A: " + " ".join(text.split())[:TITLE_CHARS]
+        created = await svc.conversations.create(
+            user.id, title, approval_mode="ask", network=svc.settings.sandbox_network
+        )
+        cid = created.id
+    try:
+        run_id, seq = await svc.runtime.send(cid, text)
+    except RunQuotaExceeded as exc:
+        if message.context_id is None:  # a flood over the cap leaves no empty conversations
+            await svc.runtime.delete(cid)
+        raise RpcError(a2a.INTERNAL_ERROR, str(exc)) from exc
+    except ConversationGone as exc:
+        raise RpcError(a2a.TASK_NOT_FOUND, f"No context {cid}.") from exc
+    # No await since `send`: the run has not reached a tool call yet.
+    svc.runtime.approvals.unattended(run_id)
+    return Task(cid, run_id, seq)
+
+
+async def updates(svc: Services, task: Task) -> AsyncIterator[dict[str, Any]]:
+    """The task's A2A stream events until the last one (`final: true`)."""
+    answer = ""
+    ids = {"taskId": task.run_id, "contextId": task.cid}
+    deadline = asyncio.get_running_loop().time() + svc.settings.a2a_timeout
+    batches = svc.journal.follow(task.cid, task.seq)
+    try:
+        while True:
+            # The bound is on waiting for the journal only, never around a `yield`: a
+            # timeout there would cancel whoever consumes this generator instead.
+            try:
+                async with asyncio.timeout_at(deadline):
+                    batch = await anext(batches)
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                await svc.runtime.interrupt(task.cid)
+                stopped = f"Stopped after {svc.settings.a2a_timeout:g} s (BURROW_A2A_TIMEOUT)."
+                yield _status(ids, "failed", stopped, final=True)
+                return
+            for event in batch:
+                if event.run_id != task.run_id:
+                    continue
+                data = event.data
+                if event.type == EventType.ASSISTANT_MESSAGE and data["content"]:
+                    answer = data["content"]
+                    yield _status(ids, "working", answer, final=False)
+                elif event.type == EventType.TOOL_STARTED:
+                    yield _status(ids, "working", f"Running {data['name']}.", final=False)
+                elif event.type == EventType.RUN_FINISHED:
+                    state = _STATES.get(data["status"], "failed")
+                    if state == "completed" and answer:
+                        yield {
+                            **ids,
+                            "kind": "artifact-update",
+                            "artifact": a2a.artifact(answer),
+                            "lastChunk": True,
+                        }
+                    text = answer if state == "completed" else data["error"] or data["status"]
+                    yield _status(ids, state, text, final=True)
+                    return
+    finally:
+        if isinstance(batches, AsyncGenerator):  # unsubscribes now, not when collected
+            await batches.aclose()
+    yield _status(ids, "failed", "The conversation was deleted.", final=True)
+
+
+async def outcome(svc: Services, task: Task) -> dict[str, Any]:
+    """The finished task, as `message/send` answers."""
+    last: dict[str, Any] = {}
+    async for update in updates(svc, task):
+        last = update
+    status = last["status"]
+    text = a2a.answer_text({"kind": "message", **status.get("message", {})})[0]
+    return a2a.task(task.run_id, task.cid, status["state"], text or None)
+
+
+def _status(ids: dict[str, str], state: TaskState, text: str, *, final: bool) -> dict[str, Any]:
+    return {
+        **ids,
+        "kind": "status-update",
+        "status": a2a.status(state, text, ids["contextId"]),
+        "final": final,
+    }
