@@ -55,6 +55,11 @@ NON_INTERACTIVE = {
     "DEBIAN_FRONTEND": "noninteractive",
     "GIT_PAGER": "cat",
     "PAGER": "cat",
+    # Python's bytecode cache trusts a source's mtime in whole seconds and its size: an
+    # agent that runs a module, then edits it within the same second to a same-sized text
+    # (`a - b` -> `a + b`) would keep running the old code. No cache, and no __pycache__
+    # noise in checkpoints and the Changes tab either.
+    "PYTHONDONTWRITEBYTECODE": "1",
 }
 
 

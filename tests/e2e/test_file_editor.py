@@ -40,7 +40,7 @@ async def test_edit_save_and_see_it_in_the_timeline_and_changes(tmp_path: Path, 
             page.get_by_role("tree").get_by_role("button", name=re.compile(r"^notes\.txt")).click()
         )
         await expect(page.locator(".viewer pre.code")).to_contain_text("one")
-        await page.get_by_role("button", name="Edit", exact=True).click()
+        await page.get_by_role("tabpanel", name="Files").get_by_role("button", name="Edit").click()
         editor = page.get_by_label("Edit notes.txt")
         await expect(editor).to_be_focused()
         await editor.press("Control+End")
@@ -120,7 +120,7 @@ async def test_the_editor_and_downloads_fit_a_phone(tmp_path: Path, browser: Bro
         await (
             page.get_by_role("tree").get_by_role("button", name=re.compile(r"^notes\.txt")).click()
         )
-        await page.get_by_role("button", name="Edit", exact=True).click()
+        await page.get_by_role("tabpanel", name="Files").get_by_role("button", name="Edit").click()
         await page.get_by_label("Edit notes.txt").fill("one\nfrom a phone\n")
         for control in (
             page.get_by_text("⤒ Import"),

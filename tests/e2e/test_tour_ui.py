@@ -75,7 +75,8 @@ async def test_search_finds_a_message_and_opens_its_conversation_there(
             await srv.run_finished(cid, sent["run_id"])
         other = await srv.create_conversation("Unrelated")
         await sign_in(page, base_of(srv), f"/c/{other}")
-
+        # As a person would: once the conversation is open (its message box has the focus).
+        await expect(page.get_by_label("Message")).to_be_focused()
         await page.keyboard.press("Control+k")
         box = page.get_by_role("searchbox", name="Search conversations")
         await expect(box).to_be_focused()
@@ -124,6 +125,8 @@ async def test_approval_mode_and_model_are_chosen_before_the_first_message(
             cid = page.url.rsplit("/", 1)[1]
             created = (await srv.client.get(f"/api/conversations/{cid}")).json()
             assert (created["approval_mode"], created["model"]) == ("read_only", chosen)
+            # The message goes once the new conversation has opened: wait for it, then look.
+            await srv.wait_for(cid, lambda e: e["type"] == "user.message", 15)
             said = [e for e in await srv.events(cid) if e["type"] == "user.message"]
             assert [e["data"]["content"] for e in said] == ["hi there"]
             await expect(options).to_have_count(0)  # the header has them from now on

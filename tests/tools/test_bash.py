@@ -165,3 +165,16 @@ async def test_commands_that_would_wait_for_input_end_instead(sandbox: LocalSand
     clone = await bash.run({"command": ASKS_FOR_A_PASSWORD, "timeout": 30}, recording.ctx)
     assert "terminal prompts disabled" in clone.output and "exit 128" in clone.output
     assert asyncio.get_running_loop().time() - started < 15
+
+
+async def test_a_same_second_same_size_edit_is_what_python_runs_next(sandbox: LocalSandbox) -> None:
+    """Python's bytecode cache keys on mtime seconds and size: with a cache, the second run
+    below prints 1 (the stale compiled module), so commands run without one."""
+    recording = RecordingContext(sandbox)
+    command = (
+        "printf 'X = 1\\n' > m.py; touch -r m.py ref; python3 -c 'import m; print(m.X)'; "
+        "printf 'X = 2\\n' > m.py; touch -r ref m.py; python3 -c 'import m; print(m.X)'; "
+        "ls -d __pycache__ 2>/dev/null | wc -l"
+    )
+    result = await bash.run({"command": command}, recording.ctx)
+    assert result.output == "1\n2\n0"

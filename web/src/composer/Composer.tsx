@@ -33,7 +33,12 @@ export function Composer({
     el.style.height = `${Math.min(el.scrollHeight, 240)}px`;
   }, [text, running]);
 
-  useEffect(() => box.current?.focus(), []);
+  // Ready to type on arrival, unless the person already is typing somewhere else (Ctrl+K
+  // into search, then the conversation finished loading): never take a field from them.
+  useEffect(() => {
+    const active = document.activeElement;
+    if (!active || active === document.body) box.current?.focus();
+  }, []);
 
   const upload = async (files: File[]) => {
     if (!onUpload || files.length === 0) return;
