@@ -9,7 +9,8 @@ import httpx
 from burrow.llm.scripted import ScriptedProvider
 from tests.api.harness import RunningServer, log_in, running_server
 
-OPEN_ROUTES = {"/api/health", "/api/auth/login", "/api/auth/logout"}
+# The A2A agent card is public by design: peers read it to learn how to authenticate.
+OPEN_ROUTES = {"/api/health", "/api/auth/login", "/api/auth/logout", "/.well-known/agent-card.json"}
 
 
 async def _stranger(srv: RunningServer) -> httpx.AsyncClient:
