@@ -157,7 +157,13 @@ async def test_the_preview_status_follows_the_sandbox_and_speaks_to_the_person(
             assert await srv.services.runtime.sandboxes.hibernate(cid)
             await sign_in(page, base_of(srv), f"/c/{cid}")
             card = page.locator(".tool-card", has_text="http.server")
-            await card.click()  # open it: its result is what a person reads
+            # Open it once the replay has shown its result (a click while the replay still
+            # shows it running would fold an open card): its result is what a person reads.
+            await expect(card).to_have_attribute("data-state", "ok", timeout=SLOW)
+            toggle = card.locator("button.tool-toggle")
+            if await toggle.get_attribute("aria-expanded") != "true":
+                await toggle.click()
+            await expect(toggle).to_have_attribute("aria-expanded", "true")
             await expect(card).to_contain_text("shown in the preview panel", timeout=SLOW)
             await expect(card).not_to_contain_text("the user sees it")
             await page.get_by_role("tab", name="Preview").click()
