@@ -54,7 +54,7 @@ from burrow.runs.window import estimate
 from burrow.store.conversations import ConversationStore
 from burrow.store.events import ConversationGone
 from burrow.store.profiles import Profile
-from burrow.store.records import Conversation, Event, NewEvent
+from burrow.store.records import Conversation, Event
 from burrow.telemetry import logs
 from burrow.tools.base import ShellState, Tool, ToolLimits
 
@@ -87,9 +87,10 @@ class ModelChooser(Protocol):
 
 class ToolSource(Protocol):
     """Tools a conversation gets beyond the built-in ones (its MCP servers'), looked up at
-    the start of each run; what could not be had comes back as warning events."""
+    the start of each run; what could not be had comes back as {server: message}, which the
+    runtime journals as `mcp.warning` (the event vocabulary is this layer's, not the tools')."""
 
-    async def tools_for(self, cid: str, run_id: str) -> tuple[dict[str, Tool], list[NewEvent]]: ...
+    async def tools_for(self, cid: str, run_id: str) -> tuple[dict[str, Tool], dict[str, str]]: ...
 
     async def forget(self, cid: str) -> None:
         """The conversation was deleted."""
@@ -374,7 +375,10 @@ class Runtime:
             for name, tool in found.items():
                 tools.setdefault(name, tool)
             if warnings:
-                await self.journal.append(cid, *warnings)
+                await self.journal.append(
+                    cid,
+                    *(ev.make(ev.McpWarning(server=s, message=m)) for s, m in warnings.items()),
+                )
         return tools
 
     def _model(self, conversation: Conversation) -> _Model:

@@ -24,9 +24,7 @@ from mcp.client._transport import TransportStreams
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from burrow.runs import events as ev
 from burrow.sandbox.backend import Sandbox, SandboxError
-from burrow.store.records import NewEvent
 from burrow.tools.base import Tool
 from burrow.tools.mcp import servers
 from burrow.tools.mcp.outbound import UrlPolicy, UrlRefused
@@ -85,16 +83,16 @@ class McpConnections:
         self.idle_seconds = idle_seconds
         self._last_run: dict[str, float] = {}
 
-    async def tools_for(self, cid: str, run_id: str) -> tuple[dict[str, Tool], list[NewEvent]]:
+    async def tools_for(self, cid: str, run_id: str) -> tuple[dict[str, Tool], dict[str, str]]:
         """The MCP tools the conversation's run gets, and warnings for servers left out."""
         await self._stop_idle(cid)
         config = servers.load(self.data_dir)
         if not config.servers and not config.problems:
-            return {}, []
+            return {}, {}
         self._last_run[cid] = time.monotonic()
         found = await self._secrets_of(cid)
         if found is None:
-            return {}, []
+            return {}, {}
         owner, secrets = found
         self._owners[cid] = owner
         tools: dict[str, Tool] = {}
@@ -131,16 +129,12 @@ class McpConnections:
                     for connection in self._live.pop(cid, {}).values():
                         await connection.session.close()
 
-    def _warnings(self, cid: str, current: dict[str, str]) -> list[NewEvent]:
+    def _warnings(self, cid: str, current: dict[str, str]) -> dict[str, str]:
         """A warning when a server's trouble is new, not again at every run."""
         shown = self._warned[cid]
-        events = [
-            ev.make(ev.McpWarning(server=name, message=message))
-            for name, message in current.items()
-            if shown.get(name) != message
-        ]
+        new = {name: message for name, message in current.items() if shown.get(name) != message}
         self._warned[cid] = dict(current)
-        return events
+        return new
 
     async def _connect(
         self, cid: str, server: ServerConfig, secrets: Mapping[str, str]
