@@ -19,10 +19,10 @@ from burrow.llm.stalls import StallLimits
 from burrow.preview.hosts import PreviewHosts
 from burrow.runs.approvals import ApprovalGate
 from burrow.runs.budget import Budget
+from burrow.runs.git.repo_import import RepoImports
 from burrow.runs.journal import Journal
 from burrow.runs.loop import LoopConfig
 from burrow.runs.models import ModelSettings
-from burrow.runs.repo_import import RepoImports
 from burrow.runs.runtime import Runtime, RuntimeOptions
 from burrow.runs.sandboxes import SandboxPool
 from burrow.runs.secrets import ConversationSecrets, MaskingEventStore

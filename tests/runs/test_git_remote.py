@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from burrow.runs.git_remote import (
+from burrow.runs.git.remote import (
     GitRefused,
     check_ref,
     check_remote_name,

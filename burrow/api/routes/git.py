@@ -12,16 +12,16 @@ from fastapi import APIRouter
 from burrow.api.deps import ConversationDep, ServicesDep
 from burrow.api.errors import ApiError
 from burrow.api.schemas import GitPush, GitPushed, PullRequestIn, PullRequestOut, RepoIn
-from burrow.runs.git_push import Author, GitFailed, commit_and_push, remote_of
-from burrow.runs.git_remote import (
+from burrow.runs.git.github import GitHubError, PullRequestAsk, open_pull_request
+from burrow.runs.git.push import Author, GitFailed, commit_and_push, remote_of
+from burrow.runs.git.remote import (
     GitRefused,
     check_ref,
     check_remote_name,
     check_url,
     github_repository,
 )
-from burrow.runs.github import GitHubError, PullRequestAsk, open_pull_request
-from burrow.runs.repo_import import RepoSource
+from burrow.runs.git.repo_import import RepoSource
 from burrow.services import Services
 from burrow.store.records import Conversation
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from burrow.runs.git_remote import (
+from burrow.runs.git.in_sandbox import GitResult, run_git
+from burrow.runs.git.remote import (
     CREDENTIAL_ENV,
     GitRefused,
     Remote,
@@ -21,7 +22,6 @@ from burrow.runs.git_remote import (
     check_url,
     git_options,
 )
-from burrow.runs.git_sandbox import GitResult, run_git
 from burrow.sandbox.backend import Sandbox
 from burrow.sandbox.masking import SecretMask
 

@@ -20,8 +20,8 @@ import logging
 from dataclasses import dataclass
 
 from burrow.runs import events as ev
-from burrow.runs.git_remote import CREDENTIAL_ENV, Remote, git_options
-from burrow.runs.git_sandbox import run_git
+from burrow.runs.git.in_sandbox import run_git
+from burrow.runs.git.remote import CREDENTIAL_ENV, Remote, git_options
 from burrow.runs.journal import Journal
 from burrow.runs.quotas import QuotaExceeded
 from burrow.runs.sandboxes import SandboxPool
