@@ -19,7 +19,8 @@ import sqlite3
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,37 @@ def assert_journal_whole(events: list[Event]) -> None:
 
         assert sorted(ids(opened)) == sorted(ids(closing)), (opened, closing)
         assert len(set(ids(closing))) == len(ids(closing))
+
+
+@dataclass
+class FaultedRun:
+    events: list[Event] = field(default_factory=list)  # the journal once the faulted run ended
+    seen: list[Event] = field(default_factory=list)  # what a watcher was sent live
+
+
+@contextlib.asynccontextmanager
+async def a_fault_mid_run(client: httpx.AsyncClient, cid: str) -> AsyncIterator[FaultedRun]:
+    """Send "1" and yield once its answer streams: the block injects the fault. Then wait for
+    that run to end, send "2" and check that nothing was lost: the journal whole, the faulted
+    run's events unchanged by the next run, and every event sent live in the journal."""
+    run = FaultedRun()
+    watching = asyncio.create_task(watch(client, cid, run.seen))
+    sent = await client.post(f"/api/conversations/{cid}/messages", json={"content": "1"})
+    assert sent.status_code == 202, sent.text
+    async with asyncio.timeout(30):
+        while not any(e["type"] == "assistant.text.delta" for e in run.seen):  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
+    yield run
+    await until_idle(client, cid)
+    watching.cancel()
+    run.events = await all_events(client, cid, 0)
+    sent = await client.post(f"/api/conversations/{cid}/messages", json={"content": "2"})
+    assert sent.status_code == 202, sent.text
+    await until_idle(client, cid)
+    after = await all_events(client, cid, 0)
+    assert_journal_whole(after)
+    assert after[: len(run.events)] == run.events
+    assert run.seen == run.events[: len(run.seen)], "an event sent live is not in the journal"
 
 
 async def test_the_agent_killed_mid_call_fails_the_call_clearly_and_the_next_works(
@@ -158,31 +190,15 @@ async def test_a_database_locked_mid_run_ends_the_run_clearly_and_keeps_what_was
         async with httpx.AsyncClient(base_url=base, timeout=60) as client:
             await log_in(client, "admin", ADMIN_PASSWORD)
             cid = (await client.post("/api/conversations", json={})).json()["id"]
-            seen: list[Event] = []
-            watching = asyncio.create_task(watch(client, cid, seen))
-            sent = await client.post(f"/api/conversations/{cid}/messages", json={"content": "1"})
-            assert sent.status_code == 202, sent.text
-            async with asyncio.timeout(30):
-                while not any(e["type"] == "assistant.text.delta" for e in seen):  # noqa: ASYNC110
-                    await asyncio.sleep(0.02)
-            held, release = threading.Event(), threading.Event()
-            locker = threading.Thread(target=hold_exclusive, args=(data, held, release))
-            locker.start()
-            held.wait(10)
-            await asyncio.sleep(BUSY_TIMEOUT * 2)
-            release.set()
-            locker.join(10)
-            await until_idle(client, cid)
-            watching.cancel()
-            events = await all_events(client, cid, 0)
-            sent = await client.post(f"/api/conversations/{cid}/messages", json={"content": "2"})
-            assert sent.status_code == 202, sent.text
-            await until_idle(client, cid)
-            after = await all_events(client, cid, 0)
-    assert_journal_whole(after)
-    assert after[: len(events)] == events
-    assert seen == events[: len(seen)], "an event sent live is not in the journal"
-    [first, *_] = [e for e in events if e["type"] == "run.finished"]
+            async with a_fault_mid_run(client, cid) as run:
+                held, release = threading.Event(), threading.Event()
+                locker = threading.Thread(target=hold_exclusive, args=(data, held, release))
+                locker.start()
+                held.wait(10)
+                await asyncio.sleep(BUSY_TIMEOUT * 2)
+                release.set()
+                locker.join(10)
+    [first, *_] = [e for e in run.events if e["type"] == "run.finished"]
     print(f"\nlocked mid-run: {first['data']}")
     assert first["data"]["status"] == "failed"
     assert first["data"]["error"].startswith("The database is locked by another process")
@@ -328,27 +344,11 @@ async def test_a_disk_filling_mid_run_ends_the_run_clearly_once_there_is_space(
         async with httpx.AsyncClient(base_url=base, timeout=60) as client:
             await log_in(client, "admin", ADMIN_PASSWORD)
             cid = (await client.post("/api/conversations", json={})).json()["id"]
-            seen: list[Event] = []
-            watching = asyncio.create_task(watch(client, cid, seen))
-            sent = await client.post(f"/api/conversations/{cid}/messages", json={"content": "1"})
-            assert sent.status_code == 202, sent.text
-            async with asyncio.timeout(30):
-                while not any(e["type"] == "assistant.text.delta" for e in seen):  # noqa: ASYNC110
-                    await asyncio.sleep(0.02)
-            filler = fill(data)
-            await asyncio.sleep(3)
-            assert (await client.get("/api/health")).status_code == 200
-            assert server.poll() is None
-            filler.unlink()
-            await until_idle(client, cid)
-            watching.cancel()
-            events = await all_events(client, cid, 0)
-            sent = await client.post(f"/api/conversations/{cid}/messages", json={"content": "2"})
-            assert sent.status_code == 202, sent.text
-            await until_idle(client, cid)
-            after = await all_events(client, cid, 0)
-    assert_journal_whole(after)
-    assert after[: len(events)] == events
-    assert seen == events[: len(seen)], "an event sent live is not in the journal"
-    [first, *_] = [e for e in events if e["type"] == "run.finished"]
+            async with a_fault_mid_run(client, cid) as run:
+                filler = fill(data)
+                await asyncio.sleep(3)
+                assert (await client.get("/api/health")).status_code == 200
+                assert server.poll() is None
+                filler.unlink()
+    [first, *_] = [e for e in run.events if e["type"] == "run.finished"]
     print(f"\ndisk full mid-run: {first['data']}")
