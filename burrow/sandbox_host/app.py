@@ -53,7 +53,7 @@ class SandboxHostApp:
         self.filesystem_rpc = FilesystemASGIApplication(
             FilesystemService(), read_max_bytes=MAX_RPC_MESSAGE_BYTES
         )
-        self.ports = PortProxy()
+        self.ports = PortProxy(self.registry)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -110,6 +110,7 @@ class SandboxHostApp:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.registry.close()
+                await self.ports.aclose()
                 await self.backend.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return

@@ -15,6 +15,7 @@ import hmac
 import logging
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -64,6 +65,13 @@ class HostedSandbox:
     state: State = "running"
     processes: ProcessTable = field(default_factory=ProcessTable)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    removed: bool = False  # killed (or timed out): streams that watch it end
+    on_end: list[Callable[[], None]] = field(default_factory=list)  # run when paused or removed
+
+    def ended(self) -> None:
+        callbacks, self.on_end = self.on_end, []
+        for callback in callbacks:
+            callback()
 
     def token_matches(self, presented: str | None) -> bool:
         return presented is not None and hmac.compare_digest(
@@ -166,6 +174,7 @@ class Registry:
             if hosted.state == "paused":
                 raise WrongState(f"Sandbox {sandbox_id} is already paused")
             await hosted.processes.kill_all()
+            hosted.ended()
             await hosted.sandbox.stop()  # hibernation: every process ends, files stay
             hosted.state = "paused"
 
@@ -191,8 +200,10 @@ class Registry:
 
     async def _remove(self, hosted: HostedSandbox) -> None:
         self._sandboxes.pop(hosted.sandbox_id, None)
+        hosted.removed = True
         async with hosted.lock:
             await hosted.processes.kill_all()
+            hosted.ended()
             await self.backend.destroy(hosted.sandbox_id)
 
     async def _reap_forever(self) -> None:

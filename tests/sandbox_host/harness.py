@@ -18,6 +18,7 @@ import pytest
 from tests.api.harness import free_port
 
 API_KEY = "e2b_" + "0123456789abcdef" * 2 + "01234567"
+DOMAIN = "sandboxes.test"
 OTHER_KEY = "e2b_" + "fedcba9876543210" * 2 + "76543210"
 
 
@@ -41,7 +42,7 @@ def sandbox_host(data_dir: Path, **env: str) -> Iterator[Host]:
         **env,
     }
     command = [sys.executable, "-m", "burrow.cli", "sandbox-host", "--port", str(port)]
-    command += ["--data-dir", str(data_dir)]
+    command += ["--data-dir", str(data_dir), "--domain", DOMAIN]
     process = subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
