@@ -13,7 +13,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
+from connectrpc.code import Code
+from connectrpc.codec import Codec, proto_binary_codec, proto_json_codec
+from connectrpc.errors import ConnectError
 from e2b.envd.filesystem.filesystem_connect import FilesystemASGIApplication
 from e2b.envd.process.process_connect import ProcessASGIApplication
 from starlette.applications import Starlette
@@ -40,6 +44,35 @@ class HostConfig:
     max_upload_bytes: int = 64 * 1024 * 1024
 
 
+class _RefusingCodec:
+    """A Connect codec whose undecodable input is the client's error (INVALID_ARGUMENT),
+    not the server's: connectrpc's own codecs let a JSON or protobuf parse error escape
+    as a 500."""
+
+    def __init__(self, inner: Codec[Any, Any]) -> None:
+        self.inner = inner
+
+    def name(self) -> str:
+        return self.inner.name()
+
+    def encode(self, message: Any) -> bytes:
+        return self.inner.encode(message)
+
+    def decode(self, data: bytes | bytearray, message_class: type[Any]) -> Any:
+        try:
+            return self.inner.decode(data, message_class)
+        except ConnectError:
+            raise
+        except Exception as exc:
+            raise ConnectError(
+                Code.INVALID_ARGUMENT,
+                f"The request is not a valid {message_class.__name__} ({self.inner.name()}): {exc}",
+            ) from None
+
+
+CODECS = [_RefusingCodec(proto_binary_codec()), _RefusingCodec(proto_json_codec())]
+
+
 class SandboxHostApp:
     def __init__(self, backend: Backend, keys: ApiKeys, config: HostConfig) -> None:
         self.backend = backend
@@ -48,10 +81,10 @@ class SandboxHostApp:
         self.control = Starlette(routes=ControlApi(self.registry, keys, config.domain).routes())
         self.envd = Starlette(routes=EnvdHttp(config.max_upload_bytes).routes())
         self.process_rpc = ProcessASGIApplication(
-            ProcessService(), read_max_bytes=MAX_RPC_MESSAGE_BYTES
+            ProcessService(), read_max_bytes=MAX_RPC_MESSAGE_BYTES, codecs=CODECS
         )
         self.filesystem_rpc = FilesystemASGIApplication(
-            FilesystemService(), read_max_bytes=MAX_RPC_MESSAGE_BYTES
+            FilesystemService(), read_max_bytes=MAX_RPC_MESSAGE_BYTES, codecs=CODECS
         )
         self.ports = PortProxy(self.registry)
 
