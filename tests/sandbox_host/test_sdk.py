@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from e2b import AsyncSandbox, CommandExitException, Sandbox
 
@@ -56,3 +58,17 @@ async def _all(paginator):  # type: ignore[no-untyped-def]
     while paginator.has_next:
         for item in await paginator.next_items():
             yield item
+
+
+def test_the_sync_sdks_polled_watcher(sdk: Host) -> None:
+    with Sandbox.create() as sandbox:
+        sandbox.files.make_dir("w")
+        watcher = sandbox.files.watch_dir("w")
+        sandbox.files.write("w/one.txt", "1")
+        deadline = time.monotonic() + 5
+        names: list[str] = []
+        while "one.txt" not in names and time.monotonic() < deadline:
+            time.sleep(0.2)
+            names += [event.name for event in watcher.get_new_events()]
+        watcher.stop()
+        assert "one.txt" in names
