@@ -6,6 +6,8 @@ A request is for a sandbox when it names one, as the SDK does: the `E2b-Sandbox-
 `{port}-{sandbox_id}.{domain}` when the host was started with `--domain`. Sandbox traffic
 proves itself with the sandbox's own access token (`X-Access-Token`, compared in constant
 time), never with the API key: that is what the SDK sends, and a token opens one sandbox.
+Ports other than envd's also take the sandbox's traffic token (`e2b-traffic-access-token`),
+which opens those ports and not envd.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from burrow.sandbox_host.filesystem_service import FilesystemService
 from burrow.sandbox_host.keys import ApiKeys
 from burrow.sandbox_host.port_proxy import PortProxy
 from burrow.sandbox_host.process_service import ProcessService
-from burrow.sandbox_host.registry import HostLimits, Registry, current_sandbox
+from burrow.sandbox_host.registry import HostedSandbox, HostLimits, Registry, current_sandbox
 
 ENVD_PORT = 49983
 MAX_RPC_MESSAGE_BYTES = 4 * 1024 * 1024  # one Connect message (a frame of stdin, a request)
@@ -104,10 +106,14 @@ class SandboxHostApp:
         if hosted is None:
             await _refuse(scope, send, 502, f"The sandbox {sandbox_id} was not found")
             return
-        headers = dict(scope["headers"])
-        token = headers.get(b"x-access-token") or headers.get(b"e2b-traffic-access-token")
-        if not hosted.token_matches(token.decode("latin-1") if token else None):
-            await _refuse(scope, send, 401, "Missing or wrong access token: send X-Access-Token.")
+        if not _admitted(hosted, dict(scope["headers"]), port):
+            await _refuse(
+                scope,
+                send,
+                401,
+                "Missing or wrong access token: send X-Access-Token (envd and ports) or "
+                "e2b-traffic-access-token (ports only).",
+            )
             return
         current_sandbox.set(hosted)
         if port != ENVD_PORT:
@@ -147,6 +153,20 @@ class SandboxHostApp:
                 await self.backend.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+def _admitted(hosted: HostedSandbox, headers: dict[bytes, bytes], port: int) -> bool:
+    """envd takes the sandbox's access token; another port also its traffic token (what
+    the SDK returns as `traffic_access_token`, for clients that only proxy ports)."""
+    access = headers.get(b"x-access-token")
+    if access is not None and hosted.token_matches(access.decode("latin-1")):
+        return True
+    traffic = headers.get(b"e2b-traffic-access-token")
+    return (
+        port != ENVD_PORT
+        and traffic is not None
+        and hosted.traffic_token_matches(traffic.decode("latin-1"))
+    )
 
 
 async def _refuse(scope: Scope, send: Send, status: int, message: str) -> None:

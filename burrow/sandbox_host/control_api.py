@@ -183,7 +183,7 @@ class ControlApi:
             "clientID": "burrow",
             "envdVersion": ENVD_VERSION,
             "envdAccessToken": hosted.access_token,
-            "trafficAccessToken": None,
+            "trafficAccessToken": hosted.traffic_token,
             "domain": self.domain,
         }
 

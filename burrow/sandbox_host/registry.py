@@ -54,7 +54,8 @@ class HostedSandbox:
     sandbox_id: str
     owner: str
     template_id: str
-    access_token: str
+    access_token: str  # opens envd and every port
+    traffic_token: str  # opens the ports other than envd's (previews)
     metadata: dict[str, str]
     envs: dict[str, str]
     network: NetworkPolicy
@@ -73,10 +74,11 @@ class HostedSandbox:
         for callback in callbacks:
             callback()
 
-    def token_matches(self, presented: str | None) -> bool:
-        return presented is not None and hmac.compare_digest(
-            self.access_token.encode(), presented.encode()
-        )
+    def token_matches(self, presented: str) -> bool:
+        return hmac.compare_digest(self.access_token.encode(), presented.encode())
+
+    def traffic_token_matches(self, presented: str) -> bool:
+        return hmac.compare_digest(self.traffic_token.encode(), presented.encode())
 
 
 class Registry:
@@ -136,6 +138,7 @@ class Registry:
             owner=owner,
             template_id=template_id,
             access_token=secrets.token_urlsafe(24),
+            traffic_token=secrets.token_urlsafe(24),
             metadata=metadata,
             envs=envs,
             network=network or self.backend.network_plan(None).policy,

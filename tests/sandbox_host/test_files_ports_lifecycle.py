@@ -91,6 +91,16 @@ async def test_a_port_is_proxied_by_header_and_by_host(sdk: Host, sandbox: Async
         anonymous = await client.get("/index.html", headers=by_header)
         assert anonymous.status_code == 401
 
+        # The traffic token (the SDK's `traffic_access_token`) opens ports, not envd.
+        traffic = {"e2b-traffic-access-token": sandbox.traffic_access_token or ""}
+        assert (
+            await client.get("/index.html", headers={**by_header, **traffic})
+        ).status_code == 200
+        envd_port = {**by_header, "E2b-Sandbox-Port": "49983", **traffic}
+        assert (
+            await client.get("/files", params={"path": "site/index.html"}, headers=envd_port)
+        ).status_code == 401
+
 
 async def test_pause_keeps_files_and_connect_resumes(sdk: Host) -> None:
     sandbox = await AsyncSandbox.create()
