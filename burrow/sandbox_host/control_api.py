@@ -29,6 +29,7 @@ TEMPLATES = {"base"}  # one environment: the host's base system, read-only, plus
 MAX_BODY_BYTES = 64 * 1024
 MAX_KEY_CHARS = 256
 MAX_VALUE_CHARS = 4096
+_ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
 
 class ApiError(Exception):
@@ -67,6 +68,7 @@ class ControlApi:
             Route("/sandboxes/{sandbox_id}/resume", h(self.resume), methods=["POST"]),
             Route("/sandboxes/{sandbox_id}/connect", h(self.resume), methods=["POST"]),
             Route("/v2/sandboxes/{sandbox_id}/connect", h(self.resume), methods=["POST"]),
+            Route("/{rest:path}", h(self.unsupported), methods=_ALL_METHODS),
         ]
 
     def _handler(self, method: Any) -> Any:
@@ -160,6 +162,15 @@ class ControlApi:
         hosted = self.registry.owned(owner, request.path_params["sandbox_id"])
         self.registry.set_timeout(owner, hosted.sandbox_id, duration or 60)
         return Response(status_code=204)
+
+    async def unsupported(self, request: Request, owner: str) -> Response:
+        raise ApiError(
+            501,
+            "not_supported",
+            f"{request.method} {request.url.path} is not served by burrow sandbox-host "
+            "(metrics, logs, snapshots, forks, templates, volumes, network updates): see "
+            "docs/sandbox-host.md for what is.",
+        )
 
     async def pause(self, request: Request, owner: str) -> Response:
         await self.registry.pause(owner, request.path_params["sandbox_id"])
