@@ -5,6 +5,7 @@ responsive."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import struct
 import time
@@ -259,3 +260,21 @@ async def test_bad_requests_get_precise_errors(api: httpx.AsyncClient) -> None:
     assert garbled.json()["error_code"] == "invalid_json"
     huge = await api.post("/v2/sandboxes", headers=key, content=b"[" * (1 << 20))
     assert huge.status_code == 413
+
+
+async def test_a_gzip_bomb_is_inflated_only_to_the_cap(
+    sandbox: AsyncSandbox, api: httpx.AsyncClient
+) -> None:
+    bomb = gzip.compress(b"\0" * (64 * UPLOAD_CAP))  # 64 MiB of zeros in ~64 KiB
+    headers = {
+        **envd(sandbox),
+        "Content-Type": "application/octet-stream",
+        "Content-Encoding": "gzip",
+    }
+    answer = await api.post("/files", params={"path": "bomb"}, headers=headers, content=bomb)
+    assert answer.status_code == 413
+    corrupt = await api.post(
+        "/files", params={"path": "bomb"}, headers=headers, content=b"not gzip"
+    )
+    assert corrupt.status_code == 400
+    await assert_responsive(api)

@@ -72,3 +72,14 @@ def test_the_sync_sdks_polled_watcher(sdk: Host) -> None:
             names += [event.name for event in watcher.get_new_events()]
         watcher.stop()
         assert "one.txt" in names
+
+
+async def test_gzip_uploads_and_streamed_reads(sdk: Host) -> None:
+    sandbox = await AsyncSandbox.create()
+    try:
+        await sandbox.files.write("z.txt", "squeezed " * 1000, gzip=True)
+        assert await sandbox.files.read("z.txt") == "squeezed " * 1000
+        stream = await sandbox.files.read("z.txt", format="stream")
+        assert b"".join([chunk async for chunk in stream]) == b"squeezed " * 1000
+    finally:
+        await sandbox.kill()
