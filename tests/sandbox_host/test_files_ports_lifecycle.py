@@ -120,10 +120,13 @@ async def test_pause_keeps_files_and_connect_resumes(sdk: Host) -> None:
 async def test_the_timeout_kills_and_set_timeout_extends(sdk: Host) -> None:
     short = await AsyncSandbox.create(timeout=1)
     extended = await AsyncSandbox.create(timeout=1)
+    pausing = await AsyncSandbox.create(timeout=1, lifecycle={"on_timeout": "pause"})
     await extended.set_timeout(60)
     await asyncio.sleep(3)
     assert not await short.is_running()
     assert await extended.is_running()
+    assert (await pausing.get_info()).state.value == "paused"
+    await pausing.kill()
     with pytest.raises(NotFoundException):
         await AsyncSandbox.get_info(short.sandbox_id)
     await extended.kill()
