@@ -104,7 +104,7 @@ class SandboxHostApp:
         sandbox_id, port = target
         hosted = self.registry.find(sandbox_id)
         if hosted is None:
-            await _refuse(scope, send, 502, f"The sandbox {sandbox_id} was not found")
+            await _refuse(scope, send, 502, f"The sandbox {sandbox_id[:64]} was not found")
             return
         if not _admitted(hosted, dict(scope["headers"]), port):
             await _refuse(
@@ -131,8 +131,12 @@ class SandboxHostApp:
         headers = dict(scope["headers"])
         sandbox_id = headers.get(b"e2b-sandbox-id")
         if sandbox_id is not None:
-            port = headers.get(b"e2b-sandbox-port", b"")
-            return sandbox_id.decode("latin-1"), int(port) if port.isdigit() else ENVD_PORT
+            port = headers.get(b"e2b-sandbox-port")
+            if port is None:
+                return sandbox_id.decode("latin-1"), ENVD_PORT
+            # Not a port number (or absurdly long): 0, which the port proxy refuses.
+            number = int(port) if port.isdigit() and len(port) <= 5 else 0
+            return sandbox_id.decode("latin-1"), number
         host = headers.get(b"host", b"").decode("latin-1").split(":")[0].lower()
         if self.config.domain and host.endswith("." + self.config.domain.lower()):
             match = HOST_PATTERN.match(host)

@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     config = HostConfig(
         limits=HostLimits(
             max_sandboxes_per_key=_int_env("BURROW_SANDBOX_HOST_MAX_SANDBOXES", 20),
+            max_paused_per_key=_int_env("BURROW_SANDBOX_HOST_MAX_PAUSED", 100),
             max_timeout=_int_env("BURROW_SANDBOX_HOST_MAX_TIMEOUT", 24 * 3600),
         ),
         domain=args.domain,

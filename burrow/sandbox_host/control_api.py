@@ -111,11 +111,11 @@ class ControlApi:
                 f"{', '.join(sorted(TEMPLATES))}.",
             )
         timeout = _optional_int(body, "timeout")
+        # A client can only narrow the host's network policy (BURROW_SANDBOX_NETWORK),
+        # never widen it: asking for internet access gets what the operator allows.
         network: NetworkPolicy | None = None
         if body.get("allow_internet_access") is False:
             network = "none"
-        elif body.get("allow_internet_access") is True:
-            network = "egress"
         hosted = await self.registry.create(
             owner,
             template_id=template,

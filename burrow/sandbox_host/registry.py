@@ -31,6 +31,7 @@ REAP_INTERVAL_SECONDS = 1.0
 @dataclass(frozen=True)
 class HostLimits:
     max_sandboxes_per_key: int = 20  # live (running) sandboxes; paused ones do not count
+    max_paused_per_key: int = 100  # paused ones keep their files: a disk cap of its own
     default_timeout: int = 300  # seconds, the SDK's default too
     max_timeout: int = 24 * 3600
     max_metadata_entries: int = 64
@@ -116,8 +117,8 @@ class Registry:
         network: NetworkPolicy | None,
         auto_pause: bool = False,
     ) -> HostedSandbox:
-        live = sum(1 for s in self._sandboxes.values() if s.owner == owner and s.state == "running")
-        if live + self._creating.get(owner, 0) >= self.limits.max_sandboxes_per_key:
+        live = self._count(owner, "running") + self._creating.get(owner, 0)
+        if live >= self.limits.max_sandboxes_per_key:
             raise LimitReached(
                 f"This API key has {self.limits.max_sandboxes_per_key} running sandboxes, the "
                 "host's cap (BURROW_SANDBOX_HOST_MAX_SANDBOXES): kill or pause one first."
@@ -150,6 +151,9 @@ class Registry:
         self._sandboxes[sandbox_id] = hosted
         return hosted
 
+    def _count(self, owner: str, state: State) -> int:
+        return sum(1 for s in self._sandboxes.values() if s.owner == owner and s.state == state)
+
     def owned(self, owner: str, sandbox_id: str) -> HostedSandbox:
         """The sandbox if `owner` owns it; another key's sandbox is as absent as a missing one."""
         hosted = self._sandboxes.get(sandbox_id)
@@ -176,6 +180,14 @@ class Registry:
         async with hosted.lock:
             if hosted.state == "paused":
                 raise WrongState(f"Sandbox {sandbox_id} is already paused")
+            paused = sum(
+                1 for s in self._sandboxes.values() if s.owner == owner and s.state == "paused"
+            )
+            if paused >= self.limits.max_paused_per_key:
+                raise LimitReached(
+                    f"This API key has {self.limits.max_paused_per_key} paused sandboxes, the "
+                    "host's cap (BURROW_SANDBOX_HOST_MAX_PAUSED): kill one first."
+                )
             await hosted.processes.kill_all()
             hosted.ended()
             await hosted.sandbox.stop()  # hibernation: every process ends, files stay
@@ -187,10 +199,7 @@ class Registry:
         hosted = self.owned(owner, sandbox_id)
         async with hosted.lock:
             if hosted.state == "paused":
-                live = sum(
-                    1 for s in self._sandboxes.values() if s.owner == owner and s.state == "running"
-                )
-                if live >= self.limits.max_sandboxes_per_key:
+                if self._count(owner, "running") >= self.limits.max_sandboxes_per_key:
                     raise LimitReached(
                         f"This API key has {self.limits.max_sandboxes_per_key} running "
                         "sandboxes, the host's cap: kill or pause one before resuming."
@@ -220,7 +229,10 @@ class Registry:
                     log.info("sandbox %s reached its timeout", hosted.sandbox_id)
                     try:
                         if hosted.auto_pause:
-                            await self.pause(hosted.owner, hosted.sandbox_id)
+                            try:
+                                await self.pause(hosted.owner, hosted.sandbox_id)
+                            except LimitReached:
+                                await self._remove(hosted)  # no room to keep it paused
                         else:
                             await self._remove(hosted)
                     except Exception:

@@ -25,7 +25,11 @@ UPLOAD_CAP = 1024 * 1024
 @pytest.fixture(scope="module")
 def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Host]:
     """A host with small caps, so the attacks reach them quickly."""
-    env = {"BURROW_SANDBOX_HOST_MAX_UPLOAD_MB": "1", "BURROW_SANDBOX_HOST_MAX_SANDBOXES": "3"}
+    env = {
+        "BURROW_SANDBOX_HOST_MAX_UPLOAD_MB": "1",
+        "BURROW_SANDBOX_HOST_MAX_SANDBOXES": "3",
+        "BURROW_SANDBOX_HOST_MAX_PAUSED": "2",
+    }
     with sandbox_host(tmp_path_factory.mktemp("attacked") / "data", **env) as running:
         yield running
 
@@ -278,3 +282,27 @@ async def test_a_gzip_bomb_is_inflated_only_to_the_cap(
     )
     assert corrupt.status_code == 400
     await assert_responsive(api)
+
+
+async def test_junk_ports_and_paused_floods(sandbox: AsyncSandbox, api: httpx.AsyncClient) -> None:
+    for port in ("9" * 5000, "abc", "70000", "0"):
+        headers = {**envd(sandbox), "E2b-Sandbox-Port": port}
+        answer = await api.get("/", headers=headers)
+        assert answer.status_code == 400, (port[:10], answer.text)
+        assert "not a TCP port" in answer.json()["message"]
+    key = {"X-API-KEY": API_KEY}
+    paused = []
+    try:
+        for _ in range(3):
+            created = await api.post("/v2/sandboxes", headers=key, json={})
+            sid = created.json()["sandboxID"]
+            paused.append(sid)
+            answer = await api.post(f"/sandboxes/{sid}/pause", headers=key, json={})
+            if len(paused) <= 2:
+                assert answer.status_code == 204, answer.text
+            else:
+                assert answer.status_code == 429
+                assert "BURROW_SANDBOX_HOST_MAX_PAUSED" in answer.json()["message"]
+    finally:
+        for sid in paused:
+            await api.delete(f"/sandboxes/{sid}", headers=key)
