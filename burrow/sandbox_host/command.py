@@ -42,7 +42,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from burrow.sandbox_host.app import HostConfig, SandboxHostApp
+    try:
+        from burrow.sandbox_host.app import HostConfig, SandboxHostApp
+    except ImportError as exc:
+        print(
+            f"burrow sandbox-host needs the e2b extra ({exc.name} is missing): "
+            "pip install 'burrow[e2b]'",
+            file=sys.stderr,
+        )
+        return 2
     from burrow.sandbox_host.keys import KEYS_VARIABLE, ApiKeys
     from burrow.sandbox_host.registry import HostLimits
 
@@ -55,6 +63,9 @@ def run(args: argparse.Namespace) -> int:
             max_sandboxes_per_key=_int_env("BURROW_SANDBOX_HOST_MAX_SANDBOXES", 20),
             max_paused_per_key=_int_env("BURROW_SANDBOX_HOST_MAX_PAUSED", 100),
             max_timeout=_int_env("BURROW_SANDBOX_HOST_MAX_TIMEOUT", 24 * 3600),
+            cpu_count=max(1, round(settings.sandbox_cpus)),
+            memory_mb=settings.sandbox_memory_mb if settings.sandbox_limits else 0,
+            disk_mb=settings.sandbox_disk_mb if settings.sandbox_limits else 0,
         ),
         domain=args.domain,
         max_upload_bytes=_int_env("BURROW_SANDBOX_HOST_MAX_UPLOAD_MB", 64) * 1024 * 1024,

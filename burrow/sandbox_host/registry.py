@@ -36,6 +36,10 @@ class HostLimits:
     max_timeout: int = 24 * 3600
     max_metadata_entries: int = 64
     max_env_entries: int = 256
+    # What get_info reports of each sandbox's size (0: not limited on this host).
+    cpu_count: int = 1
+    memory_mb: int = 0
+    disk_mb: int = 0
 
 
 class SandboxNotFound(Exception):
