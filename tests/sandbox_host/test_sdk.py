@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
 
 import pytest
-from e2b import AsyncSandbox, CommandExitException, Sandbox
+from e2b import AsyncSandbox, AsyncSandboxPaginator, CommandExitException, Sandbox, SandboxInfo
 
 from tests.sandbox_host.harness import Host
 
@@ -54,7 +55,7 @@ def test_the_sync_sdk_too(sdk: Host) -> None:
         assert sandbox.files.read("s.txt") == "bytes"
 
 
-async def _all(paginator):  # type: ignore[no-untyped-def]
+async def _all(paginator: AsyncSandboxPaginator) -> AsyncIterator[SandboxInfo]:
     while paginator.has_next:
         for item in await paginator.next_items():
             yield item
