@@ -306,3 +306,31 @@ async def test_junk_ports_and_paused_floods(sandbox: AsyncSandbox, api: httpx.As
     finally:
         for sid in paused:
             await api.delete(f"/sandboxes/{sid}", headers=key)
+
+
+# A hostile service in the sandbox: answers every connection with bytes that are not HTTP.
+GARBAGE_SERVER = r"""
+import socket
+listener = socket.create_server(("127.0.0.1", 8003))
+while True:
+    conn, _ = listener.accept()
+    conn.recv(65536)
+    conn.sendall(b"\x00\xff not http at all\r\n" * 1000)
+    conn.close()
+"""
+
+
+async def test_a_hostile_service_behind_a_port(
+    sandbox: AsyncSandbox, api: httpx.AsyncClient
+) -> None:
+    await sandbox.files.write("garbage.py", GARBAGE_SERVER)
+    await sandbox.commands.run("exec python3 garbage.py", background=True)
+    headers = {**envd(sandbox), "E2b-Sandbox-Port": "8003"}
+    for _ in range(100):
+        answer = await api.get("/", headers=headers)
+        if "port is not open" not in answer.text:
+            break
+        await asyncio.sleep(0.1)
+    assert answer.status_code == 502
+    assert "broke off" in answer.json()["message"]
+    await assert_responsive(api)
