@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from connectrpc.code import Code
@@ -44,6 +45,7 @@ class HostConfig:
     limits: HostLimits = field(default_factory=HostLimits)
     domain: str | None = None  # for `{port}-{id}.{domain}` routing and the SDK's URLs
     max_upload_bytes: int = 64 * 1024 * 1024
+    ledger_path: Path | None = None  # where the sandboxes are recorded across restarts
 
 
 class _RefusingCodec:
@@ -79,7 +81,7 @@ class SandboxHostApp:
     def __init__(self, backend: Backend, keys: ApiKeys, config: HostConfig) -> None:
         self.backend = backend
         self.config = config
-        self.registry = Registry(backend, config.limits)
+        self.registry = Registry(backend, config.limits, config.ledger_path)
         self.control = Starlette(routes=ControlApi(self.registry, keys, config.domain).routes())
         self.envd = Starlette(routes=EnvdHttp(config.max_upload_bytes).routes())
         self.process_rpc = ProcessASGIApplication(

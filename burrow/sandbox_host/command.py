@@ -16,6 +16,8 @@ from burrow.store.datadir import ensure_private_dir
 from burrow.telemetry import logs
 
 DEFAULT_PORT = 8430
+SHUTDOWN_GRACE_SECONDS = 2
+LEDGER_NAME = "sandbox-host.json"  # in the data directory: the sandboxes, across restarts
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -69,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         ),
         domain=args.domain,
         max_upload_bytes=_int_env("BURROW_SANDBOX_HOST_MAX_UPLOAD_MB", 64) * 1024 * 1024,
+        ledger_path=settings.data_dir / LEDGER_NAME,
     )
     app = SandboxHostApp(local_backend(settings), keys, config)
     url = f"http://{args.host}:{args.port}"
@@ -78,7 +81,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"SDK: E2B_API_URL={url} E2B_SANDBOX_URL={url} E2B_API_KEY=<key>", flush=True)
     server = uvicorn.Server(
         uvicorn.Config(
-            app, host=args.host, port=args.port, log_level="warning", proxy_headers=False
+            app,
+            host=args.host,
+            port=args.port,
+            log_level="warning",
+            proxy_headers=False,
+            # Command and watch streams end only when the host does: waiting for them to
+            # finish first would make a stop wait forever.
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
         )
     )
     asyncio.run(server.serve())

@@ -2,8 +2,8 @@
 
 Lifecycle in E2B's words: `running` until its timeout lapses (then killed: stopped and its
 files deleted), `paused` (Burrow's hibernation: processes stop, files stay) until resumed
-or killed. All state is in memory: a restarted host starts empty and removes what the
-previous one left (the backend's `recover`).
+or killed. With a ledger (`ledger.py`) the host's record survives a restart, which pauses
+every sandbox; without one a stopping host kills its sandboxes.
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
-from burrow.sandbox.backend import Backend, NetworkPolicy, Sandbox, SandboxError
+from burrow.sandbox.backend import Backend, ErrorCode, NetworkPolicy, Sandbox, SandboxError
+from burrow.sandbox_host import ledger
 from burrow.sandbox_host.processes import ProcessTable
 
 log = logging.getLogger(__name__)
@@ -66,13 +68,40 @@ class HostedSandbox:
     network: NetworkPolicy
     started_at: float
     end_at: float
-    sandbox: Sandbox
+    handle: Sandbox | None  # None: paused since the host started, not booted yet
     auto_pause: bool = False  # at the timeout: pause (E2B's lifecycle autoPause), not kill
     state: State = "running"
     processes: ProcessTable = field(default_factory=ProcessTable)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     removed: bool = False  # killed (or timed out): streams that watch it end
     on_end: list[Callable[[], None]] = field(default_factory=list)  # run when paused or removed
+
+    @property
+    def sandbox(self) -> Sandbox:
+        if self.handle is None:
+            raise SandboxError(
+                ErrorCode.UNAVAILABLE, f"Sandbox {self.sandbox_id} is paused: connect to resume it."
+            )
+        return self.handle
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "sandbox_id": self.sandbox_id,
+            "owner": self.owner,
+            "template_id": self.template_id,
+            "access_token": self.access_token,
+            "traffic_token": self.traffic_token,
+            "metadata": self.metadata,
+            "envs": self.envs,
+            "network": self.network,
+            "started_at": self.started_at,
+            "end_at": self.end_at,
+            "auto_pause": self.auto_pause,
+        }
+
+    @classmethod
+    def paused_from(cls, record: dict[str, Any]) -> HostedSandbox:
+        return cls(**record, handle=None, state="paused")
 
     def ended(self) -> None:
         callbacks, self.on_end = self.on_end, []
@@ -87,23 +116,46 @@ class HostedSandbox:
 
 
 class Registry:
-    def __init__(self, backend: Backend, limits: HostLimits) -> None:
+    def __init__(self, backend: Backend, limits: HostLimits, ledger_path: Path | None) -> None:
         self.backend = backend
         self.limits = limits
+        self.ledger_path = ledger_path
         self._sandboxes: dict[str, HostedSandbox] = {}
         self._creating: dict[str, int] = {}  # per owner, creates in flight count to the cap
         self._reaper: asyncio.Task[None] | None = None
 
     def start(self) -> None:
+        if self.ledger_path is not None:
+            for record in ledger.load(self.ledger_path):
+                try:
+                    hosted = HostedSandbox.paused_from(record)
+                except TypeError as exc:
+                    log.error("skipping a sandbox record the host cannot read: %s", exc)
+                    continue
+                self._sandboxes[hosted.sandbox_id] = hosted
+            log.info("%d sandboxes known from the ledger, all paused", len(self._sandboxes))
         self._reaper = asyncio.get_running_loop().create_task(self._reap_forever())
 
     async def close(self) -> None:
+        """With a ledger every sandbox is left paused (the backend then stops them, files
+        stay); without one they are killed."""
         if self._reaper is not None:
             self._reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
         for hosted in list(self._sandboxes.values()):
-            await self._remove(hosted)
+            if self.ledger_path is None:
+                await self._remove(hosted)
+                continue
+            async with hosted.lock:
+                await hosted.processes.kill_all()
+                hosted.ended()
+                hosted.state, hosted.handle = "paused", None
+        self._save()
+
+    def _save(self) -> None:
+        if self.ledger_path is not None:
+            ledger.save(self.ledger_path, [s.record() for s in self._sandboxes.values()])
 
     def clamp_timeout(self, timeout: int | None) -> int:
         if timeout is None:
@@ -149,10 +201,11 @@ class Registry:
             network=network or self.backend.network_plan(None).policy,
             started_at=now,
             end_at=now + self.clamp_timeout(timeout),
-            sandbox=sandbox,
+            handle=sandbox,
             auto_pause=auto_pause,
         )
         self._sandboxes[sandbox_id] = hosted
+        self._save()
         return hosted
 
     def _count(self, owner: str, state: State) -> int:
@@ -178,6 +231,7 @@ class Registry:
     def set_timeout(self, owner: str, sandbox_id: str, timeout: int) -> None:
         hosted = self.owned(owner, sandbox_id)
         hosted.end_at = time.time() + self.clamp_timeout(timeout)
+        self._save()
 
     async def pause(self, owner: str, sandbox_id: str) -> None:
         hosted = self.owned(owner, sandbox_id)
@@ -196,6 +250,7 @@ class Registry:
             hosted.ended()
             await hosted.sandbox.stop()  # hibernation: every process ends, files stay
             hosted.state = "paused"
+            self._save()
 
     async def resume(self, owner: str, sandbox_id: str, timeout: int | None) -> HostedSandbox:
         """Wake a paused sandbox (or just extend a running one's deadline, as E2B's
@@ -208,15 +263,18 @@ class Registry:
                         f"This API key has {self.limits.max_sandboxes_per_key} running "
                         "sandboxes, the host's cap: kill or pause one before resuming."
                     )
-                hosted.sandbox = await self.backend.create(sandbox_id, network=hosted.network)
+                hosted.handle = await self.backend.create(sandbox_id, network=hosted.network)
                 hosted.state = "running"
-            end_at = time.time() + self.clamp_timeout(timeout)
-            hosted.end_at = max(hosted.end_at, end_at) if hosted.state == "running" else end_at
+                hosted.end_at = time.time() + self.clamp_timeout(timeout)
+            else:
+                hosted.end_at = max(hosted.end_at, time.time() + self.clamp_timeout(timeout))
+            self._save()
             return hosted
 
     async def _remove(self, hosted: HostedSandbox) -> None:
         self._sandboxes.pop(hosted.sandbox_id, None)
         hosted.removed = True
+        self._save()
         async with hosted.lock:
             await hosted.processes.kill_all()
             hosted.ended()
