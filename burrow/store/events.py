@@ -12,6 +12,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import FunctionElement
 
 from burrow.store.database import Database
+from burrow.store.notify import EVENTS, notify
 from burrow.store.records import Event, NewEvent, ProjectionChange
 from burrow.store.schema import conversations, events
 from burrow.store.secrets import Redactor
@@ -77,9 +78,14 @@ def _sqlite_byte_length(
 
 
 class EventStore:
-    def __init__(self, db: Database, redactor: Redactor | None = None) -> None:
+    def __init__(
+        self, db: Database, redactor: Redactor | None = None, *, announce_as: str | None = None
+    ) -> None:
         self._db = db
         self._redactor = redactor or Redactor()
+        # With replicas (PostgreSQL): each commit NOTIFYs the others, signed with this
+        # replica's id so it can ignore its own (it published them in-process already).
+        self._announce_as = announce_as
 
     async def append(
         self, cid: str, batch: Sequence[NewEvent], change: ProjectionChange
@@ -105,6 +111,7 @@ class EventStore:
         }
 
         redact = self._redactor.apply
+        replica = self._announce_as
 
         def write(conn: sa.Connection) -> list[Event]:
             last = conn.execute(_RESERVE_SEQS, params).scalar_one_or_none()
@@ -136,6 +143,8 @@ class EventStore:
                     for e in stored
                 ],
             )
+            if replica is not None:
+                notify(conn, EVENTS, f"{cid} {first} {last} {replica}")
             return stored
 
         return await self._db.run(write)
