@@ -123,9 +123,9 @@ class OwnerCommands:
                 return {"gone": True}
             return {"run_id": run_id, "seq": seq}
         if command.kind == "interrupt":
-            run_id = runtime.active_run(cid)
+            stopped = runtime.active_run(cid)
             await runtime.interrupt(cid)
-            return {"run_id": run_id}
+            return {"run_id": stopped}
         if command.kind == "approval":
             answered = await runtime.approvals.answer(cid, body["request_id"], body["decision"])
             return {"answered": answered}

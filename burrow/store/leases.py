@@ -58,7 +58,9 @@ class LeaseStore:
         upsert = upsert.on_conflict_do_update(
             index_elements=[run_leases.c.conversation_id],
             set_={"replica_id": self.replica, "expires_at": self._until()},
-            where=(run_leases.c.expires_at < self._now()) | (run_leases.c.replica_id == self.replica),
+            where=sa.or_(
+                run_leases.c.expires_at < self._now(), run_leases.c.replica_id == self.replica
+            ),
         ).returning(run_leases.c.conversation_id)
         before = sa.select(run_leases.c.replica_id).where(run_leases.c.conversation_id == cid)
 

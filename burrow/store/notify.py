@@ -84,7 +84,7 @@ class Listener:
             try:
                 conn = await asyncpg.connect(self._dsn, timeout=10)
                 lost = asyncio.Event()
-                conn.add_termination_listener(lambda _c: lost.set())
+                conn.add_termination_listener(_setter(lost))
                 for channel, handler in self._handlers.items():
                     await conn.add_listener(channel, _callback(handler))
                 self.connections += 1
@@ -107,6 +107,10 @@ class Listener:
                         conn.terminate()
             await asyncio.sleep(delay)
             delay = min(delay * 2, RECONNECT_MAX)
+
+
+def _setter(flag: asyncio.Event) -> Callable[[object], None]:
+    return lambda _conn: flag.set()
 
 
 def _callback(handler: Callable[[str], None]) -> Callable[[object, int, str, str], None]:
