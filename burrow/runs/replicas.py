@@ -53,6 +53,7 @@ class Replica:
             dsn,
             {EVENTS: self.feed.notified, COMMANDS: self.owner_commands.notified},
             on_connect=self._reconnected,
+            name=f"burrow-listen {self.id}",
         )
         self._loop: asyncio.Task[None] | None = None
 

@@ -55,8 +55,10 @@ class Listener:
         dsn: str,
         handlers: Mapping[str, Callable[[str], None]],
         on_connect: Callable[[], None] = lambda: None,
+        name: str = "burrow-listen",
     ) -> None:
         self._dsn = dsn
+        self._name = name[:63]  # its application_name in pg_stat_activity
         self._handlers = dict(handlers)
         self._on_connect = on_connect
         self._task: asyncio.Task[None] | None = None
@@ -82,7 +84,9 @@ class Listener:
         while True:
             conn: asyncpg.Connection | None = None
             try:
-                conn = await asyncpg.connect(self._dsn, timeout=10)
+                conn = await asyncpg.connect(
+                    self._dsn, timeout=10, server_settings={"application_name": self._name}
+                )
                 lost = asyncio.Event()
                 conn.add_termination_listener(_setter(lost))
                 for channel, handler in self._handlers.items():

@@ -138,3 +138,43 @@ async def test_a_flood_of_steering_through_b_is_each_journaled_once(
                 assert await conn.fetchval("SELECT count(*) FROM run_commands") == 0
             finally:
                 await conn.close()
+
+
+async def test_a_dropped_listen_connection_reconnects_and_followers_heal(
+    tmp_path: Path, pg_url: str
+) -> None:
+    model = script(tmp_path / "m.json", [bash("sleep 1; echo a"), {"text": "done"}])
+    with replicas(tmp_path, pg_url, {"a": model, "b": model}) as nodes:
+        async with client(nodes["a"]) as a, client(nodes["b"]) as b:
+            cid = (await a.post("/api/conversations", json={})).json()["id"]
+            seen: list[dict[str, Any]] = []
+
+            async def follow() -> None:
+                async for event in sse_events(b, cid):
+                    seen.append(event)
+                    if event["type"] == "run.finished":
+                        return
+
+            follower = asyncio.create_task(follow())
+            await asyncio.sleep(0.5)
+            conn = await asyncpg.connect(pg_url.replace("postgresql+asyncpg", "postgresql"))
+            try:
+                # B's LISTEN connection dies (a failover, a proxy timeout): whatever A
+                # commits meanwhile is never notified to B.
+                killed = await conn.fetchval(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "WHERE application_name = 'burrow-listen b'"
+                )
+                assert killed == 1
+                sent = await a.post(f"/api/conversations/{cid}/messages", json={"content": "go"})
+                assert sent.status_code == 202
+                await asyncio.wait_for(follower, 30)  # B reconnected, its follower healed
+                back = await conn.fetchval(
+                    "SELECT count(*) FROM pg_stat_activity "
+                    "WHERE application_name = 'burrow-listen b'"
+                )
+                assert back == 1
+            finally:
+                await conn.close()
+            assert [e["seq"] for e in seen] == list(range(1, len(seen) + 1))
+            assert seen[-1]["type"] == "run.finished"
