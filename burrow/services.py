@@ -174,7 +174,7 @@ async def open_services(
         sandboxes,
         tools if tools is not None else {**default_tools(), **delegate_tool(settings, db, box)},
         provider or models.provider,
-        ApprovalGate(ApprovalStore(db), conversations),
+        ApprovalGate(ApprovalStore(db), conversations, remember_modes=not replicated),
         RuntimeOptions(
             limits=ToolLimits(
                 live_output_rate=settings.tool_output_live_rate,
