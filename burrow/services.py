@@ -40,6 +40,7 @@ from burrow.store.commands import CommandStore
 from burrow.store.conversations import ConversationStore
 from burrow.store.database import Database, open_database
 from burrow.store.leases import LeaseStore
+from burrow.store.login_failures import LoginFailureStore
 from burrow.store.notify import asyncpg_dsn
 from burrow.store.profiles import ProfileStore
 from burrow.store.records import User
@@ -74,6 +75,7 @@ class Services:
     telemetry: Telemetry = field(default_factory=open_telemetry)
     mcp: McpConnections | None = None
     replica: Replica | None = None  # several replicas on PostgreSQL: leases, LISTEN
+    login_failures: LoginFailureStore | None = None  # the login throttle's, shared by replicas
 
     async def close(self) -> None:
         self.on_close()
@@ -236,6 +238,7 @@ async def open_services(
         telemetry,
         mcp,
         replica,
+        LoginFailureStore(db) if replicated else None,
     )
 
 

@@ -203,3 +203,17 @@ run_commands = sa.Table(
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Index("ix_run_commands_target", "target"),
 )
+
+# Failed password checks with several replicas, so the login throttle's limits hold across
+# all of them (burrow/api/throttle.py). Rows older than the throttle's window are deleted.
+login_failures = sa.Table(
+    "login_failures",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    # SHA-256 of the throttle's key ("ip:<addr>", "user:<addr>:<name>"): bounded, and no
+    # addresses or usernames at rest.
+    sa.Column("key", sa.String(64), nullable=False),
+    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
+    sa.Index("ix_login_failures_key_at", "key", "at"),
+    sa.Index("ix_login_failures_at", "at"),
+)

@@ -178,3 +178,32 @@ async def test_a_dropped_listen_connection_reconnects_and_followers_heal(
                 await conn.close()
             assert [e["seq"] for e in seen] == list(range(1, len(seen) + 1))
             assert seen[-1]["type"] == "run.finished"
+
+
+async def test_failed_logins_count_on_every_replica(tmp_path: Path, pg_url: str) -> None:
+    model = script(tmp_path / "m.json", [])
+    wrong = {"username": "admin", "password": "guess"}
+    with replicas(tmp_path, pg_url, {"a": model, "b": model}) as nodes:
+        async with (
+            httpx.AsyncClient(base_url=nodes["a"].base, timeout=30) as a,
+            httpx.AsyncClient(base_url=nodes["b"].base, timeout=30) as b,
+        ):
+            for _ in range(5):  # guesses spread over both replicas, as a balancer would
+                for http in (a, b):
+                    assert (await http.post("/api/auth/login", json=wrong)).status_code == 401
+            # 10 failures in all: the account is throttled from this address on both.
+            for http in (a, b):
+                refused = await http.post("/api/auth/login", json=wrong)
+                assert refused.status_code == 429, refused.text
+                assert refused.json()["error"]["code"] == "too_many_attempts"
+                assert 1 <= int(refused.headers["Retry-After"]) <= 300
+            # Another account from the same address is not locked out by these.
+            other = {"username": "nobody", "password": "guess"}
+            assert (await b.post("/api/auth/login", json=other)).status_code == 401
+            # Stored as digests: no address or username at rest.
+            conn = await asyncpg.connect(pg_url.replace("postgresql+asyncpg", "postgresql"))
+            try:
+                keys = await conn.fetch("SELECT key FROM login_failures")
+            finally:
+                await conn.close()
+            assert keys and all(len(k["key"]) == 64 and "admin" not in k["key"] for k in keys)
