@@ -50,7 +50,7 @@ async def start(svc: Services, user: User, message: a2a.Message) -> Task:
         conversation = await svc.conversations.get(message.context_id, owner_id=user.id)
         if conversation is None:  # someone else's answers the same as a missing one
             raise RpcError(a2a.TASK_NOT_FOUND, f"No context {message.context_id}.")
-        if svc.runtime.active_run(conversation.id) is not None:
+        if await svc.runtime.busy(conversation.id):
             # Steering would join a run someone else may be watching and answering.
             raise RpcError(
                 a2a.INVALID_PARAMS,

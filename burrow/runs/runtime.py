@@ -98,6 +98,10 @@ class RunOwnership(Protocol):
 
     async def release(self, cid: str) -> None: ...
 
+    async def holder(self, cid: str) -> str | None:
+        """The replica whose live lease covers `cid` (None: none)."""
+        ...
+
 
 class ToolSource(Protocol):
     """Tools a conversation gets beyond the built-in ones (its MCP servers'), looked up at
@@ -201,8 +205,16 @@ class Runtime:
         )
 
     def active_run(self, cid: str) -> str | None:
+        """The run going in this process (another replica's: `busy`)."""
         active = self._active.get(cid)
         return active.run_id if active else None
+
+    async def busy(self, cid: str) -> bool:
+        """Whether a run goes in the conversation, here or on another replica."""
+        if cid in self._active:
+            return True
+        ownership = self.options.ownership
+        return ownership is not None and await ownership.holder(cid) is not None
 
     async def send(
         self, cid: str, content: str, attachments: Sequence[str] = ()
@@ -511,7 +523,7 @@ class Runtime:
         waits for the compaction, then starts its run on the compacted context.
         """
         async with self._locks[cid]:
-            if cid in self._active:
+            if await self.busy(cid):
                 raise RunActive(cid)
             conversation = await self.conversations.get(cid)
             if conversation is None:

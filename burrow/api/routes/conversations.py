@@ -162,6 +162,7 @@ async def update_conversation(
 @router.delete("/{cid}", status_code=204)
 async def delete_conversation(conversation: ConversationDep, svc: ServicesDep) -> Response:
     await svc.imports.forget(conversation.id)
+    await svc.commands.interrupt(conversation.id)  # a run on another replica stops first
     await svc.runtime.delete(conversation.id)
     svc.secrets.forget(conversation.id)
     return Response(status_code=204)
