@@ -175,3 +175,28 @@ async def test_two_replicas_racing_to_start_a_run_start_exactly_one(
                 messages = [e["data"] for e in journal if e["type"] == "user.message"]
                 assert sorted(m["content"] for m in messages) == ["from a", "from b"]
                 assert [m["steering"] for m in messages] == [False, True]
+
+
+async def test_b_refuses_what_waits_for_a_run_on_a_and_deleting_on_b_stops_it(
+    tmp_path: Path, pg_url: str
+) -> None:
+    model = script(tmp_path / "m.json", [bash("sleep 60")])
+    with replicas(tmp_path, pg_url, {"a": model, "b": model}) as nodes:
+        async with client(nodes["a"]) as a, client(nodes["b"]) as b:
+            cid = (await a.post("/api/conversations", json={})).json()["id"]
+            await a.post(f"/api/conversations/{cid}/messages", json={"content": "sleep"})
+            events = sse_events(a, cid)
+            async with asyncio.timeout(30):
+                await anext(e async for e in events if e["type"] == "tool.started")
+            compact = await b.post(f"/api/conversations/{cid}/compact", json={})
+            assert compact.status_code == 409 and compact.json()["error"]["code"] == "run_active"
+            fork = await b.post(f"/api/conversations/{cid}/fork", json={})
+            assert fork.status_code == 409, fork.text
+
+            deleted = await b.delete(f"/api/conversations/{cid}")
+            assert deleted.status_code == 204
+            async with asyncio.timeout(30):
+                finished = await anext(e async for e in events if e["type"] == "run.finished")
+            assert finished["data"]["status"] == "canceled"  # A stopped it before the delete
+            assert (await a.get(f"/api/conversations/{cid}")).status_code == 404
+            assert await lease_holder(pg_url, cid) is None
