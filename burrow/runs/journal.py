@@ -157,6 +157,9 @@ class Journal:
         # reach this process's subscribers through `deliver`. The highest seq pushed per
         # watched conversation keeps the two sources in order (None: one process only).
         self._pushed: dict[str, int] | None = {} if shared else None
+        # Several replicas: the replica id a conversation's appends are fenced with while
+        # this replica holds its run lease (the runtime sets it; EventStore.append).
+        self.fence: Callable[[str], str | None] = lambda _cid: None
         self._pending: dict[str, list[_Pending]] = defaultdict(list)
         self._writing: set[str] = set()
         # Called with each committed batch, after its subscribers (telemetry): must be quick
@@ -179,7 +182,9 @@ class Journal:
                 group = self._pending.pop(cid)
                 merged = [e for p in group for e in p.batch]
                 try:
-                    stored = await self._store.append(cid, merged, projection_change(merged))
+                    stored = await self._store.append(
+                        cid, merged, projection_change(merged), self.fence(cid)
+                    )
                 except BaseException as exc:
                     for p in group:
                         if not p.done.done():

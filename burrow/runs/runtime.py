@@ -102,6 +102,11 @@ class RunOwnership(Protocol):
         """The replica whose live lease covers `cid` (None: none)."""
         ...
 
+    @property
+    def replica(self) -> str:
+        """This replica's id."""
+        ...
+
 
 class ToolSource(Protocol):
     """Tools a conversation gets beyond the built-in ones (its MCP servers'), looked up at
@@ -197,6 +202,11 @@ class Runtime:
         self._budgets: dict[str, BudgetHook] = {}  # cid -> the active run's budget check
         self._leased: set[str] = set()  # conversations whose run lease this replica holds
         self._leasing: set[str] = set()  # ... and those whose lease it is taking right now
+        if self.options.ownership is not None:
+            # What this replica appends to a conversation whose lease it holds is fenced
+            # by that lease: once another replica took it over, nothing more gets in.
+            replica = self.options.ownership.replica
+            journal.fence = lambda cid: replica if cid in self._leased else None
         self.checkpoints = Checkpoints(
             self.sandboxes.get,
             max_file_bytes=self.options.checkpoint_max_file_bytes,
@@ -301,9 +311,10 @@ class Runtime:
     async def lease_lost(self, cid: str) -> None:
         """Another replica took this conversation's lease (ours lapsed: this process
         stalled past it) and repaired the run: stop ours."""
-        self._leased.discard(cid)
         log.error("lost the run lease of %s to another replica; stopping its run here", cid)
+        # Still in `_leased` while it stops: its closing appends are fenced, and refused.
         await self.interrupt(cid)
+        self._leased.discard(cid)
 
     async def take_over(self, cid: str) -> None:
         """Repair the run of a replica whose lease lapsed (this one claimed the lease)."""

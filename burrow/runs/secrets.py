@@ -165,9 +165,13 @@ class MaskingEventStore(EventStore):
         self._secrets = secrets
 
     async def append(
-        self, cid: str, batch: Sequence[NewEvent], change: ProjectionChange
+        self,
+        cid: str,
+        batch: Sequence[NewEvent],
+        change: ProjectionChange,
+        fence: str | None = None,
     ) -> list[Event]:
         mask = await self._secrets.mask_for(cid)
         if mask:
             batch = [NewEvent(e.type, mask.data(e.data), e.run_id) for e in batch]
-        return await super().append(cid, batch, change)
+        return await super().append(cid, batch, change, fence)

@@ -14,12 +14,17 @@ from sqlalchemy.sql.expression import FunctionElement
 from burrow.store.database import Database
 from burrow.store.notify import EVENTS, notify
 from burrow.store.records import Event, NewEvent, ProjectionChange
-from burrow.store.schema import conversations, events
+from burrow.store.schema import conversations, events, run_leases
 from burrow.store.secrets import Redactor
 
 
 class ConversationGone(LookupError):
     """The conversation was deleted; nothing more can be appended to it."""
+
+
+class LeaseLost(RuntimeError):
+    """This replica's run lease of the conversation is gone (another replica took it over
+    and repaired the run): what it would append now would follow that repair."""
 
 
 def timestamp() -> str:
@@ -51,6 +56,15 @@ _RESERVE_SEQS = (
     .returning(conversations.c.last_seq)
 )
 _INSERT_EVENTS = events.insert()
+# The same reservation, only while `p_replica` still holds the conversation's run lease:
+# a replica that stalled past its lease cannot write after the one that took it over.
+_RESERVE_SEQS_FENCED = _RESERVE_SEQS.where(
+    sa.exists().where(
+        run_leases.c.conversation_id == sa.bindparam("p_cid"),
+        run_leases.c.replica_id == sa.bindparam("p_replica"),
+    )
+)
+_EXISTS = sa.select(conversations.c.id).where(conversations.c.id == sa.bindparam("p_cid"))
 
 # What an event adds to its data on the wire (seq, type, ts, run_id and the JSON around them).
 ENVELOPE_BYTES = 128
@@ -88,9 +102,14 @@ class EventStore:
         self._announce_as = announce_as
 
     async def append(
-        self, cid: str, batch: Sequence[NewEvent], change: ProjectionChange
+        self,
+        cid: str,
+        batch: Sequence[NewEvent],
+        change: ProjectionChange,
+        fence: str | None = None,
     ) -> list[Event]:
-        """Number and insert `batch` after the conversation's last seq, in one transaction.
+        """Number and insert `batch` after the conversation's last seq, in one transaction;
+        with `fence` (a replica id), only while that replica holds the run lease.
 
         Reserving the numbers with an UPDATE ... RETURNING on the conversation row makes
         concurrent writers (other replicas on PostgreSQL) queue on that row lock, so seqs
@@ -114,7 +133,13 @@ class EventStore:
         replica = self._announce_as
 
         def write(conn: sa.Connection) -> list[Event]:
-            last = conn.execute(_RESERVE_SEQS, params).scalar_one_or_none()
+            if fence is None:
+                last = conn.execute(_RESERVE_SEQS, params).scalar_one_or_none()
+            else:
+                reserve = _RESERVE_SEQS_FENCED
+                last = conn.execute(reserve, {**params, "p_replica": fence}).scalar_one_or_none()
+                if last is None and conn.execute(_EXISTS, {"p_cid": cid}).first() is not None:
+                    raise LeaseLost(cid)
             if last is None:
                 raise ConversationGone(cid)
             first = last - len(batch) + 1

@@ -4,6 +4,7 @@ routed to a run's owner, a dead owner's run taken over, and a race for one conve
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -200,3 +201,34 @@ async def test_b_refuses_what_waits_for_a_run_on_a_and_deleting_on_b_stops_it(
             assert finished["data"]["status"] == "canceled"  # A stopped it before the delete
             assert (await a.get(f"/api/conversations/{cid}")).status_code == 404
             assert await lease_holder(pg_url, cid) is None
+
+
+async def test_an_owner_that_stalls_past_its_lease_writes_nothing_after_the_takeover(
+    tmp_path: Path, pg_url: str
+) -> None:
+    model = script(tmp_path / "m.json", [bash("sleep 60")])
+    with replicas(tmp_path, pg_url, {"a": model, "b": model}) as nodes:
+        async with client(nodes["a"]) as a, client(nodes["b"]) as b:
+            cid = (await a.post("/api/conversations", json={})).json()["id"]
+            await a.post(f"/api/conversations/{cid}/messages", json={"content": "sleep"})
+            events = sse_events(b, cid)
+            async with asyncio.timeout(30):
+                await anext(e async for e in events if e["type"] == "tool.started")
+            await a.aclose()
+            nodes["a"].process.send_signal(signal.SIGSTOP)  # frozen, not dead
+            try:
+                async with asyncio.timeout(LEASE_SECONDS * 4):
+                    finished = await anext(e async for e in events if e["type"] == "run.finished")
+                assert "stopped answering" in finished["data"]["error"]
+            finally:
+                nodes["a"].process.send_signal(signal.SIGCONT)
+            # A wakes, finds at its next renewal that B took the run, and stops it: its
+            # closing events are refused by the lease fence, so nothing follows B's repair.
+            await asyncio.sleep(LEASE_SECONDS)
+            journal = (await b.get(f"/api/conversations/{cid}/events?format=json")).json()
+            types = [e["type"] for e in journal]
+            assert types[-1] == "run.finished", types
+            assert types.count("run.finished") == 1 and types.count("tool.finished") == 1
+            assert await lease_holder(pg_url, cid) is None
+            sent = await b.post(f"/api/conversations/{cid}/messages", json={"content": "on"})
+            assert sent.status_code == 202, sent.text

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from burrow.store.accounts import AccountStore
 from burrow.store.commands import CommandStore
 from burrow.store.conversations import ConversationStore
 from burrow.store.database import Database
+from burrow.store.events import ConversationGone, EventStore, LeaseLost
 from burrow.store.leases import Claim, LeaseStore
+from burrow.store.records import NewEvent, ProjectionChange
 
 
 async def _conversation(engine: Database) -> str:
@@ -71,3 +75,23 @@ async def test_a_command_is_answered_once_or_withdrawn_once(engine: Database) ->
     assert await owner.take(second) is None
     await asker.forget(first)
     assert await owner.pending() == []
+
+
+async def test_appends_fenced_by_a_lease_stop_once_it_is_taken_over(engine: Database) -> None:
+    cid = await _conversation(engine)
+    events = EventStore(engine)
+    a, b = LeaseStore(engine, "a", seconds=1.0), LeaseStore(engine, "b")
+    note = [NewEvent("tool.output", {"text": "x"})]
+    with pytest.raises(LeaseLost):  # no lease yet: a fenced append has nothing to hold
+        await events.append(cid, note, ProjectionChange(), fence="a")
+    await a.acquire(cid)
+    [first] = await events.append(cid, note, ProjectionChange(), fence="a")
+    await asyncio.sleep(1.2)
+    assert (await b.acquire(cid)).took_over
+    with pytest.raises(LeaseLost):
+        await events.append(cid, note, ProjectionChange(), fence="a")
+    [second] = await events.append(cid, note, ProjectionChange(), fence="b")
+    assert second.seq == first.seq + 1  # the refused append took no seq
+    await ConversationStore(engine).delete(cid)
+    with pytest.raises(ConversationGone):
+        await events.append(cid, note, ProjectionChange(), fence="b")
