@@ -15,6 +15,8 @@ from burrow.runs.journal import PAGE_BYTES, PAGE_EVENTS, Journal
 
 log = logging.getLogger(__name__)
 
+SMALL_READ = 64  # events read without sizing them first (a commit's worth, usually)
+
 
 class CrossReplicaFeed:
     def __init__(self, journal: Journal, replica: str) -> None:
@@ -44,7 +46,13 @@ class CrossReplicaFeed:
                 # subscriber further behind heals its own gap from the store.
                 after = self._journal.pushed(cid) or first - 1
                 while after < last and self._journal.watching(cid):
-                    page = await self._journal.read(cid, after, PAGE_EVENTS, PAGE_BYTES)
+                    # A commit's few events in one query; a long way behind, by the page
+                    # (sized first, a second query, so a page never holds more than that).
+                    count = last - after
+                    if count <= SMALL_READ:
+                        page = await self._journal.read(cid, after, count)
+                    else:
+                        page = await self._journal.read(cid, after, PAGE_EVENTS, PAGE_BYTES)
                     if not page:
                         break
                     self._journal.deliver(cid, page)
