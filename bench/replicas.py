@@ -132,5 +132,10 @@ if __name__ == "__main__":
     parser.add_argument("--clients", type=int, nargs="*", default=[1, 200])
     parser.add_argument("--samples", type=int, default=200)
     args = parser.parse_args()
+    try:
+        asyncio.run(asyncpg.connect(PG_ADMIN_DSN, timeout=5)).terminate()
+    except (OSError, asyncpg.PostgresError) as exc:
+        print(f"replicas: skipped, no PostgreSQL at {PG_ADMIN_DSN} ({exc})")
+        sys.exit(0)
     for n in args.clients:
         asyncio.run(measure(n, args.samples))
