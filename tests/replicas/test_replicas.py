@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 
 from tests.api.harness import sse_events
@@ -232,3 +233,46 @@ async def test_an_owner_that_stalls_past_its_lease_writes_nothing_after_the_take
             assert await lease_holder(pg_url, cid) is None
             sent = await b.post(f"/api/conversations/{cid}/messages", json={"content": "on"})
             assert sent.status_code == 202, sent.text
+
+
+async def test_a_message_routed_to_an_owner_that_died_is_taken_back_and_run_here(
+    tmp_path: Path, pg_url: str
+) -> None:
+    on_a = script(tmp_path / "a.json", [bash("sleep 60")])
+    on_b = script(tmp_path / "b.json", [{"text": "answered on b"}])
+    with replicas(tmp_path, pg_url, {"a": on_a, "b": on_b}) as nodes:
+        async with client(nodes["a"]) as a, client(nodes["b"]) as b:
+            cid = (await a.post("/api/conversations", json={})).json()["id"]
+            first = await a.post(f"/api/conversations/{cid}/messages", json={"content": "one"})
+            events = sse_events(b, cid)
+            async with asyncio.timeout(30):
+                await anext(e async for e in events if e["type"] == "tool.started")
+            nodes["a"].process.kill()
+            # At once, while A's lease still looks alive: B asks A, A never answers, the
+            # lease lapses, B takes the message back, repairs A's run and starts its own.
+            started = time.monotonic()
+            sent = await b.post(f"/api/conversations/{cid}/messages", json={"content": "two"})
+            assert sent.status_code == 202, sent.text
+            assert time.monotonic() - started <= LEASE_SECONDS + 3
+            run_id = sent.json()["run_id"]
+            assert run_id != first.json()["run_id"]
+            async with asyncio.timeout(30):
+                done = await anext(
+                    e async for e in events if e["type"] == "run.finished" and e["run_id"] == run_id
+                )
+            assert done["data"]["status"] == "completed"
+            journal = (await b.get(f"/api/conversations/{cid}/events?format=json")).json()
+            runs = [(e["type"], e["run_id"]) for e in journal if e["type"].startswith("run.")]
+            old = first.json()["run_id"]
+            # The dead run is closed before the new one starts: each started once, ended once.
+            assert runs == [
+                ("run.started", old),
+                ("run.finished", old),
+                ("run.started", run_id),
+                ("run.finished", run_id),
+            ]
+            conn = await asyncpg.connect(pg_url.replace("postgresql+asyncpg", "postgresql"))
+            try:
+                assert await conn.fetchval("SELECT count(*) FROM run_commands") == 0
+            finally:
+                await conn.close()
