@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +50,10 @@ async def test_a_client_on_b_sees_a_run_on_a_live_in_order(tmp_path: Path, pg_ur
             got = [e for _, e in seen]
             assert got == journal  # every event, in order, gap-free, no duplicate
             assert [e["seq"] for e in got] == list(range(1, len(got) + 1))
-            # Live: B had the tool's start while the run was still going on A (it sleeps 1 s).
-            started = next(t for t, e in seen if e["type"] == "tool.started")
-            finished = next(t for t, e in seen if e["type"] == "run.finished")
-            assert finished - started > 0.8
+            # Live: B had the tool's start before A even wrote the run's end (it sleeps 1 s).
+            received = next(t for t, e in seen if e["type"] == "tool.started")
+            ended = datetime.fromisoformat(got[-1]["ts"]).timestamp()
+            assert received < ended, (received, ended)
 
 
 async def test_message_approval_and_interrupt_sent_to_b_reach_the_run_on_a(
