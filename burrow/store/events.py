@@ -99,7 +99,9 @@ class EventStore:
         self._redactor = redactor or Redactor()
         # With replicas (PostgreSQL): each commit NOTIFYs the others, signed with this
         # replica's id so it can ignore its own (it published them in-process already).
-        self._announce_as = announce_as
+        # Other databases have no NOTIFY (nor several replicas).
+        postgres = db.engine.dialect.name == "postgresql"
+        self._announce_as = announce_as if postgres else None
 
     async def append(
         self,
