@@ -640,7 +640,7 @@ class Runtime:
             await self.journal.append(cid, *closing)
         else:  # the row said running but every run was closed: only the status is stale
             await self.conversations.set_status(cid, "idle")
-        log.warning("repaired %d open run(s) of %s after a restart", len(work.runs), cid)
+        log.warning("repaired %d open run(s) of %s: %s", len(work.runs), cid, reason)
 
     async def shutdown(self) -> None:
         self._closing = True

@@ -3,10 +3,12 @@ the bench: separate data directories (so separate local sandboxes), one database
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import json
 import subprocess
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,3 +76,14 @@ async def lease_holder(database_url: str, cid: str) -> str | None:
         return holder
     finally:
         await conn.close()
+
+
+async def lease_released(database_url: str, cid: str, within: float = 5.0) -> bool:
+    """Whether the conversation's lease row goes away within `within` seconds (a run gives
+    it back just after its run.finished is committed)."""
+    deadline = time.monotonic() + within
+    while await lease_holder(database_url, cid) is not None:
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True

@@ -14,7 +14,14 @@ import asyncpg
 import httpx
 
 from tests.api.harness import sse_events
-from tests.replicas.cluster import LEASE_SECONDS, client, lease_holder, replicas, script
+from tests.replicas.cluster import (
+    LEASE_SECONDS,
+    client,
+    lease_holder,
+    lease_released,
+    replicas,
+    script,
+)
 
 RISKY = {"command": "mkdir -p build && rm -rf build", "timeout": 30}
 
@@ -44,7 +51,7 @@ async def test_a_client_on_b_sees_a_run_on_a_live_in_order(tmp_path: Path, pg_ur
             sent = await a.post(f"/api/conversations/{cid}/messages", json={"content": "go"})
             assert sent.status_code == 202
             await asyncio.wait_for(follower, 30)
-            assert await lease_holder(pg_url, cid) is None  # given back at the end
+            assert await lease_released(pg_url, cid)  # given back at the end
 
             journal = (await a.get(f"/api/conversations/{cid}/events?format=json")).json()
             got = [e for _, e in seen]
@@ -111,7 +118,7 @@ async def test_message_approval_and_interrupt_sent_to_b_reach_the_run_on_a(
             resolved = [e["data"] for e in journal if e["type"] == "approval.resolved"]
             assert resolved == [{"request_id": request_id, "decision": "allow_once"}]
             # Nothing left behind: no lease, no command rows.
-            assert await lease_holder(pg_url, cid) is None
+            assert await lease_released(pg_url, cid)
 
 
 async def test_killing_the_owner_hands_its_run_to_the_other_replica(
@@ -151,7 +158,7 @@ async def test_killing_the_owner_hands_its_run_to_the_other_replica(
                     if event["type"] == "run.finished":
                         assert event["data"]["status"] == "completed"
                         break
-            assert await lease_holder(pg_url, cid) is None
+            assert await lease_released(pg_url, cid)
 
 
 async def test_two_replicas_racing_to_start_a_run_start_exactly_one(
@@ -202,7 +209,7 @@ async def test_b_refuses_what_waits_for_a_run_on_a_and_deleting_on_b_stops_it(
                 finished = await anext(e async for e in events if e["type"] == "run.finished")
             assert finished["data"]["status"] == "canceled"  # A stopped it before the delete
             assert (await a.get(f"/api/conversations/{cid}")).status_code == 404
-            assert await lease_holder(pg_url, cid) is None
+            assert await lease_released(pg_url, cid)
 
 
 async def test_an_owner_that_stalls_past_its_lease_writes_nothing_after_the_takeover(
@@ -231,7 +238,7 @@ async def test_an_owner_that_stalls_past_its_lease_writes_nothing_after_the_take
             types = [e["type"] for e in journal]
             assert types[-1] == "run.finished", types
             assert types.count("run.finished") == 1 and types.count("tool.finished") == 1
-            assert await lease_holder(pg_url, cid) is None
+            assert await lease_released(pg_url, cid)
             sent = await b.post(f"/api/conversations/{cid}/messages", json={"content": "on"})
             assert sent.status_code == 202, sent.text
 
