@@ -70,6 +70,11 @@ class Subscription:
             self._buffered_chars += size
         self._wakeup.set()
 
+    def catch_up(self) -> None:
+        """Make the reader catch up from the store (events may have passed it by)."""
+        self.lagged = True
+        self._wakeup.set()
+
     def drain(self) -> list[Event]:
         """Everything buffered so far, without waiting."""
         batch = list(self._buffer)
@@ -299,8 +304,7 @@ class Journal:
         """Notifications may have been missed: every subscriber catches up from the store."""
         for subs in self._subscribers.values():
             for sub in subs:
-                sub.lagged = True
-                sub._wakeup.set()
+                sub.catch_up()
 
     def subscribe(self, cid: str) -> Subscription:
         sub = Subscription(self, cid)
