@@ -55,6 +55,10 @@ async def fresh_database() -> AsyncIterator[str]:
         await admin.close()
 
 
+async def reachable() -> None:
+    await (await asyncpg.connect(PG_ADMIN_DSN, timeout=5)).close()
+
+
 def clock_commits(db: Database, stamps: list[int]) -> None:
     """Wrap the PostgreSQL transaction so `stamps` gets the time as each commit returns.
     Bench-only; mirrors Database.run's PostgreSQL path."""
@@ -133,7 +137,7 @@ if __name__ == "__main__":
     parser.add_argument("--samples", type=int, default=200)
     args = parser.parse_args()
     try:
-        asyncio.run(asyncpg.connect(PG_ADMIN_DSN, timeout=5)).terminate()
+        asyncio.run(reachable())
     except (OSError, asyncpg.PostgresError) as exc:
         print(f"replicas: skipped, no PostgreSQL at {PG_ADMIN_DSN} ({exc})")
         sys.exit(0)
