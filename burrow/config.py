@@ -185,6 +185,14 @@ class Settings(BaseSettings):
     tool_output_live_max: int = Field(default=LIVE_MAX_BYTES, ge=1024)
     """Bytes of live output per tool call at most, whatever its duration."""
 
+    replica_id: str | None = Field(default=None, pattern=r"^\S{1,200}$")
+    """This process's name among replicas on one PostgreSQL (no spaces); default
+    `host:pid:random`. A stable name (a pod's) lets a restarted replica repair its own
+    cut-off runs at once instead of after their lease lapses."""
+    run_lease_seconds: float = Field(default=12.0, ge=1.0, le=600.0)
+    """Seconds a replica's hold on its runs lasts without renewal (renewed every third of
+    it): how long a dead replica's runs stay open before another one repairs them."""
+
     def preview_listen_port(self) -> int:
         return self.preview_port if self.preview_port is not None else self.port + 1
 
