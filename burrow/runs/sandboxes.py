@@ -150,7 +150,10 @@ class SandboxPool:
             await self._status(cid, "failed", exc.message)
             raise
         self._sandboxes[cid] = sandbox
-        detail = await self._start_services(self._for_commands(cid, sandbox))
+        if waking and self.backend.capabilities.hibernation == "memory":
+            detail = "resumed with its processes running"  # its services never stopped
+        else:
+            detail = await self._start_services(self._for_commands(cid, sandbox))
         plan = self.backend.network_plan(policy)
         if plan.degraded:  # said where the user looks, not only in the server's log
             detail = "; ".join(part for part in (plan.detail, detail) if part)
@@ -207,7 +210,7 @@ class SandboxPool:
             self._sandboxes.pop(cid, None)
             self._live.pop(cid, None)
             await self.terminals.close_all(cid)
-            await sandbox.stop()
+            await self.backend.hibernate(sandbox)
             minutes = (self.idle_seconds or 0) / 60
             detail = detail or f"idle for {minutes:g} min; files kept, wakes on next use"
             await self._status(cid, "hibernated", detail)

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from burrow.preview.upstream import UpstreamError, UpstreamPool
+from burrow.sandbox.backend import HttpUpstream
 
 Answer = Callable[[bytes], bytes]  # the request head (and body) -> the raw response
 
@@ -53,10 +54,10 @@ async def _pool(answer: Answer) -> AsyncIterator[tuple[UpstreamPool, Service]]:
     server = await asyncio.start_server(service.handle, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
 
-    async def open_tunnel(cid: str, _: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        return await asyncio.open_connection("127.0.0.1", port)
+    async def open_upstream(cid: str, _: int) -> HttpUpstream:
+        return HttpUpstream(*await asyncio.open_connection("127.0.0.1", port))
 
-    pool = UpstreamPool(open_tunnel)
+    pool = UpstreamPool(open_upstream)
     try:
         yield pool, service
     finally:
