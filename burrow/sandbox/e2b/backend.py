@@ -87,7 +87,7 @@ class E2BBackend:
                 raise SandboxError(
                     ErrorCode.BOOT_FAILED, f"Sandbox {sandbox_id}: {exc.message}"
                 ) from None
-            sandbox = E2BSandbox(sandbox_id, remote, workspace)
+            sandbox = E2BSandbox(sandbox_id, remote, workspace, self.timeout)
             self._sandboxes[sandbox_id] = sandbox
             return sandbox
 
@@ -104,6 +104,8 @@ class E2BBackend:
                 timeout=self.timeout,
                 metadata={METADATA_KEY: sandbox_id},
                 allow_internet_access=self.network_plan(network).policy == "egress",
+                # Past its timeout (a server gone, say) it pauses, files kept, not killed.
+                lifecycle={"on_timeout": "pause"},
                 **self._api,
             )
 

@@ -7,6 +7,7 @@ it); symlinks are resolved by the remote side, whose machine is the isolation bo
 from __future__ import annotations
 
 import asyncio
+import logging
 import posixpath
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -30,6 +31,8 @@ from burrow.sandbox.backend import (
 from burrow.sandbox.e2b.errors import mapped
 from burrow.sandbox.e2b.process import RemoteProcesses, RemotePty
 
+log = logging.getLogger(__name__)
+
 MAX_READ_BYTES = 10 * 1024 * 1024  # a whole-file read above this needs offset/limit
 READ_PIECE = 256 * 1024
 
@@ -39,8 +42,13 @@ _KINDS = {FileType.FILE: "file", FileType.DIR: "dir", FileType.SYMLINK: "symlink
 class E2BSandbox:
     """A remote sandbox reached through the e2b SDK; see `E2BBackend`."""
 
-    def __init__(self, sandbox_id: str, remote: AsyncSandbox, workspace: str) -> None:
+    def __init__(
+        self, sandbox_id: str, remote: AsyncSandbox, workspace: str, lifetime: int = 0
+    ) -> None:
         self._id = sandbox_id
+        self._lifetime = lifetime  # the endpoint's timeout, renewed while in use; 0: never
+        self._renewed = time.monotonic()
+        self._renewing: asyncio.Task[None] | None = None
         self.remote = remote
         self._workspace = workspace.rstrip("/") or "/"
         self._processes = RemoteProcesses(remote)
@@ -67,8 +75,25 @@ class E2BSandbox:
     def mark(self, status: SandboxStatus, detail: str = "") -> None:
         self._status, self.detail = status, detail
 
+    def _renew(self) -> None:
+        """Push the endpoint's timeout out again once half of it has passed, in the
+        background: a conversation in use for hours must not reach it."""
+        if not self._lifetime or time.monotonic() - self._renewed < self._lifetime / 2:
+            return
+        if self._renewing is None or self._renewing.done():
+            self._renewed = time.monotonic()
+            self._renewing = asyncio.ensure_future(self._set_timeout())
+
+    async def _set_timeout(self) -> None:
+        try:
+            await self.remote.set_timeout(self._lifetime)
+        except Exception as exc:  # the next use tries again; the pause on timeout keeps files
+            self._renewed = 0.0
+            log.warning("could not renew sandbox %s's timeout: %s", self.id, exc)
+
     async def exec(self, request: ExecRequest) -> AsyncIterator[ExecEvent]:
         self._check_ready()
+        self._renew()
         counted = not request.background
         self._running += counted
         try:
@@ -180,6 +205,7 @@ class E2BSandbox:
         self, cols: int, rows: int, env: Mapping[str, str] | None = None
     ) -> RemotePty:
         self._check_ready()
+        self._renew()
         return await RemotePty(self.remote).start(cols, rows, self._workspace, dict(env or {}))
 
     async def running_commands(self) -> int:
