@@ -8,7 +8,14 @@ import signal
 import pytest
 
 from burrow.sandbox.agent import protocol
-from burrow.sandbox.backend import ErrorCode, ExecChunk, ExecRequest, Sandbox, SandboxError
+from burrow.sandbox.backend import (
+    ErrorCode,
+    ExecChunk,
+    ExecRequest,
+    Sandbox,
+    SandboxError,
+    closing_exec,
+)
 from burrow.sandbox.client import AgentClient
 from burrow.sandbox.local import LocalSandbox
 from tests.sandbox.harness import run, sleeper, wait_for_no_processes
@@ -62,6 +69,20 @@ async def test_cwd_env_and_result_file(any_sandbox: Sandbox) -> None:
     assert result.exit.result == b"done\n"
     again = await run(any_sandbox, "test", "-e", "/tmp/result")
     assert again.exit.exit_code == 1, "the result file is removed once returned"
+
+
+async def test_a_large_output_arrives_in_pieces_as_it_is_written(any_sandbox: Sandbox) -> None:
+    """20 MB of output is streamed, never gathered whole on either side first."""
+    size, pieces, largest = 20_000_000, 0, 0
+    request = ExecRequest(argv=["head", "-c", str(size), "/dev/zero"])
+    async with closing_exec(any_sandbox.exec(request)) as events:
+        async for event in events:
+            if isinstance(event, ExecChunk):
+                pieces += 1
+                largest = max(largest, len(event.data))
+                size -= len(event.data)
+    assert size == 0
+    assert pieces > 10 and largest <= 4 << 20
 
 
 async def test_a_signal_exit_is_reported(any_sandbox: Sandbox) -> None:

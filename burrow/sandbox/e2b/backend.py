@@ -82,7 +82,9 @@ class E2BBackend:
                 return known
             try:
                 remote = await self._connect_or_create(sandbox_id, network)
-                workspace = self.workspace or await _home(remote)
+                workspace = (
+                    self.workspace or (known.workspace if known else "") or await _home(remote)
+                )
             except SandboxError as exc:
                 raise SandboxError(
                     ErrorCode.BOOT_FAILED, f"Sandbox {sandbox_id}: {exc.message}"
