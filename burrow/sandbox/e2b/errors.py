@@ -7,6 +7,7 @@ remote side's own words.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Iterator
 
@@ -81,4 +82,10 @@ def mapped(doing: str) -> Iterator[None]:
     except SandboxError:
         raise
     except Exception as exc:  # the SDK raises many unrelated classes (httpx, Connect, its own)
+        # connectrpc turns a cancellation of the waiting task into ConnectError(CANCELED):
+        # it stays a cancellation, or an interrupted run would see a sandbox failure.
+        task = asyncio.current_task()
+        cancelled = task is not None and task.cancelling() > 0
+        if cancelled and isinstance(exc, ConnectError) and exc.code == Code.CANCELED:
+            raise asyncio.CancelledError() from exc
         raise from_sdk(exc, doing) from exc

@@ -18,7 +18,7 @@ from e2b import AsyncSandbox
 from e2b.connection_config import KEEPALIVE_PING_HEADER, KEEPALIVE_PING_INTERVAL_SEC
 from e2b.envd.client_async import as_stream, create_rpc_client, first_event
 from e2b.envd.process import process_connect, process_pb
-from e2b.envd.utils import extract_start_pid
+from e2b.envd.utils import authentication_header, extract_start_pid
 from e2b.sandbox.commands.command_handle import CommandExitException, PtySize
 from protobuf import Oneof
 
@@ -65,11 +65,12 @@ class RemoteProcesses:
             cwd=(request.cwd or workspace) or None,
         )
         start = process_pb.StartRequest(process=config, stdin=request.stdin is not None)
-        events = as_stream(
-            self._rpc.start(
-                start, headers={KEEPALIVE_PING_HEADER: str(KEEPALIVE_PING_INTERVAL_SEC)}
-            )
-        )
+        # The headers `commands.run` sends: the default user (older envd) and keepalives.
+        headers = {
+            **authentication_header(self._remote._envd_version),
+            KEEPALIVE_PING_HEADER: str(KEEPALIVE_PING_INTERVAL_SEC),
+        }
+        events = as_stream(self._rpc.start(start, headers=headers))
         pid: int | None = None
         ended = timed_out = False
         tasks: list[asyncio.Task[Any]] = []

@@ -184,7 +184,7 @@ class E2BSandbox:
             (b"e2b-sandbox-port", b"%d" % port),
         ]
         token = self.remote.traffic_access_token
-        if token:
+        if isinstance(token, str) and token:  # the API client's Unset when there is none
             headers.append((b"e2b-traffic-access-token", token.encode()))
         # Routed by headers on a shared endpoint (E2B_SANDBOX_URL, sandbox.<domain>); by
         # name ({port}-{id}.<domain>) otherwise, which then must be the Host.
