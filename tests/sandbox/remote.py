@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.conftest import unavailable
@@ -47,7 +48,12 @@ def sandbox_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxHo
     port = _free_port()
     data_dir: Path = tmp_path_factory.mktemp("sandbox-host")
     key = "e2b_" + secrets.token_hex(20)
-    env = {**os.environ, "BURROW_SANDBOX_HOST_API_KEYS": key}
+    env = {
+        **os.environ,
+        "BURROW_SANDBOX_HOST_API_KEYS": key,
+        "BURROW_SANDBOX_LIMITS": "false",  # no cgroups: runs unprivileged too
+        "BURROW_SANDBOX_NETWORK": "none",
+    }
     argv = [sys.executable, "-m", "burrow", "sandbox-host", "--host", "127.0.0.1"]
     argv += ["--port", str(port), "--data-dir", str(data_dir)]
     log = (data_dir / "host.log").open("wb")
@@ -60,15 +66,16 @@ def sandbox_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxHo
                     f"burrow sandbox-host exited: {(data_dir / 'host.log').read_text()[-2000:]}"
                 )
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise AssertionError("burrow sandbox-host did not listen in time") from None
-                time.sleep(0.05)
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError("burrow sandbox-host did not start in time")
+            time.sleep(0.05)
         yield SandboxHost(f"http://127.0.0.1:{port}", key)
     finally:
-        process.terminate()
+        process.terminate()  # SIGTERM: it kills its sandboxes
         try:
             process.wait(10)
         except subprocess.TimeoutExpired:
