@@ -54,7 +54,7 @@ def sandbox_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxHo
         "BURROW_SANDBOX_LIMITS": "false",  # no cgroups: runs unprivileged too
         "BURROW_SANDBOX_NETWORK": "none",
     }
-    argv = [sys.executable, "-m", "burrow", "sandbox-host", "--host", "127.0.0.1"]
+    argv = [sys.executable, "-m", "burrow.cli", "sandbox-host", "--host", "127.0.0.1"]
     argv += ["--port", str(port), "--data-dir", str(data_dir)]
     log = (data_dir / "host.log").open("wb")
     process = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
