@@ -166,13 +166,26 @@ async def _pieces(data: bytes) -> AsyncIterator[bytes]:
 
 
 def _exit(end: process_pb.ProcessEvent.EndEvent) -> ExecExit:
+    """The exit an end event reports; an error there (the command could not run: a missing
+    working directory or program) is raised, as the local backend raises it."""
+    if end.has_field("error") and end.error:
+        raise from_sdk(RuntimeError(end.error), "run the command")
     status = (end.status or "").strip().lower()
     if status.startswith("signal:"):
         name = status.partition(":")[2].strip()
-        number = _SIGNAL_NAMES.get(name) or (int(name) if name.isdigit() else None)
+        number = _SIGNAL_NAMES.get(name) or _signal_number(name)
         if number is not None:
             return ExecExit(None, int(number))
     return ExecExit(end.exit_code)
+
+
+def _signal_number(name: str) -> int | None:
+    """`9`, `kill`, `sigkill`: the short forms other envd implementations write."""
+    if name.isdigit():
+        return int(name)
+    short = name.upper().removeprefix("SIG")
+    member = signal.Signals.__members__.get(f"SIG{short}")
+    return int(member) if member is not None else None
 
 
 class RemotePty:

@@ -19,6 +19,7 @@ from e2b.sandbox.filesystem.filesystem import EntryInfo, FileType
 
 from burrow.sandbox.backend import (
     ErrorCode,
+    ExecChunk,
     ExecEvent,
     ExecExit,
     ExecRequest,
@@ -27,12 +28,14 @@ from burrow.sandbox.backend import (
     NotSupported,
     SandboxError,
     SandboxStatus,
+    closing_exec,
 )
 from burrow.sandbox.e2b.errors import mapped
 from burrow.sandbox.e2b.process import RemoteProcesses, RemotePty
 
 log = logging.getLogger(__name__)
 
+TAKE_RESULT = 'test -f "$1" || exit 3; cat -- "$1" && rm -f -- "$1"'
 MAX_READ_BYTES = 10 * 1024 * 1024  # a whole-file read above this needs offset/limit
 READ_PIECE = 256 * 1024
 
@@ -110,17 +113,17 @@ class E2BSandbox:
             self._running -= counted
 
     async def _take_result(self, path: str) -> bytes | None:
-        """The result file's content, removed once read; None if the command wrote none."""
-        try:
-            with mapped("read the command's result file"):
-                data = bytes(await self.remote.files.read(path, format="bytes"))
-        except SandboxError as exc:
-            if exc.code == ErrorCode.NOT_FOUND:
-                return None
-            raise
-        with mapped("remove the command's result file"):
-            await self.remote.files.remove(path)
-        return data
+        """The result file's content, removed once read; None if the command wrote none.
+        Read by a command, not `/files`: it may lie outside the workspace (in /tmp)."""
+        take = ExecRequest(argv=["sh", "-c", TAKE_RESULT, "burrow-result", path], timeout=30)
+        data = bytearray()
+        async with closing_exec(self._processes.run(take, self._workspace)) as events:
+            async for event in events:
+                if isinstance(event, ExecChunk) and event.stream == "stdout":
+                    data += event.data
+                elif isinstance(event, ExecExit) and event.exit_code != 0:
+                    return None
+        return bytes(data)
 
     async def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
         self._check_ready()
