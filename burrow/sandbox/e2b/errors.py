@@ -31,6 +31,7 @@ _CONNECT_CODES = {
 # A remote side that speaks Burrow's vocabulary (burrow sandbox-host) says so in its words;
 # envd's own messages name the same causes differently.
 _WORDS = (
+    ("code.unimplemented", ErrorCode.NOT_SUPPORTED),  # the SDK's words for UNIMPLEMENTED
     ("outside the workspace", ErrorCode.PATH_ESCAPE),
     ("path_escape", ErrorCode.PATH_ESCAPE),
     ("not a regular file", ErrorCode.NOT_A_FILE),

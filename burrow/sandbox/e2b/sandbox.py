@@ -7,10 +7,11 @@ it); symlinks are resolved by the remote side, whose machine is the isolation bo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import posixpath
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from urllib.parse import urlsplit
 
 from e2b import AsyncSandbox
@@ -130,7 +131,7 @@ class E2BSandbox:
         full = self._inside(path)
         end = None if limit is None else offset + limit
         data = bytearray()
-        with mapped(f"read {path}"):
+        with _as_given(path), mapped(f"read {path}"):
             stream = await self.remote.files.read(full, format="stream")
             try:
                 async for piece in stream:
@@ -149,19 +150,20 @@ class E2BSandbox:
 
     async def write_file(self, path: str, data: bytes) -> None:
         self._check_ready()
-        with mapped(f"write {path}"):
-            await self.remote.files.write(self._inside(path), data)
+        full = self._inside(path)
+        with _as_given(path), mapped(f"write {path}"):
+            await self.remote.files.write(full, data)
 
     async def list_dir(self, path: str) -> list[FileEntry]:
         self._check_ready()
-        with mapped(f"list {path}"):
+        with _as_given(path), mapped(f"list {path}"):
             entries = await self.remote.files.list(self._inside(path), depth=1)
         return sorted((self._entry(e) for e in entries), key=lambda e: e.name)
 
     async def stat(self, path: str) -> FileEntry:
         self._check_ready()
         full = self._inside(path)
-        with mapped(f"stat {path}"):
+        with _as_given(path), mapped(f"stat {path}"):
             entry = await self.remote.files.get_info(full)
         return self._entry(entry, full)
 
@@ -249,3 +251,17 @@ class E2BSandbox:
             size=entry.size,
             mtime=entry.modified_time.timestamp(),
         )
+
+
+@contextlib.contextmanager
+def _as_given(path: str) -> Iterator[None]:
+    """A path escape the remote side found (a symlink out) names the path as the caller
+    gave it, as the local backend's message does, not the resolved one."""
+    try:
+        yield
+    except SandboxError as exc:
+        if exc.code != ErrorCode.PATH_ESCAPE:
+            raise
+        raise SandboxError(
+            ErrorCode.PATH_ESCAPE, f"Path '{path}' is outside the workspace"
+        ) from exc
