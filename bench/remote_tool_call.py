@@ -29,12 +29,16 @@ from bench.api_tool_call import COMMAND, RUNS, WARMUP, measure
 from bench.common import free_port, p50, pct, report, spawn_serve, wait_healthy
 
 
+# The host's sandboxes and the local ones alike: no cgroups, no network.
+SAME_SANDBOXES = {"BURROW_SANDBOX_LIMITS": "false", "BURROW_SANDBOX_NETWORK": "none"}
+
+
 def start_host(data: Path) -> tuple[subprocess.Popen[bytes], dict[str, str]]:
     """`burrow sandbox-host` on a free port; the SDK variables that point at it."""
     port, key = free_port(), "e2b_" + secrets.token_hex(20)
     command = [sys.executable, "-m", "burrow.cli", "sandbox-host", "--host", "127.0.0.1"]
     command += ["--port", str(port), "--data-dir", str(data)]
-    env = {**os.environ, "BURROW_SANDBOX_HOST_API_KEYS": key}
+    env = {**os.environ, **SAME_SANDBOXES, "BURROW_SANDBOX_HOST_API_KEYS": key}
     host = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while True:
@@ -68,10 +72,11 @@ async def main() -> None:
         root = Path(tmp)
         for name in ("local", "e2b", "host"):
             (root / name).mkdir()
-        local = await calls(root / "local", {"BURROW_SANDBOX": "local"})
+        local = await calls(root / "local", {"BURROW_SANDBOX": "local", **SAME_SANDBOXES})
         host, sdk = start_host(root / "host")
         try:
             remote_env = {"BURROW_SANDBOX": "e2b", "BURROW_E2B_HIBERNATION": "files", **sdk}
+            remote_env["BURROW_SANDBOX_NETWORK"] = "none"
             remote = await calls(root / "e2b", remote_env)
         finally:
             host.terminate()
