@@ -8,6 +8,8 @@ child on 127.0.0.1, so the figure is the control plane -> sandbox host hop (REST
 Connect RPCs over HTTP) with no network distance; a real deployment adds its round trips.
 
 Baseline: the local backend (bubblewrap on this machine, a Unix socket to its agent).
+A second figure isolates the backend hop: the same command as a bare `Sandbox.exec`
+(no server, no model, no journal) on an e2b sandbox and on a local one.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.api_tool_call import COMMAND, RUNS, WARMUP, measure
 from bench.common import free_port, p50, pct, report, spawn_serve, wait_healthy
-
+from burrow.sandbox.backend import ExecRequest, Sandbox, closing_exec
+from burrow.sandbox.e2b import E2BBackend
+from burrow.sandbox.local import LocalBackend
 
 # The host's sandboxes and the local ones alike: no cgroups, no network.
 SAME_SANDBOXES = {"BURROW_SANDBOX_LIMITS": "false", "BURROW_SANDBOX_NETWORK": "none"}
@@ -67,6 +71,31 @@ async def calls(data: Path, env: dict[str, str]) -> list[float]:
         server.wait(10)
 
 
+async def bare_execs(sandbox: Sandbox) -> list[float]:
+    samples = []
+    for index in range(RUNS + WARMUP):
+        started = time.perf_counter()
+        request = ExecRequest(argv=["sh", "-c", COMMAND], result_file="/tmp/burrow-cwd")
+        async with closing_exec(sandbox.exec(request)) as events:
+            async for _ in events:
+                pass
+        if index >= WARMUP:
+            samples.append(time.perf_counter() - started)
+    return samples
+
+
+async def exec_figures(root: Path, api: dict[str, str]) -> tuple[list[float], list[float]]:
+    local_backend = LocalBackend(root / "bare-local")
+    remote_backend = E2BBackend(api=api, hibernation="files", network="none")
+    try:
+        local = await bare_execs(await local_backend.create("bench"))
+        remote = await bare_execs(await remote_backend.create("bench"))
+    finally:
+        await remote_backend.destroy("bench")
+        await local_backend.close()
+    return local, remote
+
+
 async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -78,6 +107,12 @@ async def main() -> None:
             remote_env = {"BURROW_SANDBOX": "e2b", "BURROW_E2B_HIBERNATION": "files", **sdk}
             remote_env["BURROW_SANDBOX_NETWORK"] = "none"
             remote = await calls(root / "e2b", remote_env)
+            api = {
+                "api_key": sdk["E2B_API_KEY"],
+                "api_url": sdk["E2B_API_URL"],
+                "sandbox_url": sdk["E2B_SANDBOX_URL"],
+            }
+            bare_local, bare_remote = await exec_figures(root, api)
         finally:
             host.terminate()
             host.wait(10)
@@ -93,6 +128,14 @@ async def main() -> None:
     print(
         f"  p90 e2b {pct(remote, 0.9) * 1000:.2f} ms, p90 local {pct(local, 0.9) * 1000:.2f} ms, "
         f"added p50 {total - baseline:.2f} ms"
+    )
+    report(
+        f"Sandbox.exec `pwd && ls` + result file, e2b -> sandbox-host (n={RUNS})",
+        p50(bare_remote) * 1000,
+        "ms",
+        "local Sandbox.exec",
+        p50(bare_local) * 1000,
+        "informational",
     )
 
 
