@@ -16,7 +16,9 @@ from burrow.sandbox.cgroups import Limits
 from burrow.sandbox.local import LocalBackend
 
 
-def local_backend(settings: Settings) -> Backend:
+def local_backend(settings: Settings) -> LocalBackend:
+    """Bubblewrap sandboxes on this machine, as `burrow serve` and `burrow sandbox-host`
+    configure them (the BURROW_SANDBOX_* settings)."""
     limits = None
     if settings.sandbox_limits:
         limits = Limits(
