@@ -188,9 +188,14 @@ class E2BSandbox:
             (b"e2b-sandbox-id", self.remote_id.encode()),
             (b"e2b-sandbox-port", b"%d" % port),
         ]
-        token = self.remote.traffic_access_token
-        if isinstance(token, str) and token:  # the API client's Unset when there is none
-            headers.append((b"e2b-traffic-access-token", token.encode()))
+        # The traffic token where the endpoint restricts ports; else the envd token (burrow
+        # sandbox-host takes that one, and strips both before the service sees the request).
+        traffic = self.remote.traffic_access_token
+        envd = self.remote._envd_access_token
+        if isinstance(traffic, str) and traffic:  # the API client's Unset when there is none
+            headers.append((b"e2b-traffic-access-token", traffic.encode()))
+        elif isinstance(envd, str) and envd:
+            headers.append((b"x-access-token", envd.encode()))
         # Routed by headers on a shared endpoint (E2B_SANDBOX_URL, sandbox.<domain>); by
         # name ({port}-{id}.<domain>) otherwise, which then must be the Host.
         by_name = url.hostname is not None and url.hostname.startswith(f"{port}-")
