@@ -4,6 +4,7 @@ replica), pause and resume, and previews through Burrow's own proxy over HTTP.""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from pathlib import Path
 
@@ -113,3 +114,25 @@ async def test_a_preview_reaches_the_remote_port_through_burrows_proxy(
                 assert again.status_code == 200 and again.text == "<h1>remote</h1>"
             finally:
                 await server.services.runtime.sandboxes.destroy(cid)
+
+
+async def test_a_flood_of_commands_keeps_each_output_apart_and_the_excess_is_refused(
+    sandbox_host: SandboxHost,
+) -> None:
+    """40 commands at once each get their own output; past the host's cap (64 live
+    processes) a start is refused with a typed error, and the sandbox answers after."""
+    backend, sandbox_id = backend_on(sandbox_host), new_id()
+    try:
+        sandbox = await backend.create(sandbox_id)
+        results = await asyncio.gather(
+            *(run(sandbox, "sh", "-c", f"sleep 0.2; echo out-{n}") for n in range(40))
+        )
+        assert [r.text for r in results] == [f"out-{n}\n" for n in range(40)]
+        flood = [run(sandbox, "sleep", "5", timeout=10) for _ in range(80)]
+        outcomes = await asyncio.gather(*flood, return_exceptions=True)
+        refused = [o for o in outcomes if isinstance(o, SandboxError)]
+        assert refused and all(o.code == ErrorCode.TOO_LARGE for o in refused), outcomes[:3]
+        assert len(refused) <= 80 - 60
+        assert (await run(sandbox, "echo", "still here")).text == "still here\n"
+    finally:
+        await backend.destroy(sandbox_id)
