@@ -5,18 +5,28 @@ replica), pause and resume, and previews through Burrow's own proxy over HTTP.""
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 from pathlib import Path
 
 import httpx
 import pytest
 
+from burrow.runs.journal import Journal
+from burrow.runs.sandboxes import SandboxPool
 from burrow.sandbox.backend import ErrorCode, SandboxError
 from burrow.sandbox.e2b import E2BBackend
+from burrow.store.accounts import AccountStore
+from burrow.store.conversations import ConversationStore
+from burrow.store.database import open_database
+from burrow.store.events import EventStore
 from tests.api.harness import running_server
 from tests.preview.harness import Preview
+from tests.runs.test_sandbox_capabilities import WAIT_FOR_PORT
 from tests.sandbox.harness import run
 from tests.sandbox.remote import SandboxHost
+
+SERVICE = "echo start >> starts.log && exec python3 -m http.server 8000 --bind 127.0.0.1"
 
 
 def backend_on(host: SandboxHost) -> E2BBackend:
@@ -136,3 +146,33 @@ async def test_a_flood_of_commands_keeps_each_output_apart_and_the_excess_is_ref
         assert (await run(sandbox, "echo", "still here")).text == "still here\n"
     finally:
         await backend.destroy(sandbox_id)
+
+
+async def test_the_pool_hibernates_wakes_and_restarts_an_e2b_sandbox(
+    sandbox_host: SandboxHost, tmp_path: Path
+) -> None:
+    """Through the runs layer: hibernation pauses (files only on a sandbox host), the next
+    use resumes it and starts the recorded service once; a restart keeps the files."""
+    db = await open_database(f"sqlite+aiosqlite:///{tmp_path / 'c.db'}")
+    user = await AccountStore(db).get_or_create("alice")
+    cid = (await ConversationStore(db).create(user.id, "t")).id
+    pool = SandboxPool(backend_on(sandbox_host), Journal(EventStore(db)), idle_seconds=None)
+    service = {"port": 8000, "command": SERVICE, "cwd": ""}
+    try:
+        sandbox = await pool.get(cid)
+        service["cwd"] = sandbox.workspace
+        await sandbox.write_file(".burrow/services.json", json.dumps([service]).encode())
+        assert await pool.hibernate(cid)
+        assert pool.state(cid).status == "hibernated"
+        awake = await pool.get(cid)
+        assert "services started again on port(s) 8000" in pool.state(cid).detail
+        assert (await run(awake, "bash", "-c", WAIT_FOR_PORT)).exit.exit_code == 0
+        assert (await awake.read_file("starts.log")).count(b"start") == 1
+        restarted = await pool.restart(cid)
+        assert "services started again on port(s) 8000" in pool.state(cid).detail
+        assert (await run(restarted, "bash", "-c", WAIT_FOR_PORT)).exit.exit_code == 0
+        assert (await restarted.read_file("starts.log")).count(b"start") == 2  # files kept
+    finally:
+        await pool.destroy(cid)
+        await pool.close()
+        await db.close()
