@@ -187,3 +187,18 @@ async def test_a_malformed_request_gets_a_protocol_error_and_the_agent_survives(
     assert frames[0].header["code"] == "protocol"
     assert frames[0].header["fatal"] is True
     assert await sandbox.ping() < 1.0
+
+
+async def test_running_commands_count_one_shot_commands_only(any_sandbox: Sandbox) -> None:
+    """What hibernation waits for: a one-shot command counts while it runs, a background
+    helper never does; and the sandbox answers a ping meanwhile."""
+    assert await any_sandbox.running_commands() == 0
+    for background, counted in ((False, 1), (True, 0)):
+        events = any_sandbox.exec(
+            ExecRequest(["sh", "-c", "echo up; sleep 30"], background=background)
+        )
+        async with closing_exec(events):
+            assert isinstance(await anext(events), ExecChunk)
+            assert await any_sandbox.running_commands() == counted
+            assert await any_sandbox.ping() < 5
+    assert await any_sandbox.running_commands() == 0
