@@ -14,6 +14,8 @@ from burrow.store.datadir import ensure_private_dir
 from burrow.telemetry import logs
 
 DEFAULT_PORT = 8430
+SHUTDOWN_GRACE_SECONDS = 2
+LEDGER_NAME = "sandbox-host.json"  # in the data directory: the sandboxes, across restarts
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -40,7 +42,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from burrow.sandbox_host.app import HostConfig, SandboxHostApp
+    try:
+        from burrow.sandbox_host.app import HostConfig, SandboxHostApp
+    except ImportError as exc:
+        print(
+            f"burrow sandbox-host needs the e2b extra ({exc.name} is missing): "
+            "pip install 'burrow[e2b]'",
+            file=sys.stderr,
+        )
+        return 2
     from burrow.sandbox_host.keys import KEYS_VARIABLE, ApiKeys
     from burrow.sandbox_host.registry import HostLimits
 
@@ -51,10 +61,15 @@ def run(args: argparse.Namespace) -> int:
     config = HostConfig(
         limits=HostLimits(
             max_sandboxes_per_key=_int_env("BURROW_SANDBOX_HOST_MAX_SANDBOXES", 20),
+            max_paused_per_key=_int_env("BURROW_SANDBOX_HOST_MAX_PAUSED", 100),
             max_timeout=_int_env("BURROW_SANDBOX_HOST_MAX_TIMEOUT", 24 * 3600),
+            cpu_count=max(1, round(settings.sandbox_cpus)),
+            memory_mb=settings.sandbox_memory_mb if settings.sandbox_limits else 0,
+            disk_mb=settings.sandbox_disk_mb if settings.sandbox_limits else 0,
         ),
         domain=args.domain,
         max_upload_bytes=_int_env("BURROW_SANDBOX_HOST_MAX_UPLOAD_MB", 64) * 1024 * 1024,
+        ledger_path=settings.data_dir / LEDGER_NAME,
     )
     app = SandboxHostApp(local_backend(settings), keys, config)
     url = f"http://{args.host}:{args.port}"
@@ -64,7 +79,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"SDK: E2B_API_URL={url} E2B_SANDBOX_URL={url} E2B_API_KEY=<key>", flush=True)
     server = uvicorn.Server(
         uvicorn.Config(
-            app, host=args.host, port=args.port, log_level="warning", proxy_headers=False
+            app,
+            host=args.host,
+            port=args.port,
+            log_level="warning",
+            proxy_headers=False,
+            # Command and watch streams end only when the host does: waiting for them to
+            # finish first would make a stop wait forever.
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
         )
     )
     asyncio.run(server.serve())

@@ -29,6 +29,7 @@ TEMPLATES = {"base"}  # one environment: the host's base system, read-only, plus
 MAX_BODY_BYTES = 64 * 1024
 MAX_KEY_CHARS = 256
 MAX_VALUE_CHARS = 4096
+_ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
 
 class ApiError(Exception):
@@ -67,6 +68,7 @@ class ControlApi:
             Route("/sandboxes/{sandbox_id}/resume", h(self.resume), methods=["POST"]),
             Route("/sandboxes/{sandbox_id}/connect", h(self.resume), methods=["POST"]),
             Route("/v2/sandboxes/{sandbox_id}/connect", h(self.resume), methods=["POST"]),
+            Route("/{rest:path}", h(self.unsupported), methods=_ALL_METHODS),
         ]
 
     def _handler(self, method: Any) -> Any:
@@ -109,11 +111,11 @@ class ControlApi:
                 f"{', '.join(sorted(TEMPLATES))}.",
             )
         timeout = _optional_int(body, "timeout")
+        # A client can only narrow the host's network policy (BURROW_SANDBOX_NETWORK),
+        # never widen it: asking for internet access gets what the operator allows.
         network: NetworkPolicy | None = None
         if body.get("allow_internet_access") is False:
             network = "none"
-        elif body.get("allow_internet_access") is True:
-            network = "egress"
         hosted = await self.registry.create(
             owner,
             template_id=template,
@@ -161,6 +163,15 @@ class ControlApi:
         self.registry.set_timeout(owner, hosted.sandbox_id, duration or 60)
         return Response(status_code=204)
 
+    async def unsupported(self, request: Request, owner: str) -> Response:
+        raise ApiError(
+            501,
+            "not_supported",
+            f"{request.method} {request.url.path} is not served by burrow sandbox-host "
+            "(metrics, logs, snapshots, forks, templates, volumes, network updates): see "
+            "docs/sandbox-host.md for what is.",
+        )
+
     async def pause(self, request: Request, owner: str) -> Response:
         await self.registry.pause(owner, request.path_params["sandbox_id"])
         return Response(status_code=204)
@@ -183,7 +194,7 @@ class ControlApi:
             "clientID": "burrow",
             "envdVersion": ENVD_VERSION,
             "envdAccessToken": hosted.access_token,
-            "trafficAccessToken": None,
+            "trafficAccessToken": hosted.traffic_token,
             "domain": self.domain,
         }
 
@@ -194,9 +205,9 @@ class ControlApi:
             "clientID": "burrow",
             "startedAt": _iso(hosted.started_at),
             "endAt": _iso(hosted.end_at),
-            "cpuCount": 1,
-            "memoryMB": 0,
-            "diskSizeMB": 0,
+            "cpuCount": self.registry.limits.cpu_count,
+            "memoryMB": self.registry.limits.memory_mb,
+            "diskSizeMB": self.registry.limits.disk_mb,
             "state": hosted.state,
             "envdVersion": ENVD_VERSION,
             "metadata": hosted.metadata,

@@ -7,6 +7,7 @@ Downloads stream in pieces (a large file never sits in memory whole); uploads ar
 from __future__ import annotations
 
 import posixpath
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from starlette.datastructures import UploadFile
@@ -111,8 +112,9 @@ class EnvdHttp:
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_upload_bytes:
             raise EnvdError(413, self._too_large())
-        if request.headers.get("content-encoding", "identity") != "identity":
-            raise EnvdError(400, "Compressed uploads are not supported: send the bytes as is.")
+        encoding = request.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("identity", "gzip"):
+            raise EnvdError(400, f"Content-Encoding {encoding!r} is not supported (gzip is).")
         # The whole body, capped, before parsing: a multipart parser would otherwise spool
         # any amount to disk. The sandbox takes a file in one write anyway.
         body = bytearray()
@@ -144,7 +146,8 @@ class EnvdHttp:
             target = request.query_params.get("path")
             if not target:
                 raise EnvdError(400, "path is required (?path=...).")
-            written.append(await self._write(hosted, target, bytes(body)))
+            data = self._gunzip(bytes(body)) if encoding == "gzip" else bytes(body)
+            written.append(await self._write(hosted, target, data))
         return JSONResponse(written)
 
     async def _write(self, hosted: HostedSandbox, target: str, data: bytes) -> dict[str, str]:
@@ -153,6 +156,18 @@ class EnvdHttp:
         path = sandbox_path(target, hosted.sandbox.workspace)
         await hosted.sandbox.write_file(path, data)
         return {"name": posixpath.basename(path), "type": "file", "path": path}
+
+    def _gunzip(self, body: bytes) -> bytes:
+        """The SDK's `gzip=True` upload, inflated at most to the cap (a small bomb of a
+        body must not become gigabytes here)."""
+        inflater = zlib.decompressobj(wbits=31)
+        try:
+            data = inflater.decompress(body, self.max_upload_bytes + 1)
+        except zlib.error as exc:
+            raise EnvdError(400, f"The gzip body is corrupt: {exc}") from None
+        if len(data) > self.max_upload_bytes or inflater.unconsumed_tail:
+            raise EnvdError(413, self._too_large())
+        return data
 
     def _too_large(self) -> str:
         return (

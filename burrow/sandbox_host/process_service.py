@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar, cast
 
@@ -82,16 +83,35 @@ def _keepalive(ctx: RequestContext[Any, Any]) -> float:
 async def _stream(
     process: HostedProcess,
     wrap: Callable[[pb.ProcessEvent], R],
-    keepalive: float,
+    ctx: RequestContext[Any, Any],
+    *,
+    kill_at_deadline: bool,
 ) -> AsyncIterator[R]:
-    """The process's events from now on as envd sends them: start, data..., end."""
+    """The process's events from now on as envd sends them: start, data..., end. At the
+    request's deadline (the SDK's command `timeout`) the stream ends with DEADLINE_EXCEEDED
+    and, for the stream that started the process, the process is killed, as envd does."""
+    keepalive = _keepalive(ctx)
+    remaining_ms = ctx.timeout_ms
+    deadline = None if remaining_ms is None else time.monotonic() + remaining_ms / 1000
     async with process.attach() as queue:
         yield wrap(_event("start", pb.ProcessEvent.StartEvent(pid=process.pid)))
         while True:
+            wait = keepalive
+            if deadline is not None:
+                wait = min(wait, deadline - time.monotonic())
+                if wait <= 0:
+                    if kill_at_deadline:
+                        process.kill()
+                    raise ConnectError(
+                        Code.DEADLINE_EXCEEDED,
+                        f"Process {process.pid} outlived the request's timeout"
+                        + (" and was killed." if kill_at_deadline else "."),
+                    )
             try:
-                event = await asyncio.wait_for(queue.get(), keepalive)
+                event = await asyncio.wait_for(queue.get(), wait)
             except TimeoutError:
-                yield wrap(_event("keepalive", pb.ProcessEvent.KeepAlive()))
+                if deadline is None or deadline > time.monotonic():
+                    yield wrap(_event("keepalive", pb.ProcessEvent.KeepAlive()))
                 continue
             process.taken(queue)
             if isinstance(event, Output):
@@ -163,16 +183,18 @@ class ProcessService(Process):
             raise ConnectError(_KINDS[exc.kind], exc.message) from None
         except SandboxError as exc:
             raise ConnectError(connect_code(exc.code), exc.message) from None
-        async for message in _stream(process, lambda e: pb.StartResponse(event=e), _keepalive(ctx)):
+        start = _stream(process, lambda e: pb.StartResponse(event=e), ctx, kill_at_deadline=True)
+        async for message in start:
             yield message
 
     async def connect(
         self, request: pb.ConnectRequest, ctx: RequestContext[pb.ConnectRequest, pb.ConnectResponse]
     ) -> AsyncIterator[pb.ConnectResponse]:
         process = _selected(_hosted(), request.process)
-        async for message in _stream(
-            process, lambda e: pb.ConnectResponse(event=e), _keepalive(ctx)
-        ):
+        attached = _stream(
+            process, lambda e: pb.ConnectResponse(event=e), ctx, kill_at_deadline=False
+        )
+        async for message in attached:
             yield message
 
     async def update(

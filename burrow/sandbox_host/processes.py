@@ -83,8 +83,16 @@ class _Subscriber:
 
 
 class HostedProcess:
-    def __init__(self, pid: int, spec: ProcessSpec, *, pty: PtySession | None) -> None:
+    def __init__(
+        self,
+        pid: int,
+        spec: ProcessSpec,
+        *,
+        pty: PtySession | None,
+        slow_after: float = SLOW_SUBSCRIBER_SECONDS,
+    ) -> None:
         self.pid = pid
+        self.slow_after = slow_after
         self.spec = spec
         self.pty = pty
         self.ended: Ended | None = None
@@ -109,6 +117,7 @@ class HostedProcess:
         finally:
             if subscriber in self._subscribers:
                 self._subscribers.remove(subscriber)
+            subscriber.room.set()  # a pump waiting for this stream to catch up goes on
 
     def taken(self, queue: asyncio.Queue[ProcessEvent]) -> None:
         """The attached stream took an event: the pump may go on if it waited for room."""
@@ -118,17 +127,21 @@ class HostedProcess:
 
     async def _publish(self, event: Output) -> None:
         for subscriber in list(self._subscribers):
+            if subscriber not in self._subscribers:
+                continue  # it left while the pump waited for another
             if subscriber.queue.qsize() >= SUBSCRIBER_BACKLOG:
                 # Back-pressure: the command's pipe fills while one client catches up,
                 # but a client that stops reading does not hold the command forever.
                 subscriber.room.clear()
                 try:
-                    await asyncio.wait_for(subscriber.room.wait(), SLOW_SUBSCRIBER_SECONDS)
+                    await asyncio.wait_for(subscriber.room.wait(), self.slow_after)
                 except TimeoutError:
-                    self._subscribers.remove(subscriber)
+                    if subscriber in self._subscribers:
+                        self._subscribers.remove(subscriber)
                     subscriber.queue.put_nowait(Detached())
                     continue
-            subscriber.queue.put_nowait(event)
+            if subscriber in self._subscribers:  # it may have left while the pump waited
+                subscriber.queue.put_nowait(event)
 
     def _finish(self, ended: Ended) -> None:
         self.ended = ended
@@ -231,7 +244,8 @@ class HostedProcess:
 class ProcessTable:
     """The live processes of one sandbox, by pid (and tag)."""
 
-    def __init__(self) -> None:
+    def __init__(self, slow_after: float = SLOW_SUBSCRIBER_SECONDS) -> None:
+        self.slow_after = slow_after  # an attached stream this far behind is detached
         self._pids = itertools.count(1000)
         self._processes: dict[int, HostedProcess] = {}
 
@@ -252,11 +266,11 @@ class ProcessTable:
             )
         pid = next(self._pids)
         if pty_size is None:
-            process = HostedProcess(pid, spec, pty=None)
+            process = HostedProcess(pid, spec, pty=None, slow_after=self.slow_after)
             process.run_exec(sandbox, env, stdin)
         else:
             pty = await sandbox.open_pty(*pty_size, env=env)
-            process = HostedProcess(pid, spec, pty=pty)
+            process = HostedProcess(pid, spec, pty=pty, slow_after=self.slow_after)
             if line := _pty_command_line(spec):
                 await pty.write(line.encode())
             process.run_pty()

@@ -91,6 +91,16 @@ async def test_a_port_is_proxied_by_header_and_by_host(sdk: Host, sandbox: Async
         anonymous = await client.get("/index.html", headers=by_header)
         assert anonymous.status_code == 401
 
+        # The traffic token (the SDK's `traffic_access_token`) opens ports, not envd.
+        traffic = {"e2b-traffic-access-token": sandbox.traffic_access_token or ""}
+        assert (
+            await client.get("/index.html", headers={**by_header, **traffic})
+        ).status_code == 200
+        envd_port = {**by_header, "E2b-Sandbox-Port": "49983", **traffic}
+        assert (
+            await client.get("/files", params={"path": "site/index.html"}, headers=envd_port)
+        ).status_code == 401
+
 
 async def test_pause_keeps_files_and_connect_resumes(sdk: Host) -> None:
     sandbox = await AsyncSandbox.create()
@@ -110,10 +120,64 @@ async def test_pause_keeps_files_and_connect_resumes(sdk: Host) -> None:
 async def test_the_timeout_kills_and_set_timeout_extends(sdk: Host) -> None:
     short = await AsyncSandbox.create(timeout=1)
     extended = await AsyncSandbox.create(timeout=1)
+    pausing = await AsyncSandbox.create(timeout=1, lifecycle={"on_timeout": "pause"})
     await extended.set_timeout(60)
     await asyncio.sleep(3)
     assert not await short.is_running()
     assert await extended.is_running()
+    assert (await pausing.get_info()).state.value == "paused"
+    await pausing.kill()
     with pytest.raises(NotFoundException):
         await AsyncSandbox.get_info(short.sandbox_id)
     await extended.kill()
+
+
+# A WebSocket echo server on the sandbox's system Python (stdlib only): one text message.
+ECHO_SERVER = r"""
+import base64, hashlib, socket
+listener = socket.create_server(("127.0.0.1", 8002))
+while True:
+    conn, _ = listener.accept()
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += conn.recv(4096)
+    lines = head.split(b"\r\n")
+    key = [l.split(b":", 1)[1].strip() for l in lines if l.lower().startswith(b"sec-websocket-key")]
+    magic = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+    accept = base64.b64encode(hashlib.sha1(key[0] + magic).digest())
+    conn.sendall(
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n"
+    )
+    frame = conn.recv(4096)
+    length, mask = frame[1] & 0x7F, frame[2:6]
+    text = bytes(b ^ mask[i % 4] for i, b in enumerate(frame[6:6 + length]))
+    reply = b"echo: " + text
+    conn.sendall(bytes([0x81, len(reply)]) + reply)
+"""
+
+
+async def test_a_websocket_is_relayed_to_the_sandbox(sdk: Host, sandbox: AsyncSandbox) -> None:
+    from websockets.asyncio.client import connect
+
+    await sandbox.files.write("echo_server.py", ECHO_SERVER)
+    await sandbox.commands.run("exec python3 echo_server.py", background=True)
+    headers = {
+        "E2b-Sandbox-Id": sandbox.sandbox_id,
+        "E2b-Sandbox-Port": "8002",
+        "X-Access-Token": sandbox._envd_access_token or "",
+    }
+    url = sdk.url.replace("http://", "ws://") + "/socket"
+    for _ in range(100):
+        try:
+            async with connect(url, additional_headers=headers, open_timeout=5) as socket:
+                await socket.send("hello")
+                assert await asyncio.wait_for(socket.recv(), 5) == "echo: hello"
+                return
+        except OSError:
+            await asyncio.sleep(0.1)
+        except Exception as exc:  # the handshake is refused until the server listens
+            if "1011" not in str(exc) and "HTTP 4" not in str(exc) and "rejected" not in str(exc):
+                raise
+            await asyncio.sleep(0.1)
+    pytest.fail("the WebSocket was never relayed")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from e2b import AsyncSandbox, CommandExitException, PtySize
+from e2b import AsyncSandbox, CommandExitException, PtySize, TimeoutException
 
 from tests.sandbox_host.harness import Host
 
@@ -69,3 +69,10 @@ async def test_disconnecting_leaves_the_process_running(sandbox: AsyncSandbox) -
     await handle.disconnect()
     await asyncio.sleep(1.0)
     assert await sandbox.files.read("late.txt") == "late\n"
+
+
+async def test_a_commands_timeout_kills_it(sandbox: AsyncSandbox) -> None:
+    with pytest.raises(TimeoutException, match="killed"):
+        await sandbox.commands.run("sleep 30", timeout=1)
+    await asyncio.sleep(0.2)
+    assert await sandbox.commands.list() == []
