@@ -111,7 +111,8 @@ class RemoteProcesses:
                             else _exit(event)
                         )
                         return
-            ended = True  # the stream ended without an end event: the connection broke
+            # The stream ended without an end event: the connection broke (the command may
+            # still run; the finally kills it).
             raise from_sdk(ConnectionError("the command's output stream broke off"), "run it")
         finally:
             if timer is not None:
