@@ -115,15 +115,19 @@ def healthy(base: str) -> bool:
 def spawn_serve(
     data_dir: Path, model: str, *, quiet: bool = False, env: dict[str, str] | None = None
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """A `burrow serve` child process (not yet waited for) and its base URL."""
+    """A `burrow serve` child process (not yet waited for) and its base URL; `env` adds
+    to its environment (e.g. BURROW_SANDBOX)."""
     port = free_port()
     # Its own free port for the preview listener too (port + 1 may be taken).
     command = [sys.executable, "-m", "burrow.cli", "serve", "--port", str(port)]
     command += ["--preview-port", str(free_port())]
     command += ["--data-dir", str(data_dir), "--model", model]
     out = subprocess.DEVNULL if quiet else None
-    env = {**os.environ, "BURROW_ADMIN_PASSWORD": BENCH_PASSWORD, **(env or {})}
-    return subprocess.Popen(command, env=env, stdout=out, stderr=out), f"http://127.0.0.1:{port}"
+    child_env = {**os.environ, "BURROW_ADMIN_PASSWORD": BENCH_PASSWORD, **(env or {})}
+    return (
+        subprocess.Popen(command, env=child_env, stdout=out, stderr=out),
+        f"http://127.0.0.1:{port}",
+    )
 
 
 def wait_healthy(server: subprocess.Popen[bytes], base: str, poll: float = 0.005) -> None:

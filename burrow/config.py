@@ -116,7 +116,17 @@ class Settings(BaseSettings):
     secret_key: str | None = None
     """Fernet key that encrypts stored secrets; default: secret.key in the data directory."""
     sandbox: str = "local"
-    """Sandbox backend: `local` (bubblewrap namespaces)."""
+    """Sandbox backend by name: `local` (bubblewrap namespaces on this machine) or `e2b`
+    (an E2B endpoint through the e2b SDK and its `E2B_*` variables; the `e2b` extra)."""
+    e2b_template: str = ""
+    """The e2b backend's sandbox template; empty: the SDK's default (`base`)."""
+    e2b_timeout: int = Field(default=3600, gt=0)
+    """Seconds an E2B sandbox lives without a renewal (each start or wake renews it)."""
+    e2b_hibernation: Literal["memory", "files"] = "memory"
+    """What an idle E2B sandbox keeps when paused: `memory` (processes resume; E2B cloud)
+    or `files` (a filesystem-only pause, like `burrow sandbox-host`)."""
+    e2b_workspace: str = ""
+    """The workspace inside an E2B sandbox; empty: where its commands start (the home)."""
     sandbox_idle_hibernate_seconds: float = 900.0
     """Idle seconds before a sandbox hibernates (processes stop, files stay); 0 = never."""
     sandbox_network: Literal["none", "egress"] = "egress"

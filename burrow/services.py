@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from opentelemetry.sdk.trace import SpanProcessor
 
+from burrow.backends import make_backend
 from burrow.config import Settings
 from burrow.llm.base import Pricing, Provider
 from burrow.llm.factory import Endpoint, ModelConfig
@@ -29,10 +30,7 @@ from burrow.runs.runtime import Runtime, RuntimeOptions
 from burrow.runs.sandboxes import SandboxPool
 from burrow.runs.secrets import ConversationSecrets, MaskingEventStore
 from burrow.runs.window import context_window
-from burrow.sandbox.allowlist import DomainAllowlist
 from burrow.sandbox.backend import Backend
-from burrow.sandbox.cgroups import Limits
-from burrow.sandbox.local import LocalBackend
 from burrow.store import datadir
 from burrow.store.accounts import AccountStore
 from burrow.store.approvals import ApprovalStore
@@ -86,28 +84,6 @@ class Services:
         await self.db.close()
         self.telemetry.close()
         self.accounts.passwords.close()
-
-
-def make_backend(settings: Settings) -> Backend:
-    if settings.sandbox == "local":
-        limits = None
-        if settings.sandbox_limits:
-            limits = Limits(
-                memory_mb=settings.sandbox_memory_mb,
-                pids=settings.sandbox_pids,
-                cpus=settings.sandbox_cpus,
-                disk_mb=settings.sandbox_disk_mb,
-                tmp_mb=settings.sandbox_tmp_mb,
-            )
-        return LocalBackend(
-            settings.data_dir,
-            limits=limits,
-            network=settings.sandbox_network,
-            allow_domains=DomainAllowlist.parse(settings.sandbox_allow_domains) or None,
-            seccomp=settings.sandbox_seccomp,
-            agent_timeout=settings.sandbox_agent_timeout,
-        )
-    raise ValueError(f"Unknown sandbox backend {settings.sandbox!r}: BURROW_SANDBOX=local")
 
 
 def model_config(settings: Settings) -> ModelConfig:
