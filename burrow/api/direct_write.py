@@ -14,6 +14,7 @@ client's own task then writes that batch and the rest, awaiting like any stream.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Coroutine, Sequence
 from typing import Any, cast
 
@@ -65,27 +66,33 @@ def write_now(scope: Scope, send: Send) -> WriteNow:
 
 def _transport_writer(server_send: object) -> WriteNow | None:
     """Under uvicorn's httptools protocol (Burrow's server), a writer that puts the chunk on
-    the connection's transport itself, on the same conditions as uvicorn's own `send`."""
+    the connection's transport itself."""
     cycle = getattr(server_send, "__self__", None)
     if not isinstance(cycle, RequestResponseCycle):
         return None  # another server (or h11): the ASGI path below
-    transport, flow = cycle.transport, cycle.flow
+    return _TransportWriter(cycle.transport)
 
-    def write(batch: Sequence[Event]) -> bool:
-        # Only mid-body of a chunked response, and never past the high-water mark (where
-        # uvicorn's `send` would wait): a stalled client's buffer stays bounded.
-        if (
-            flow.write_paused
-            or cycle.disconnected
-            or not cycle.chunked_encoding
-            or not cycle.response_started
-            or cycle.response_complete
-        ):
+
+class _TransportWriter:
+    """Writes where uvicorn's own `send` would write without waiting: below the transport's
+    high-water mark (above it uvicorn pauses), so a stalled client's buffer stays bounded.
+    Only what changes while the stream is open is checked: the fan-out calls it only
+    mid-body of a chunked response (after the stream's first chunk, before its last).
+    It touches nothing but the transport: with a thousand clients, every object read per
+    client is a cache miss that costs as much as the rest of the write."""
+
+    __slots__ = ("_high_water", "_transport")
+
+    def __init__(self, transport: asyncio.WriteTransport) -> None:
+        self._transport = transport
+        self._high_water = transport.get_write_buffer_limits()[1]
+
+    def __call__(self, batch: Sequence[Event]) -> bool:
+        transport = self._transport
+        if transport.is_closing() or transport.get_write_buffer_size() > self._high_water:
             return False
         transport.write(_shared.chunk(batch))
         return True
-
-    return write
 
 
 def _asgi_writer(send: Send) -> WriteNow:
