@@ -8,9 +8,11 @@ A Unix-socket connect costs a few microseconds, so this is also the fast path.
 
 from __future__ import annotations
 
-import _thread  # not threading: the agent's start-up is on the sandbox's boot path
+# The agent's start-up is on the sandbox's boot path: _thread, not threading, and _socket,
+# not socket (whose enums cost the start milliseconds).
+import _socket
+import _thread
 import os
-import socket
 
 from . import protocol
 from .files import AgentError, Workspace
@@ -22,13 +24,14 @@ _running: list[None] = []
 _undumpable: list[None] = []  # one element once prctl(PR_SET_DUMPABLE, 0) is done
 
 
-def serve(listener: socket.socket, workspace: Workspace) -> None:
+def serve(listener: _socket.socket, workspace: Workspace) -> None:
     while True:
-        conn, _ = listener.accept()
+        fd, _ = listener._accept()  # type: ignore[attr-defined]  # socket.accept, unwrapped
+        conn = _socket.socket(fileno=fd)
         _thread.start_new_thread(handle_connection, (conn, workspace))
 
 
-def handle_connection(conn: socket.socket, workspace: Workspace) -> None:
+def handle_connection(conn: _socket.socket, workspace: Workspace) -> None:
     decoder = protocol.FrameDecoder()
     backlog: list[protocol.Frame] = []
     try:
@@ -54,7 +57,7 @@ def handle_connection(conn: socket.socket, workspace: Workspace) -> None:
 
 
 def _dispatch(
-    conn: socket.socket,
+    conn: _socket.socket,
     request: protocol.Frame,
     decoder: protocol.FrameDecoder,
     backlog: list[protocol.Frame],
@@ -115,7 +118,7 @@ def _make_undumpable() -> None:
 
 
 def _next_frame(
-    conn: socket.socket, decoder: protocol.FrameDecoder, backlog: list[protocol.Frame]
+    conn: _socket.socket, decoder: protocol.FrameDecoder, backlog: list[protocol.Frame]
 ) -> protocol.Frame:
     while not backlog:
         data = conn.recv(RECV_BYTES)
@@ -125,7 +128,7 @@ def _next_frame(
     return backlog.pop(0)
 
 
-def _send_quietly(conn: socket.socket, data: bytes) -> None:
+def _send_quietly(conn: _socket.socket, data: bytes) -> None:
     try:
         conn.sendall(data)
     except OSError:
@@ -133,11 +136,12 @@ def _send_quietly(conn: socket.socket, data: bytes) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """`python3 -m agent --listen-fd N --workspace DIR` (the socket is bound by the host)."""
+    """`main(["--listen-fd", N, "--workspace", DIR])`: serve on the socket the host bound
+    (bwrap.build_argv starts it)."""
     options = dict(zip(argv[0::2], argv[1::2], strict=False))
     listen_fd = int(options["--listen-fd"])
     os.set_inheritable(listen_fd, False)  # commands must never get the agent's socket
-    listener = socket.socket(fileno=listen_fd)
+    listener = _socket.socket(fileno=listen_fd)
     workspace = Workspace(options["--workspace"])
     os.chdir(workspace.root)
     serve(listener, workspace)
