@@ -62,11 +62,12 @@ def test_the_hello_written_out_is_what_json_encodes_and_decodes_the_same() -> No
     assert ours.header == {"kind": "hello", **fields, "version": list(protocol.PROTOCOL_VERSION)}
 
 
-def test_the_agent_starts_without_json_socket_or_runpy() -> None:
-    # Each costs the sandbox's boot milliseconds; they load on the first request needing them.
+def test_the_agent_starts_without_json_socket_os_or_runpy() -> None:
+    # Each costs the sandbox's boot milliseconds; they load with the first request needing them.
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); import agent.server; "
-        "print(sorted({'json', 're', 'enum', 'socket', 'runpy', 'typing'} & set(sys.modules)))"
+        "costly = {'json', 're', 'enum', 'socket', 'runpy', 'typing', 'os'}; "
+        "print(sorted(costly & set(sys.modules)))"
     )
     agent_parent = str(Path(protocol.__file__).parent.parent)
     out = subprocess.run(

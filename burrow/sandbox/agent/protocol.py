@@ -127,6 +127,15 @@ class ProtocolError(Exception):
     """The peer sent something that is not a valid frame."""
 
 
+class AgentError(Exception):
+    """A request failed with one of ERROR_CODES."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
 class Frame:
     __slots__ = ("header", "payload")
 

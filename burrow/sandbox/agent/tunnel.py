@@ -14,7 +14,7 @@ import _thread
 import socket
 
 from . import protocol
-from .files import AgentError
+from .protocol import AgentError
 
 TYPE_CHECKING = False  # typing is not imported at run time (see protocol.py)
 if TYPE_CHECKING:
