@@ -98,7 +98,8 @@ bench: setup
 # A quick subset (about a minute) that fails when a ratio gets more than 2x worse than
 # in the committed bench/baseline.json; `make bench-baseline` rewrites that file.
 BENCH_QUICK := "bench/sse_latency.py --clients 100" bench/journal_append.py \
-	"bench/sandbox_create.py --count 20"
+	"bench/sandbox_create.py --count 20" "bench/sandbox_wake.py --count 10 --network none" \
+	"bench/sandbox_concurrent.py --count 10"
 define bench_quick
 	@lines=$$(mktemp); trap 'rm -f $$lines' EXIT; \
 	for b in $(BENCH_QUICK); do echo "== $$b"; \

@@ -6,10 +6,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.types import Receive, Scope, Send
 
 from burrow.api import web
 from burrow.api.csp import ContentSecurityPolicy
 from burrow.api.csrf import CSRFGuard
+from burrow.api.direct_write import SERVER_SEND
 from burrow.api.errors import install_error_handlers
 from burrow.api.forwarded import ForwardedHeaders, TrustedProxies
 from burrow.api.routes import (
@@ -43,6 +45,15 @@ from burrow.api.throttle import LoginThrottle
 from burrow.services import Services
 
 
+class BurrowApp(FastAPI):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            # The server's own `send`, before the middlewares wrap it: the event stream's
+            # fan-out writes past them (burrow/api/direct_write.py).
+            scope.setdefault("extensions", {})[SERVER_SEND] = send
+        await super().__call__(scope, receive, send)
+
+
 def create_app(
     open_services: Callable[[], Awaitable[Services]],
     trusted_proxies: TrustedProxies | None = None,
@@ -64,7 +75,7 @@ def create_app(
         finally:
             await app.state.services.close()
 
-    app = FastAPI(title="Burrow", version="0.1.0", lifespan=lifespan)
+    app = BurrowApp(title="Burrow", version="0.1.0", lifespan=lifespan)
     quiet_stalled_clients()
     app.state.login_throttle = LoginThrottle()
     app.add_middleware(CSRFGuard)

@@ -1,12 +1,8 @@
 """An SSE response whose live events the journal's fan-out can write itself.
 
-With a thousand clients on one conversation, waking each client's task to write one frame
-costs more than the write (DESIGN.md §7: commit -> client p50 <= 5 ms at 1,000 clients).
-So while a client is caught up, `write_now` sends its frame synchronously from the fan-out:
-the ASGI `send` is run without a task and counts only if it finishes without suspending.
-A `send` that would wait (the socket's buffer is full: uvicorn waits for it to drain
-before it writes anything) is abandoned unstarted, and the client's own task writes that
-frame and the rest, awaiting like any stream.
+While a client is caught up, its events are written synchronously by the fan-out (see
+`burrow.api.direct_write`); when that cannot write without waiting (the socket's buffer is
+full), the client's own task writes that batch and the rest, awaiting like any stream.
 
 A client that stops reading altogether is dropped: when one write waits longer than
 `stall_seconds` the response fails with `ClientStalled`, and the server closes the
@@ -18,15 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any, cast
+from collections.abc import AsyncIterator, Callable
 
-from starlette.types import Message, Send
+from starlette.types import Message, Receive, Scope, Send
 
+from burrow.api.direct_write import WriteNow, write_now
 from burrow.api.streams import HeldStreamingResponse, StreamSlot
-from burrow.store.records import Event
-
-WriteNow = Callable[[Event], bool]
 
 
 class ClientStalled(Exception):
@@ -79,23 +72,6 @@ def quiet_stalled_clients() -> None:
     logging.getLogger("burrow.api.errors").addFilter(_HANDLER_LOG)
 
 
-def write_now(send: Send) -> WriteNow:
-    def write(event: Event) -> bool:
-        message = {"type": "http.response.body", "body": event.sse_frame, "more_body": True}
-        # Every ASGI server's and middleware's `send` is a coroutine function.
-        step = cast(Coroutine[Any, Any, None], send(message))
-        try:
-            step.send(None)
-        except StopIteration:
-            return True
-        except Exception:
-            return False  # the client's task meets the same error on its own write
-        step.close()
-        return False
-
-    return write
-
-
 class EventStreamResponse(HeldStreamingResponse):
     """`body(write_now)` yields the frames its task writes; `write_now` writes the others."""
 
@@ -113,10 +89,15 @@ class EventStreamResponse(HeldStreamingResponse):
         )
         self._body = body
         self._stall_seconds = stall_seconds
+        self._scope: Scope = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self._scope = scope  # where the server may offer a faster write (direct_write.py)
+        await super().__call__(scope, receive, send)
 
     async def stream_response(self, send: Send) -> None:
         # `write_now` never waits, so only the task's own writes need the guard.
-        self.body_iterator = self._body(write_now(send))
+        self.body_iterator = self._body(write_now(self._scope, send))
         await super().stream_response(stall_guarded(send, self._stall_seconds))
 
 

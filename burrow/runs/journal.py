@@ -26,6 +26,9 @@ SUBSCRIBER_BUFFER_CHARS = 4 * 1024 * 1024  # of event data: bulky events lag a r
 PAGE_EVENTS = 1000
 PAGE_BYTES = 1024 * 1024
 
+# Writes a batch of consecutive events to a caught-up reader's client, or nothing (False).
+DirectWrite = Callable[[Sequence[Event]], bool]
+
 
 class Subscription:
     """A live feed of one conversation's committed events.
@@ -35,9 +38,9 @@ class Subscription:
     the store. Slow readers never slow writers.
     Waking a reader costs no task: thousands of SSE clients may wait on one conversation.
 
-    While its reader waits, caught up, an event can skip the reader altogether: `direct`
+    While its reader waits, caught up, a batch can skip the reader altogether: `direct`
     writes it synchronously from the fan-out (one call per client, no task wake-up), and
-    only when it cannot (the client's socket is full) does the event go to the buffer.
+    only when it cannot (the client's socket is full) does the batch go to the buffer.
     """
 
     def __init__(self, journal: Journal, cid: str) -> None:
@@ -48,24 +51,29 @@ class Subscription:
         self._wakeup = asyncio.Event()
         self.lagged = False
         self.closed = False
-        self._direct: Callable[[Event], bool] | None = None
-        self._next_seq = 0  # the only seq `direct` may write: no gap, no duplicate
+        self._direct: DirectWrite | None = None
+        self._next_seq = 0  # the first seq `direct` may write: no gap, no duplicate
         self.delivered = 0  # the last seq `direct` wrote
 
     def push(self, event: Event) -> None:
-        if self.lagged:
+        self.push_batch((event,))
+
+    def push_batch(self, batch: Sequence[Event]) -> None:
+        """Events of consecutive seqs, committed together: one write for a caught-up reader."""
+        if self.lagged or not batch:
             return
-        if self._direct is not None and event.seq == self._next_seq and not self._buffer:
-            if self._direct(event):
-                self._next_seq += 1
-                self.delivered = event.seq
+        if self._direct is not None and batch[0].seq == self._next_seq and not self._buffer:
+            if self._direct(batch):
+                self._next_seq = batch[-1].seq + 1
+                self.delivered = batch[-1].seq
                 return
             self._direct = None  # the reader's own task writes it, and what follows
-        size = len(event.data_json)
-        full = self._buffered_chars + size > SUBSCRIBER_BUFFER_CHARS and bool(self._buffer)
-        if len(self._buffer) >= SUBSCRIBER_BUFFER or full:
-            self.lagged = True
-        else:
+        for event in batch:
+            size = len(event.data_json)
+            full = self._buffered_chars + size > SUBSCRIBER_BUFFER_CHARS and bool(self._buffer)
+            if len(self._buffer) >= SUBSCRIBER_BUFFER or full:
+                self.lagged = True
+                break
             self._buffer.append(event)
             self._buffered_chars += size
         self._wakeup.set()
@@ -83,12 +91,12 @@ class Subscription:
         return batch
 
     async def wait(
-        self, timeout: float, direct: Callable[[Event], bool] | None = None, after: int = 0
+        self, timeout: float, direct: DirectWrite | None = None, after: int = 0
     ) -> list[Event]:
         """The next events; an empty list when `timeout` passes first (or on close).
 
-        Meanwhile `direct`, if given, may write the events after seq `after` itself
-        (`delivered` says how far it got); it returns False when it wrote nothing.
+        Meanwhile `direct`, if given, may write batches of the events after seq `after`
+        itself (`delivered` says how far it got); it returns False when it wrote nothing.
         """
         if not self._buffer and not self.lagged and not self.closed:
             self._wakeup.clear()
@@ -236,7 +244,7 @@ class Journal:
         cid: str,
         after: int = 0,
         heartbeat: float = 15.0,
-        direct: Callable[[Event], bool] | None = None,
+        direct: DirectWrite | None = None,
     ) -> AsyncIterator[list[Event]]:
         """Every event after `after`, then live ones: no gap, no duplicate, in order.
 
@@ -281,9 +289,9 @@ class Journal:
                 if not events:
                     return
             self._pushed[cid] = events[-1].seq
-        for event in events:
-            for sub in tuple(subs):
-                sub.push(event)
+        batch = list(events)  # the same list for all: encoded once (api/direct_write)
+        for sub in tuple(subs):
+            sub.push_batch(batch)
 
     # Cross-replica fan-out (runs/fanout.py): what another replica committed, read back
     # from the store, goes to this process's subscribers like our own commits.

@@ -137,9 +137,7 @@ class AgentClient:
     ) -> None:
         self.socket_path = socket_path
         self.reply_timeout = reply_timeout
-        self._hello = protocol.encode_frame(
-            protocol.HELLO, version=list(version), features=list(protocol.FEATURES)
-        )
+        self._hello = protocol.hello_frame(version)
 
     async def handshake(self, timeout: float | None = None) -> dict[str, Any]:
         """Connect and exchange hellos; returns the agent's hello (version, features).

@@ -109,6 +109,8 @@ class Leftovers:
         image = self.workspaces / f"{sandbox_id}.img"
         attached = _loops_of(image)
         cgroup = self._cgroup(workspace)
+        if not attached and not cgroup.exists() and str(workspace) not in mount_targets():
+            return reaped  # nothing of it is left (a new sandbox): each check read once
         if cgroup.exists():
             reaped.processes = len(cgroup.pids())
             cgroup.kill_and_remove()  # waits (bounded) for the killed processes to go

@@ -163,11 +163,13 @@ async def running_server(
     *,
     preview: bool = False,
     span_processor: SpanProcessor | None = None,
+    middleware: type | None = None,
     **settings: Any,
 ) -> AsyncIterator[RunningServer]:
     """`burrow serve` on a free port of 127.0.0.1, with the model replaced by `provider`
     (None: the model the settings choose, as in production); `preview=True` also starts
-    the preview proxy on its own free port, as `burrow serve` does."""
+    the preview proxy on its own free port, as `burrow serve` does; `middleware`, an ASGI
+    middleware class, wraps the app's routes (outermost of the app's own middlewares)."""
     port = settings.pop("port", None) or free_port()  # chosen ahead: peers must know it
     if preview:
         settings.setdefault("preview_port", free_port())
@@ -182,6 +184,8 @@ async def running_server(
         return holder["services"]
 
     app = create_app(start, TrustedProxies.parse(config.trusted_proxies))
+    if middleware is not None:
+        app.add_middleware(middleware)
     server = uvicorn.Server(server_config(app, "127.0.0.1", port))
     task = asyncio.create_task(server.serve())
     while not server.started:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -119,10 +119,10 @@ async def test_direct_writes_and_yielded_batches_together_deliver_each_event_onc
     delivered: list[int] = []
     full = asyncio.Event()  # set: the client's socket is full, `direct` writes nothing
 
-    def direct(event: Event) -> bool:
+    def direct(batch: Sequence[Event]) -> bool:
         if full.is_set():
             return False
-        delivered.append(event.seq)
+        delivered.extend(e.seq for e in batch)
         return True
 
     async def reader() -> None:

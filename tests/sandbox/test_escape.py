@@ -249,7 +249,7 @@ async def test_what_stays_allowed_routes_interfaces_and_ps(pair: Pair) -> None:
     node = await run(pair.attacker, "node", "-e", interfaces)
     assert node.text == "lo\n", node.stderr
     ps = await run(pair.attacker, "ps", "-eo", "pid,args")
-    assert ps.exit.exit_code == 0 and "-m agent" in ps.text
+    assert ps.exit.exit_code == 0 and "from agent.server import main" in ps.text, ps.text
 
 
 async def test_dev_is_read_only_and_dev_shm_is_bounded(pair: Pair) -> None:

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from burrow.sandbox.agent import protocol
@@ -47,3 +50,30 @@ def test_hello_with_another_major_version_is_refused() -> None:
         protocol.check_hello(other_major)
     with pytest.raises(protocol.ProtocolError, match="expected a hello"):
         protocol.check_hello(protocol.Frame({"kind": "ping"}))
+
+
+def test_the_hello_written_out_is_what_json_encodes_and_decodes_the_same() -> None:
+    # Without json on the handshake path (the agent's start gates readiness), the hello is
+    # written out by hand; it must stay the frame encode_frame would build.
+    for version in (protocol.PROTOCOL_VERSION, (2, 0)):
+        fields = {"version": list(version), "features": list(protocol.FEATURES)}
+        assert protocol.hello_frame(version) == protocol.encode_frame(protocol.HELLO, **fields)
+    [ours] = protocol.FrameDecoder().feed(protocol.hello_frame())
+    assert ours.header == {"kind": "hello", **fields, "version": list(protocol.PROTOCOL_VERSION)}
+
+
+def test_the_agent_starts_without_json_socket_os_or_runpy() -> None:
+    # Each costs the sandbox's boot milliseconds; they load with the first request needing them.
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import agent.server; "
+        "costly = {'json', 're', 'enum', 'socket', 'runpy', 'typing', 'os'}; "
+        "print(sorted(costly & set(sys.modules)))"
+    )
+    agent_parent = str(Path(protocol.__file__).parent.parent)
+    out = subprocess.run(
+        ["/usr/bin/python3", "-E", "-S", "-B", "-c", code, agent_parent],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "[]"

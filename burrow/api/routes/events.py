@@ -8,8 +8,9 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Response
 
 from burrow.api.deps import ConversationDep, ServicesDep, StreamCapDep, UserDep
+from burrow.api.direct_write import WriteNow
 from burrow.api.schemas import EventOut
-from burrow.api.sse import EventStreamResponse, WriteNow
+from burrow.api.sse import EventStreamResponse
 from burrow.api.streams import TooManyStreams
 from burrow.runs.journal import PAGE_BYTES
 

@@ -12,19 +12,11 @@ import os
 import stat as stat_module
 
 from . import protocol
+from .protocol import AgentError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO, Any
-
-
-class AgentError(Exception):
-    """A request failed with one of protocol.ERROR_CODES."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 _ERRNO_CODES = {

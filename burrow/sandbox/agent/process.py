@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from . import protocol
-from .files import AgentError
+from .protocol import AgentError
 from .request import Request
 
 CHUNK_BYTES = 64 * 1024

@@ -14,10 +14,11 @@ response frames. An exec connection stays open for `stdin`/`signal` frames until
 
 from __future__ import annotations
 
-import json
 import struct
 
-# The agent starts on every sandbox boot; importing typing would cost it milliseconds.
+# The agent starts on every sandbox boot, and its handshake gates the sandbox's readiness:
+# typing, and json (with re and enum under it) would cost that start milliseconds. json is
+# imported where a frame other than the hello is encoded or decoded.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -126,6 +127,15 @@ class ProtocolError(Exception):
     """The peer sent something that is not a valid frame."""
 
 
+class AgentError(Exception):
+    """A request failed with one of ERROR_CODES."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
 class Frame:
     __slots__ = ("header", "payload")
 
@@ -142,9 +152,15 @@ class Frame:
 
 
 def encode_frame(kind: str, payload: bytes = b"", **fields: Any) -> bytes:
+    import json
+
     if kind not in FRAME_KINDS:
         raise ProtocolError(f"unknown frame kind {kind!r}")
     header = json.dumps({"kind": kind, **fields}, separators=(",", ":")).encode()
+    return _frame(kind, header, payload)
+
+
+def _frame(kind: str, header: bytes, payload: bytes) -> bytes:
     if len(header) > MAX_HEADER_BYTES or len(payload) > MAX_PAYLOAD_BYTES:
         raise ProtocolError(f"{kind} frame is too large ({len(header)}+{len(payload)} bytes)")
     return PREFIX.pack(len(header), len(payload)) + header + payload
@@ -154,8 +170,21 @@ def error_frame(code: str, message: str, *, fatal: bool = False) -> bytes:
     return encode_frame(ERROR, code=code, message=message, fatal=fatal)
 
 
-def hello_frame() -> bytes:
-    return encode_frame(HELLO, version=list(PROTOCOL_VERSION), features=list(FEATURES))
+def _hello_header(version: tuple[int, int]) -> bytes:
+    """The hello's header, written out: what `encode_frame` would give, without json (a
+    test keeps the two equal). Host and agent send the same hello."""
+    features = ",".join(f'"{name}"' for name in FEATURES)
+    return (
+        f'{{"kind":"{HELLO}","version":[{version[0]},{version[1]}],"features":[{features}]}}'
+    ).encode()
+
+
+_HELLO_HEADER = _hello_header(PROTOCOL_VERSION)
+
+
+def hello_frame(version: tuple[int, int] = PROTOCOL_VERSION) -> bytes:
+    header = _HELLO_HEADER if version == PROTOCOL_VERSION else _hello_header(version)
+    return _frame(HELLO, header, b"")
 
 
 def check_hello(frame: Frame) -> None:
@@ -210,6 +239,10 @@ class FrameDecoder:
 
 
 def _parse_header(raw: bytes) -> dict[str, Any]:
+    if raw == _HELLO_HEADER:  # the peer's hello, byte for byte our own: no json needed
+        return {"kind": HELLO, "version": list(PROTOCOL_VERSION), "features": list(FEATURES)}
+    import json
+
     try:
         header = json.loads(raw)
     except ValueError as exc:

@@ -3,7 +3,7 @@ it: frames out while the host listens, frames in until it hangs up."""
 
 from __future__ import annotations
 
-import socket
+import _socket
 
 from . import protocol
 
@@ -17,7 +17,7 @@ RECEIVE_BYTES = 64 * 1024
 class Request:
     def __init__(
         self,
-        conn: socket.socket,
+        conn: _socket.socket,
         decoder: protocol.FrameDecoder,
         backlog: list[protocol.Frame],
         header: dict[str, Any],

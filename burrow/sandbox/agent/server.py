@@ -8,27 +8,36 @@ A Unix-socket connect costs a few microseconds, so this is also the fast path.
 
 from __future__ import annotations
 
-import _thread  # not threading: the agent's start-up is on the sandbox's boot path
-import os
-import socket
+# The agent's start-up is on the sandbox's boot path: _thread, not threading; _socket, not
+# socket (whose enums cost the start milliseconds); posix, not os (os, stat and the file
+# API load with the first file request).
+import _socket
+import _thread
+import posix
 
 from . import protocol
-from .files import AgentError, Workspace
+from .protocol import AgentError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .files import Workspace
 
 RECV_BYTES = 64 * 1024
 # Commands running now (not terminals): the host keeps a busy sandbox from hibernating.
 # A list mutated by one append/pop is atomic under the GIL, without importing threading.
 _running: list[None] = []
 _undumpable: list[None] = []  # one element once prctl(PR_SET_DUMPABLE, 0) is done
+_workspace: list[Workspace] = []  # the file API, once a request needs it
 
 
-def serve(listener: socket.socket, workspace: Workspace) -> None:
+def serve(listener: _socket.socket, root: str) -> None:
     while True:
-        conn, _ = listener.accept()
-        _thread.start_new_thread(handle_connection, (conn, workspace))
+        fd, _ = listener._accept()  # type: ignore[attr-defined]  # socket.accept, unwrapped
+        conn = _socket.socket(fileno=fd)
+        _thread.start_new_thread(handle_connection, (conn, root))
 
 
-def handle_connection(conn: socket.socket, workspace: Workspace) -> None:
+def handle_connection(conn: _socket.socket, root: str) -> None:
     decoder = protocol.FrameDecoder()
     backlog: list[protocol.Frame] = []
     try:
@@ -40,7 +49,7 @@ def handle_connection(conn: socket.socket, workspace: Workspace) -> None:
         conn.sendall(protocol.hello_frame())
         request = _next_frame(conn, decoder, backlog)
         try:
-            _dispatch(conn, request, decoder, backlog, workspace)
+            _dispatch(conn, request, decoder, backlog, root)
         except AgentError as exc:
             conn.sendall(protocol.error_frame(exc.code, exc.message))
     except (ConnectionError, EOFError):
@@ -54,11 +63,11 @@ def handle_connection(conn: socket.socket, workspace: Workspace) -> None:
 
 
 def _dispatch(
-    conn: socket.socket,
+    conn: _socket.socket,
     request: protocol.Frame,
     decoder: protocol.FrameDecoder,
     backlog: list[protocol.Frame],
-    workspace: Workspace,
+    root: str,
 ) -> None:
     kind = request.kind
     if kind in (protocol.SPAWN, protocol.PTY_OPEN, protocol.TUNNEL):
@@ -74,30 +83,38 @@ def _dispatch(
         if counted:
             _running.append(None)
         try:
-            Execution(conn, decoder, backlog, request.header, workspace.root).run()
+            Execution(conn, decoder, backlog, request.header, root).run()
         finally:
             if counted:
                 _running.pop()
     elif kind == protocol.PTY_OPEN:
         from .terminal import Terminal
 
-        Terminal(conn, decoder, backlog, request.header, workspace.root).run()
+        Terminal(conn, decoder, backlog, request.header, root).run()
     elif kind == protocol.PING:
         conn.sendall(protocol.encode_frame(protocol.PONG, busy=len(_running)))
     elif kind == protocol.READ:
-        conn.sendall(workspace.read(request.header))
+        conn.sendall(_files(root).read(request.header))
     elif kind == protocol.WRITE:
-        conn.sendall(workspace.write(request.header, request.payload))
+        conn.sendall(_files(root).write(request.header, request.payload))
     elif kind == protocol.LIST:
-        conn.sendall(workspace.list(request.header))
+        conn.sendall(_files(root).list(request.header))
     elif kind == protocol.STAT:
-        conn.sendall(workspace.stat(request.header))
+        conn.sendall(_files(root).stat(request.header))
     elif kind == protocol.TUNNEL:
         from .tunnel import open_tunnel
 
         open_tunnel(conn, request.header, decoder.take_pending())
     else:
         raise AgentError("protocol", f"{kind!r} is not a request")
+
+
+def _files(root: str) -> Workspace:
+    if not _workspace:  # two threads may both build one: the same, either will do
+        from .files import Workspace
+
+        _workspace.append(Workspace(root))
+    return _workspace[0]
 
 
 def _make_undumpable() -> None:
@@ -115,7 +132,7 @@ def _make_undumpable() -> None:
 
 
 def _next_frame(
-    conn: socket.socket, decoder: protocol.FrameDecoder, backlog: list[protocol.Frame]
+    conn: _socket.socket, decoder: protocol.FrameDecoder, backlog: list[protocol.Frame]
 ) -> protocol.Frame:
     while not backlog:
         data = conn.recv(RECV_BYTES)
@@ -125,7 +142,7 @@ def _next_frame(
     return backlog.pop(0)
 
 
-def _send_quietly(conn: socket.socket, data: bytes) -> None:
+def _send_quietly(conn: _socket.socket, data: bytes) -> None:
     try:
         conn.sendall(data)
     except OSError:
@@ -133,11 +150,12 @@ def _send_quietly(conn: socket.socket, data: bytes) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """`python3 -m agent --listen-fd N --workspace DIR` (the socket is bound by the host)."""
+    """`main(["--listen-fd", N, "--workspace", DIR])`: serve on the socket the host bound
+    (bwrap.build_argv starts it)."""
     options = dict(zip(argv[0::2], argv[1::2], strict=False))
     listen_fd = int(options["--listen-fd"])
-    os.set_inheritable(listen_fd, False)  # commands must never get the agent's socket
-    listener = socket.socket(fileno=listen_fd)
-    workspace = Workspace(options["--workspace"])
-    os.chdir(workspace.root)
-    serve(listener, workspace)
+    posix.set_inheritable(listen_fd, False)  # commands must never get the agent's socket
+    listener = _socket.socket(fileno=listen_fd)
+    root = options["--workspace"]  # a mount point of bwrap's: no symlink to resolve
+    posix.chdir(root)
+    serve(listener, root)

@@ -17,7 +17,7 @@ import termios
 import time
 
 from . import protocol
-from .files import AgentError
+from .protocol import AgentError
 from .request import Request
 
 TYPE_CHECKING = False

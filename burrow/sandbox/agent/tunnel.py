@@ -9,11 +9,12 @@ Each direction has its own thread: a blocking send in one never stalls the other
 
 from __future__ import annotations
 
+import _socket
 import _thread
 import socket
 
 from . import protocol
-from .files import AgentError
+from .protocol import AgentError
 
 TYPE_CHECKING = False  # typing is not imported at run time (see protocol.py)
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ CONNECT_TIMEOUT = 5.0
 CHUNK_BYTES = 256 * 1024
 
 
-def open_tunnel(conn: socket.socket, header: dict[str, Any], pending: bytes) -> None:
+def open_tunnel(conn: _socket.socket, header: dict[str, Any], pending: bytes) -> None:
     """Serve one tunnel until both directions have ended; `pending` = bytes the host sent
     after its request frame (already read from `conn`), forwarded first.
 
@@ -65,14 +66,16 @@ def _connect(port: int) -> socket.socket:
     raise AgentError("connection_refused", f"nothing is listening on port {port} in the sandbox")
 
 
-def _pipe_then_release(source: socket.socket, sink: socket.socket, done: _thread.LockType) -> None:
+def _pipe_then_release(
+    source: _socket.socket, sink: _socket.socket, done: _thread.LockType
+) -> None:
     try:
         _pipe(source, sink)
     finally:
         done.release()
 
 
-def _pipe(source: socket.socket, sink: socket.socket) -> None:
+def _pipe(source: _socket.socket, sink: _socket.socket) -> None:
     """Copy until `source` ends, then pass the end on; on an error tear down both sockets
     so that the other direction's thread wakes up too."""
     buffer = bytearray(CHUNK_BYTES)
@@ -89,7 +92,7 @@ def _pipe(source: socket.socket, sink: socket.socket) -> None:
         _shutdown(sink)
 
 
-def _shutdown(sock: socket.socket) -> None:
+def _shutdown(sock: _socket.socket) -> None:
     try:
         sock.shutdown(socket.SHUT_RDWR)
     except OSError:

@@ -1,5 +1,0 @@
-import sys
-
-from .server import main
-
-main(sys.argv[1:])
