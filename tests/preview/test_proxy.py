@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 
 import websockets
 from websockets.asyncio.client import connect
 
 from tests.preview.harness import Preview
+from tests.process_memory import rss_bytes
 
 
 async def test_http_server_through_the_signed_link_then_the_cookie(preview: Preview) -> None:
@@ -88,7 +90,7 @@ async def test_upstream_connections_are_kept_alive(preview: Preview) -> None:
 async def test_a_100_mb_download_streams_with_bounded_memory(preview: Preview) -> None:
     await preview.start(8003, "app_server.py")
     cookie = await preview.sign_in(8003)
-    baseline = _rss_bytes()
+    baseline = rss_bytes(os.getpid())
     peak = baseline
     received = 0
     async with preview.proxy.stream(
@@ -100,7 +102,7 @@ async def test_a_100_mb_download_streams_with_bounded_memory(preview: Preview) -
         assert response.headers["content-length"] == str(100 << 20)
         async for chunk in response.aiter_raw():
             received += len(chunk)
-            peak = max(peak, _rss_bytes())
+            peak = max(peak, rss_bytes(os.getpid()))
     assert received == 100 << 20
     # The server (proxy + tunnel) runs in this process; a buffered body would add 100 MB.
     assert peak - baseline < 20 << 20, f"RSS grew by {(peak - baseline) >> 20} MiB"
@@ -152,14 +154,6 @@ async def test_a_stopped_sandbox_is_woken_by_its_preview(preview: Preview) -> No
 
     await preview.start(8006, "app_server.py")
     assert (await preview.get(8006, "/", cookie)).text == "path /"
-
-
-def _rss_bytes() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
 
 
 async def test_the_upstream_websocket_handshake_has_one_host(preview: Preview) -> None:

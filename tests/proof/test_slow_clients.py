@@ -26,7 +26,8 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from tests.api.harness import ADMIN_PASSWORD, log_in, serve_process, sse_events
-from tests.api.test_output_bounds import rss_bytes, until_idle
+from tests.api.test_output_bounds import until_idle
+from tests.process_memory import PeakRss
 
 FLOOD_BYTES = int(os.environ.get("BURROW_SLOW_CLIENT_MB", "25")) * 1024 * 1024
 FLOOD = f"head -c {FLOOD_BYTES} /dev/zero | tr '\\0' A"
@@ -146,7 +147,8 @@ async def test_stalled_sse_and_terminal_clients_are_dropped_bounded_and_resume_e
             ws_url = f"ws://127.0.0.1:{port}/api/conversations/{cid}/terminals/{tid}/ws"
             headers = {"Cookie": f"burrow_session={cookie}"}
             await asyncio.sleep(1)
-            rss_before = rss_bytes(server.pid)
+            memory = PeakRss(server.pid)
+            rss_before = memory.mark()
             after = (await client.get(f"/api/conversations/{cid}")).json()["last_seq"]
 
             sse = open_stalled_sse(port, cookie, cid, after)
@@ -167,18 +169,16 @@ async def test_stalled_sse_and_terminal_clients_are_dropped_bounded_and_resume_e
                     f"/api/conversations/{cid}/messages", json={"content": "flood"}
                 )
                 run_id = sent.json()["run_id"]
-                rss_peak = rss_before
                 polled = after
                 async with asyncio.timeout(RUN_BOUND):
                     while not finished(page := await one_page(client, cid, polled), run_id):
                         polled = page[-1]["seq"] if page else polled
-                        rss_peak = max(rss_peak, rss_bytes(server.pid))
                         await asyncio.sleep(0.1)
                 run_seconds = time.monotonic() - started
                 # The terminal's flood ends too (the shell prints its marker after it).
                 await wait_for_scrollback(client, ws_url, headers, b"FLOOD-42-DONE")
                 terminal_seconds = time.monotonic() - started
-                rss_peak = max(rss_peak, rss_bytes(server.pid))
+                rss_peak = memory.peak()  # the kernel's high-water mark since the mark
 
                 # Both stalled clients were dropped: the SSE stream ends (after what was in
                 # flight), the terminal socket closes with 4008. The SSE client's last write
