@@ -54,8 +54,7 @@ class Upstreams:
             text += block(f"sandbox_{name}", [address])
             routes += f"    {name} sandbox_{name};\n"
         return text + (
-            "map $sandbox_host_name $sandbox_upstream {\n"
-            f"    default sandbox_new;\n{routes}}}\n"
+            f"map $sandbox_host_name $sandbox_upstream {{\n    default sandbox_new;\n{routes}}}\n"
         )
 
 

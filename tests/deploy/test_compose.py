@@ -77,7 +77,7 @@ def test_replicas_share_one_database_and_reach_the_sandbox_hosts_through_the_pro
 ) -> None:
     envs = [service["environment"] for service in replicas(compose).values()]
     shared = ["BURROW_DATABASE_URL", "BURROW_SECRET_KEY", "BURROW_ADMIN_PASSWORD", "E2B_API_KEY"]
-    for name in shared + ["BURROW_PREVIEW_DOMAIN", "BURROW_TRUSTED_PROXIES"]:
+    for name in [*shared, "BURROW_PREVIEW_DOMAIN", "BURROW_TRUSTED_PROXIES"]:
         assert len({env[name] for env in envs}) == 1, f"{name} differs between replicas"
     url = envs[0]["BURROW_DATABASE_URL"]
     assert url.startswith("postgresql+asyncpg://burrow:") and url.endswith("@postgres:5432/burrow")
@@ -126,7 +126,8 @@ def test_every_service_has_a_healthcheck_and_starts_after_what_it_needs(
         assert service["depends_on"] == {"postgres": {"condition": "service_healthy"}}
     needed = {*replicas(compose), *sandbox_hosts(compose)}
     assert set(services["proxy"]["depends_on"]) == needed
-    assert all(d["condition"] == "service_healthy" for d in services["proxy"]["depends_on"].values())
+    conditions = {d["condition"] for d in services["proxy"]["depends_on"].values()}
+    assert conditions == {"service_healthy"}
 
 
 def test_sandbox_hosts_have_their_own_data_and_what_bubblewrap_needs(
