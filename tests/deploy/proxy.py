@@ -136,12 +136,13 @@ def running_proxy(root: Path, proxy: Proxy, upstreams: Upstreams) -> Iterator[Pr
     conf = write_config(root, proxy, upstreams)
     check_config(conf)
     argv = [nginx_binary(), "-p", str(root), "-c", str(conf), "-g", "daemon off;"]
-    process = subprocess.Popen(argv, stderr=subprocess.PIPE)
+    stderr = (root / "stderr.log").open("wb")
+    process = subprocess.Popen(argv, stderr=stderr)
     try:
         deadline = time.monotonic() + 10
         while True:
             if process.poll() is not None:
-                raise AssertionError(f"nginx exited: {process.stderr and process.stderr.read()!r}")
+                raise AssertionError(f"nginx exited: {(root / 'stderr.log').read_text()}")
             try:
                 socket.create_connection(("127.0.0.1", proxy.port), timeout=0.2).close()
                 break
@@ -157,3 +158,4 @@ def running_proxy(root: Path, proxy: Proxy, upstreams: Upstreams) -> Iterator[Pr
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        stderr.close()
