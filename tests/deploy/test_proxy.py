@@ -196,8 +196,13 @@ async def named_host(name: str) -> AsyncIterator[str]:
 async def test_the_sandbox_gateway_sends_each_sandbox_to_the_host_that_named_it(
     tmp_path: Path, srv: RunningServer
 ) -> None:
-    async with named_host("sbx1") as one, named_host("sbx2") as two:
-        with proxy_for(tmp_path, srv, sbx1=one, sbx2=two) as proxy:
+    async with (
+        named_host("sbx1") as one,
+        named_host("sbx2") as two,
+        named_host("burrow-sbx-0") as pod,  # a StatefulSet's pod (the Helm chart)
+    ):
+        hosts = {"sbx1": one, "sbx2": two, "burrow-sbx-0": pod}
+        with proxy_for(tmp_path, srv, **hosts) as proxy:
             async with httpx.AsyncClient(base_url=proxy.gateway, timeout=10) as gateway:
 
                 async def host_of(path: str, sandbox: str | None = None) -> str:
@@ -211,10 +216,13 @@ async def test_the_sandbox_gateway_sends_each_sandbox_to_the_host_that_named_it(
                 assert await host_of("/v2/sandboxes/sbx2-a1b2/logs") == "sbx2"
                 assert await host_of("/files", "sbx1-a1b2") == "sbx1"
                 assert await host_of("/files", "sbx2-a1b2") == "sbx2"
+                assert await host_of("/files", "burrow-sbx-0-a1b2") == "burrow-sbx-0"
+                assert await host_of("/sandboxes/burrow-sbx-0-a1b2/pause") == "burrow-sbx-0"
                 # The header wins over a path that names another host's sandbox.
                 assert await host_of("/sandboxes/sbx1-x", "sbx2-y") == "sbx2"
                 # New sandboxes, and ids no host claims, go to any host (which answers
                 # 404 for an id it does not have).
-                spread = {await host_of("/sandboxes") for _ in range(4)}
-                assert spread == {"sbx1", "sbx2"}
-                assert await host_of("/files", "../../etc-x") in {"sbx1", "sbx2"}
+                spread = {await host_of("/sandboxes") for _ in range(6)}
+                assert spread == set(hosts)
+                assert await host_of("/files", "../../etc-x") in hosts
+                assert await host_of("/sandboxes/sbx3-a1b2") in hosts
