@@ -48,14 +48,14 @@ class Upstreams:
             return f"upstream {name} {{\n{extra}{lines}}}\n"
 
         text = block("burrow_app", self.apps) + block("burrow_previews", self.previews)
-        text += block("sandbox_new", list(self.sandbox_hosts.values()), "    least_conn;\n")
+        placed = "    hash $sandbox_key_in_query$sandbox_key_in_body consistent;\n"
+        text += block("sandbox_placed", list(self.sandbox_hosts.values()), placed)
         routes = ""
         for name, address in self.sandbox_hosts.items():
             text += block(f"sandbox_{name}", [address])
             routes += f"    {name} sandbox_{name};\n"
-        return text + (
-            f"map $sandbox_host_name $sandbox_upstream {{\n    default sandbox_new;\n{routes}}}\n"
-        )
+        default = "    default sandbox_placed;\n"
+        return text + f"map $sandbox_host_name $sandbox_upstream {{\n{default}{routes}}}\n"
 
 
 @dataclass(frozen=True)

@@ -157,7 +157,7 @@ def test_the_upstreams_name_every_replica_and_sandbox_host(compose: dict[str, An
     assert sorted(upstream_servers(text, "burrow_app")) == [f"{n}:8420" for n in names]
     assert sorted(upstream_servers(text, "burrow_previews")) == [f"{n}:8421" for n in names]
     hosts = sorted(sandbox_hosts(compose))
-    assert sorted(upstream_servers(text, "sandbox_new")) == [f"{h}:8430" for h in hosts]
+    assert sorted(upstream_servers(text, "sandbox_placed")) == [f"{h}:8430" for h in hosts]
     for host in hosts:
         assert upstream_servers(text, f"sandbox_{host}") == [f"{host}:8430"]
         assert re.search(rf"^\s+{host}\s+sandbox_{host};$", text, re.M)
