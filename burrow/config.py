@@ -74,15 +74,19 @@ class Settings(BaseSettings):
     compact_at: float = Field(default=0.8, gt=0.0, le=1.0)
     """Share of the context window past which the older turns are summarized before the
     next request (compaction)."""
+    # A limit of zero, below it or infinite is refused at start: it would stop every run
+    # at once (or never) while looking like a setting that works.
     run_max_steps: int | None = Field(
-        default=50, validation_alias=AliasChoices("BURROW_RUN_MAX_STEPS", "BURROW_MAX_STEPS")
+        default=50,
+        ge=1,
+        validation_alias=AliasChoices("BURROW_RUN_MAX_STEPS", "BURROW_MAX_STEPS"),
     )
     """Model calls per run before it ends `budget_exceeded` (a new message continues)."""
-    run_max_tokens: int | None = None
+    run_max_tokens: int | None = Field(default=None, ge=1)
     """Prompt + completion tokens per run; unset: no limit."""
-    run_max_cost: float | None = None
+    run_max_cost: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """Dollars per run, priced with BURROW_PRICE_*; unset: no limit."""
-    run_max_tool_seconds: float | None = None
+    run_max_tool_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """Seconds tools may run per run (approval waits excluded); unset: no limit."""
     run_max_subagents: int = Field(default=8, ge=0)
     """Subagents (`task` calls) one run may start; they count against its budget; 0: the

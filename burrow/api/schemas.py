@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from burrow.store.records import Conversation
 
@@ -30,6 +30,14 @@ class Budget(BaseModel):
     steps: int | None = Field(default=None, ge=1)
     tool_seconds: float | None = Field(default=None, gt=0)
     total_cost: float | None = Field(default=None, gt=0)
+
+
+class BudgetIn(Budget):
+    """A budget as a request sets it. Strict, because a spend cap that silently does
+    nothing is worse than an error: a misspelt limit (`step`) or an infinite one is a 422
+    naming the field, never a PATCH that answers 200 and leaves the run unlimited."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class ContextUse(BaseModel):
@@ -132,7 +140,7 @@ class RenameConversation(BaseModel):
         max_length=200,
         description="`[provider:]model` for the next runs; an empty string: the server's model",
     )
-    budget: Budget | None = Field(
+    budget: BudgetIn | None = Field(
         default=None,
         description="Fields given replace the stored ones; a field given as null goes "
         "back to the server's limit",

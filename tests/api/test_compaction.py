@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from burrow.llm.anthropic_messages import AnthropicProvider
 from burrow.llm.openai_compat import OpenAICompatProvider
 from burrow.llm.retry import RetryingProvider
@@ -227,3 +229,34 @@ async def test_anthropics_prompt_is_too_long_compacts_once_and_retries(tmp_path:
     assert retried["messages"][0]["content"][0]["text"] == "print three blocks"
     assert len(fake.requests) == 6 and fake.pending == 0
     assert len([e for e in events if e["type"] == "context.compacted"]) == 1
+
+
+@pytest.mark.parametrize("compact_at", [None, "0.3"])
+async def test_the_window_and_the_threshold_come_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compact_at: str | None
+) -> None:
+    # Six blocks fill about 40% of a 10,000-token window: past BURROW_COMPACT_AT=0.3,
+    # short of the default 0.8. Both settings are read as an operator sets them.
+    monkeypatch.setenv("BURROW_CONTEXT_WINDOW", "10000")
+    if compact_at is not None:
+        monkeypatch.setenv("BURROW_COMPACT_AT", compact_at)
+    answers = scripted(6)
+    with FakeOpenAIServer(context_window=10_000, responder=responder(answers)) as fake:
+        async with running_server(tmp_path, provider(fake)) as srv:
+            cid = await srv.create_conversation()
+            finished = await finish(srv, cid, "print six blocks of x")
+            assert finished["data"]["status"] == "completed", finished
+            events = await srv.events(cid)
+            conversation = (await srv.client.get(f"/api/conversations/{cid}")).json()
+    assert conversation["context"]["window"] == 10_000
+    compactions = [e["data"] for e in events if e["type"] == "context.compacted"]
+    answered = [b for b in fake.requests if not is_summary_call(b)]
+    largest = max(request_tokens(b) for b in answered)
+    if compact_at is None:
+        assert not compactions and 3_000 < largest < 8_000  # under the default threshold
+    else:
+        assert compactions, "the context passed 30% of the window"
+        # Compacted as soon as a request would pass 30% (one block more than it), and no
+        # request went out much past it (the fake counts JSON too: a little more).
+        assert all(3_000 < c["tokens_before"] < 3_500 for c in compactions), compactions
+        assert largest < 3_500

@@ -175,3 +175,30 @@ async def test_per_run_limits_of_the_conversation_override_the_servers(
         assert finished["budget"] == {"kind": "tokens", "limit": 20, "used": 29}
         other = await srv.client.patch(f"/api/conversations/{cid}", json={"budget": {"tokens": 0}})
         assert other.status_code == 422  # a limit of nothing is not a limit
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        (b'{"budget": {"step": 3}}', "budget.step: Extra inputs are not permitted"),
+        (b'{"budget": {"cost": Infinity}}', "budget.cost: Input should be a finite number"),
+        (b'{"budget": {"total_cost": NaN}}', "budget.total_cost: Input should be a finite"),
+        (b'{"budget": {"tool_seconds": -1}}', "budget.tool_seconds: Input should be greater"),
+        (b'{"budget": {"steps": 0}}', "budget.steps: Input should be greater than or equal"),
+    ],
+)
+async def test_a_budget_that_would_not_limit_anything_is_refused(
+    tmp_path: Path, fake: FakeOpenAIServer, body: bytes, says: str
+) -> None:
+    # A misspelt or infinite spend cap must not answer 200 and leave the runs unlimited.
+    async with serve(tmp_path, fake) as srv:
+        cid = await srv.create_conversation()
+        await srv.client.patch(f"/api/conversations/{cid}", json={"budget": {"steps": 7}})
+        response = await srv.client.patch(
+            f"/api/conversations/{cid}", content=body, headers={"content-type": "application/json"}
+        )
+        assert response.status_code == 422, response.text
+        error = response.json()["error"]
+        assert error["code"] == "invalid_request" and error["message"].startswith(says), error
+        kept = (await srv.client.get(f"/api/conversations/{cid}")).json()["budget"]
+        assert kept == {**dict.fromkeys(kept), "steps": 7}  # the stored budget is untouched

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.api.harness import running_server
+import httpx
+
+from tests.api.harness import log_in, running_server
 from tests.fakes import FakeOpenAIServer
 from tests.fakes.anthropic_server import FakeAnthropicServer, message, text
 
@@ -104,3 +106,47 @@ async def test_openai_provider_is_the_model_settings_key(tmp_path: Path) -> None
             await srv.client.put("/api/settings/providers/openai", json={"base_url": ""})
             models = (await srv.client.get("/api/settings/models")).json()
             assert "openai:gpt-4o" in [m["id"] for m in models]  # api.openai.com: the table
+
+
+async def test_only_an_administrator_sets_or_probes_a_provider(tmp_path: Path) -> None:
+    # A probe makes the server call the stored base URL: a user who could set it could
+    # point the server at any address it reaches, with the operator's key.
+    with FakeAnthropicServer(api_key=KEY) as fake:
+        async with running_server(tmp_path, None) as srv:
+            await srv.client.put(
+                "/api/settings/providers/anthropic",
+                json={"api_key": KEY, "base_url": fake.base_url},
+            )
+            made = await srv.client.post(
+                "/api/users", json={"username": "mallory", "password": "mallory-pw-1"}
+            )
+            assert made.status_code == 201, made.text
+            async with httpx.AsyncClient(base_url=srv.base_url) as mallory:
+                await log_in(mallory, "mallory", "mallory-pw-1")
+                for method, path, body in [
+                    ("PUT", "/api/settings/providers/anthropic", {"base_url": "http://10.0.0.1"}),
+                    ("PUT", "/api/settings/providers/openai", {"api_key": "sk-mine"}),
+                    ("POST", "/api/settings/providers/anthropic/test", {}),
+                ]:
+                    response = await mallory.request(method, path, json=body)
+                    assert response.status_code == 403, (path, response.text)
+                    assert response.json()["error"]["code"] == "forbidden"
+                # Reading is allowed, and never shows the key.
+                listed = await mallory.get("/api/settings/providers")
+                assert listed.status_code == 200 and KEY not in listed.text
+            assert len(fake.requests) == 0  # no probe reached the provider
+            [anthropic] = [
+                p
+                for p in (await srv.client.get("/api/settings/providers")).json()
+                if p["provider"] == "anthropic"
+            ]
+            assert anthropic["base_url"] == fake.base_url  # unchanged
+
+            for body, says in [
+                ({"api_key": "x" * 1001}, "api_key: String should have at most 1000"),
+                ({"base_url": "file:///etc/passwd"}, "base_url must start with http://"),
+                ({"base_url": "http://" + "a" * 2000}, "base_url: String should have at most"),
+            ]:
+                bad = await srv.client.put("/api/settings/providers/anthropic", json=body)
+                assert bad.status_code == 422, bad.text
+                assert bad.json()["error"]["message"].startswith(says), bad.text

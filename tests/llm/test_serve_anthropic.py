@@ -190,3 +190,43 @@ def test_burrow_run_shows_a_retry_in_its_transcript(
     )
     assert retry in done.stdout
     assert done.stdout.index(retry) < done.stdout.index("Hello from Claude.")
+
+
+async def test_two_parallel_tool_calls_run_and_go_back_as_one_turn_of_results(
+    tmp_path: Path, fake: FakeAnthropicServer
+) -> None:
+    fake.enqueue(
+        message(
+            [
+                text("Both at once."),
+                tool_use("toolu_a", "bash", {"command": "echo one"}),
+                tool_use("toolu_b", "write_file", {"path": "two.txt", "content": "two"}),
+            ]
+        ),
+        message([text("Done.")]),
+    )
+    async with running_server(
+        tmp_path,
+        None,
+        model="anthropic:claude-test",
+        ANTHROPIC_API_KEY=KEY,
+        ANTHROPIC_BASE_URL=fake.base_url,
+    ) as srv:
+        cid = await srv.create_conversation()
+        await srv.client.patch(f"/api/conversations/{cid}", json={"approval_mode": "auto"})
+        events = await finish(srv.client, cid, "do two things")
+    assert of(events, "run.finished")[0]["status"] == "completed", events
+    [calls] = [m["tool_calls"] for m in of(events, "assistant.message") if m["tool_calls"]]
+    assert [c["id"] for c in calls] == ["toolu_a", "toolu_b"]
+    finished = {f["call_id"]: f for f in of(events, "tool.finished")}
+    assert finished["toolu_a"]["output"].strip() == "one" and not finished["toolu_b"]["is_error"]
+    # The API requires every tool_use answered in the very next user turn: both results
+    # there, in the order of the calls.
+    assistant, results = fake.requests[1]["messages"][1:3]
+    assert [b["type"] for b in assistant["content"]] == ["text", "tool_use", "tool_use"]
+    assert results["role"] == "user"
+    assert [(b["type"], b["tool_use_id"]) for b in results["content"]] == [
+        ("tool_result", "toolu_a"),
+        ("tool_result", "toolu_b"),
+    ]
+    assert results["content"][0]["content"].strip() == "one"

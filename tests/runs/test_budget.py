@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from burrow.config import Settings
 from burrow.llm.base import ScriptedTurn
@@ -161,3 +162,27 @@ def test_max_steps_is_an_alias_of_run_max_steps(monkeypatch: pytest.MonkeyPatch)
     assert Settings().run_max_steps == 7
     monkeypatch.setenv("BURROW_RUN_MAX_STEPS", "9")
     assert Settings().run_max_steps == 9
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("BURROW_RUN_MAX_STEPS", "0"),
+        ("BURROW_MAX_STEPS", "-3"),
+        ("BURROW_RUN_MAX_TOKENS", "0"),
+        ("BURROW_RUN_MAX_COST", "-1"),
+        ("BURROW_RUN_MAX_COST", "inf"),
+        ("BURROW_RUN_MAX_TOOL_SECONDS", "0"),
+        ("BURROW_RUN_MAX_TOOL_SECONDS", "nan"),
+    ],
+)
+def test_a_server_limit_that_would_stop_every_run_or_none_is_refused_at_start(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError) as caught:
+        Settings()
+    [error] = caught.value.errors()
+    # The steps limit is named by its alias (BURROW_MAX_STEPS is the older spelling).
+    field = "BURROW_RUN_MAX_STEPS" if "MAX_STEPS" in name else name.lower().removeprefix("burrow_")
+    assert error["loc"] == (field,)

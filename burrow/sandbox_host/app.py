@@ -1,0 +1,190 @@
+"""The sandbox host's one ASGI app: each request goes to the control API, to a sandbox's
+envd, or to another port of a sandbox.
+
+A request is for a sandbox when it names one, as the SDK does: the `E2b-Sandbox-Id` and
+`E2b-Sandbox-Port` headers (with `E2B_SANDBOX_URL` pointing at this host), or a Host of
+`{port}-{sandbox_id}.{domain}` when the host was started with `--domain`. Sandbox traffic
+proves itself with the sandbox's own access token (`X-Access-Token`, compared in constant
+time), never with the API key: that is what the SDK sends, and a token opens one sandbox.
+Ports other than envd's also take the sandbox's traffic token (`e2b-traffic-access-token`),
+which opens those ports and not envd.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from connectrpc.code import Code
+from connectrpc.codec import Codec, proto_binary_codec, proto_json_codec
+from connectrpc.errors import ConnectError
+from e2b.envd.filesystem.filesystem_connect import FilesystemASGIApplication
+from e2b.envd.process.process_connect import ProcessASGIApplication
+from starlette.applications import Starlette
+from starlette.types import Receive, Scope, Send
+
+from burrow.sandbox.backend import Backend
+from burrow.sandbox_host.control_api import ControlApi
+from burrow.sandbox_host.envd_http import EnvdHttp
+from burrow.sandbox_host.filesystem_service import FilesystemService
+from burrow.sandbox_host.keys import ApiKeys
+from burrow.sandbox_host.port_proxy import PortProxy
+from burrow.sandbox_host.process_service import ProcessService
+from burrow.sandbox_host.registry import HostedSandbox, HostLimits, Registry, current_sandbox
+
+ENVD_PORT = 49983
+MAX_RPC_MESSAGE_BYTES = 4 * 1024 * 1024  # one Connect message (a frame of stdin, a request)
+HOST_PATTERN = re.compile(r"^(\d{1,5})-([A-Za-z0-9]{1,64})\.")
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    limits: HostLimits = field(default_factory=HostLimits)
+    domain: str | None = None  # for `{port}-{id}.{domain}` routing and the SDK's URLs
+    max_upload_bytes: int = 64 * 1024 * 1024
+    ledger_path: Path | None = None  # where the sandboxes are recorded across restarts
+
+
+class _RefusingCodec:
+    """A Connect codec whose undecodable input is the client's error (INVALID_ARGUMENT),
+    not the server's: connectrpc's own codecs let a JSON or protobuf parse error escape
+    as a 500."""
+
+    def __init__(self, inner: Codec[Any, Any]) -> None:
+        self.inner = inner
+
+    def name(self) -> str:
+        return self.inner.name()
+
+    def encode(self, message: Any) -> bytes:
+        return self.inner.encode(message)
+
+    def decode(self, data: bytes | bytearray, message_class: type[Any]) -> Any:
+        try:
+            return self.inner.decode(data, message_class)
+        except ConnectError:
+            raise
+        except Exception as exc:
+            raise ConnectError(
+                Code.INVALID_ARGUMENT,
+                f"The request is not a valid {message_class.__name__} ({self.inner.name()}): {exc}",
+            ) from None
+
+
+CODECS = [_RefusingCodec(proto_binary_codec()), _RefusingCodec(proto_json_codec())]
+
+
+class SandboxHostApp:
+    def __init__(self, backend: Backend, keys: ApiKeys, config: HostConfig) -> None:
+        self.backend = backend
+        self.config = config
+        self.registry = Registry(backend, config.limits, config.ledger_path)
+        self.control = Starlette(routes=ControlApi(self.registry, keys, config.domain).routes())
+        self.envd = Starlette(routes=EnvdHttp(config.max_upload_bytes).routes())
+        self.process_rpc = ProcessASGIApplication(
+            ProcessService(), read_max_bytes=MAX_RPC_MESSAGE_BYTES, codecs=CODECS
+        )
+        self.filesystem_rpc = FilesystemASGIApplication(
+            FilesystemService(), read_max_bytes=MAX_RPC_MESSAGE_BYTES, codecs=CODECS
+        )
+        self.ports = PortProxy(self.registry)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        target = self._target(scope)
+        if target is None:
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 4404})
+                return
+            await self.control(scope, receive, send)
+            return
+        sandbox_id, port = target
+        hosted = self.registry.find(sandbox_id)
+        if hosted is None:
+            await _refuse(scope, send, 502, f"The sandbox {sandbox_id[:64]} was not found")
+            return
+        if not _admitted(hosted, dict(scope["headers"]), port):
+            await _refuse(
+                scope,
+                send,
+                401,
+                "Missing or wrong access token: send X-Access-Token (envd and ports) or "
+                "e2b-traffic-access-token (ports only).",
+            )
+            return
+        current_sandbox.set(hosted)
+        if port != ENVD_PORT:
+            await self.ports(hosted, port, scope, receive, send)
+        elif scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 4404})
+        elif scope["path"].startswith("/process.Process/"):
+            await self.process_rpc(scope, receive, send)
+        elif scope["path"].startswith("/filesystem.Filesystem/"):
+            await self.filesystem_rpc(scope, receive, send)
+        else:
+            await self.envd(scope, receive, send)
+
+    def _target(self, scope: Scope) -> tuple[str, int] | None:
+        headers = dict(scope["headers"])
+        sandbox_id = headers.get(b"e2b-sandbox-id")
+        if sandbox_id is not None:
+            port = headers.get(b"e2b-sandbox-port")
+            if port is None:
+                return sandbox_id.decode("latin-1"), ENVD_PORT
+            # Not a port number (or absurdly long): 0, which the port proxy refuses.
+            number = int(port) if port.isdigit() and len(port) <= 5 else 0
+            return sandbox_id.decode("latin-1"), number
+        host = headers.get(b"host", b"").decode("latin-1").split(":")[0].lower()
+        if self.config.domain and host.endswith("." + self.config.domain.lower()):
+            match = HOST_PATTERN.match(host)
+            if match:
+                return match.group(2), int(match.group(1))
+        return None
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await self.backend.recover()
+                self.registry.start()
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.registry.close()
+                await self.ports.aclose()
+                await self.backend.close()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+def _admitted(hosted: HostedSandbox, headers: dict[bytes, bytes], port: int) -> bool:
+    """envd takes the sandbox's access token; another port also its traffic token (what
+    the SDK returns as `traffic_access_token`, for clients that only proxy ports)."""
+    access = headers.get(b"x-access-token")
+    if access is not None and hosted.token_matches(access.decode("latin-1")):
+        return True
+    traffic = headers.get(b"e2b-traffic-access-token")
+    return (
+        port != ENVD_PORT
+        and traffic is not None
+        and hosted.traffic_token_matches(traffic.decode("latin-1"))
+    )
+
+
+async def _refuse(scope: Scope, send: Send, status: int, message: str) -> None:
+    if scope["type"] == "websocket":
+        await send({"type": "websocket.close", "code": 4000 + status})
+        return
+    body = json.dumps({"code": status, "message": message}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,269 @@
+"""E2B's control-plane REST API (the SDK's `E2B_API_URL`): create, list, get, kill, set
+the timeout, pause and resume/connect sandboxes. Auth is the `X-API-KEY` header; a sandbox
+of another key answers 404, as a missing one does. Errors are E2B's `{code, message}` plus
+`error_code`, a closed vocabulary the SDK keeps as `Error.error_code`."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from burrow.sandbox.backend import NetworkPolicy, SandboxError
+from burrow.sandbox_host.keys import ApiKeys
+from burrow.sandbox_host.paths import http_status
+from burrow.sandbox_host.registry import (
+    HostedSandbox,
+    LimitReached,
+    Registry,
+    SandboxNotFound,
+    WrongState,
+)
+
+ENVD_VERSION = "0.5.7"  # the envd feature level served (see docs/sandbox-host.md)
+TEMPLATES = {"base"}  # one environment: the host's base system, read-only, plus /workspace
+MAX_BODY_BYTES = 64 * 1024
+MAX_KEY_CHARS = 256
+MAX_VALUE_CHARS = 4096
+_ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, error_code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.error_code = error_code
+        self.message = message
+
+
+def error_response(status: int, error_code: str, message: str) -> JSONResponse:
+    return JSONResponse(
+        {"code": status, "message": message, "error_code": error_code}, status_code=status
+    )
+
+
+class ControlApi:
+    def __init__(self, registry: Registry, keys: ApiKeys, domain: str | None) -> None:
+        self.registry = registry
+        self.keys = keys
+        self.domain = domain
+
+    def routes(self) -> list[Route]:
+        h = self._handler
+        return [
+            Route("/health", self.health, methods=["GET"]),
+            Route("/sandboxes", h(self.create), methods=["POST"]),
+            Route("/v2/sandboxes", h(self.create), methods=["POST"]),
+            Route("/sandboxes", h(self.list), methods=["GET"]),
+            Route("/v2/sandboxes", h(self.list), methods=["GET"]),
+            Route("/sandboxes/{sandbox_id}", h(self.get), methods=["GET"]),
+            Route("/sandboxes/{sandbox_id}", h(self.kill), methods=["DELETE"]),
+            Route("/sandboxes/{sandbox_id}/timeout", h(self.set_timeout), methods=["POST"]),
+            Route("/sandboxes/{sandbox_id}/refreshes", h(self.refresh), methods=["POST"]),
+            Route("/sandboxes/{sandbox_id}/pause", h(self.pause), methods=["POST"]),
+            Route("/sandboxes/{sandbox_id}/resume", h(self.resume), methods=["POST"]),
+            Route("/sandboxes/{sandbox_id}/connect", h(self.resume), methods=["POST"]),
+            Route("/v2/sandboxes/{sandbox_id}/connect", h(self.resume), methods=["POST"]),
+            Route("/{rest:path}", h(self.unsupported), methods=_ALL_METHODS),
+        ]
+
+    def _handler(self, method: Any) -> Any:
+        async def endpoint(request: Request) -> Response:
+            owner = self.keys.owner(request.headers.get("x-api-key"))
+            if owner is None:
+                return error_response(
+                    401, "unauthorized", "Missing or invalid API key: send it as X-API-KEY."
+                )
+            try:
+                response: Response = await method(request, owner)
+                return response
+            except ApiError as exc:
+                return error_response(exc.status, exc.error_code, exc.message)
+            except SandboxNotFound as exc:
+                return error_response(404, "sandbox_not_found", str(exc))
+            except LimitReached as exc:
+                return error_response(429, "sandbox_limit", str(exc))
+            except WrongState as exc:
+                return error_response(409, "wrong_state", str(exc))
+            except SandboxError as exc:
+                return error_response(http_status(exc.code), str(exc.code), exc.message)
+
+        return endpoint
+
+    # -- routes -------------------------------------------------------------------------
+
+    async def health(self, request: Request) -> Response:
+        """No auth: for load balancers and start-up probes."""
+        return JSONResponse({"status": "ok"})
+
+    async def create(self, request: Request, owner: str) -> Response:
+        body = await _json_body(request)
+        template = body.get("templateID", "base")
+        if not isinstance(template, str) or template not in TEMPLATES:
+            raise ApiError(
+                404,
+                "template_not_found",
+                f"Template {template!r} not found: this sandbox host serves "
+                f"{', '.join(sorted(TEMPLATES))}.",
+            )
+        timeout = _optional_int(body, "timeout")
+        # A client can only narrow the host's network policy (BURROW_SANDBOX_NETWORK),
+        # never widen it: asking for internet access gets what the operator allows.
+        network: NetworkPolicy | None = None
+        if body.get("allow_internet_access") is False:
+            network = "none"
+        hosted = await self.registry.create(
+            owner,
+            template_id=template,
+            timeout=timeout,
+            metadata=_string_map(body, "metadata", self.registry.limits.max_metadata_entries),
+            envs=_string_map(body, "envVars", self.registry.limits.max_env_entries),
+            network=network,
+            auto_pause=body.get("autoPause") is True,
+        )
+        return JSONResponse(self._created(hosted), status_code=201)
+
+    async def list(self, request: Request, owner: str) -> Response:
+        states = {s for s in request.query_params.get("state", "").split(",") if s}
+        wanted = _metadata_filter(request.query_params.get("metadata", ""))
+        listed = [
+            self._listed(s)
+            for s in self.registry.listed(owner)
+            if (not states or s.state in states)
+            and all(s.metadata.get(k) == v for k, v in wanted.items())
+        ]
+        return JSONResponse(listed)
+
+    async def get(self, request: Request, owner: str) -> Response:
+        hosted = self.registry.owned(owner, request.path_params["sandbox_id"])
+        return JSONResponse(
+            {**self._listed(hosted), "envdAccessToken": hosted.access_token, "domain": self.domain}
+        )
+
+    async def kill(self, request: Request, owner: str) -> Response:
+        await self.registry.kill(owner, request.path_params["sandbox_id"])
+        return Response(status_code=204)
+
+    async def set_timeout(self, request: Request, owner: str) -> Response:
+        body = await _json_body(request)
+        timeout = _optional_int(body, "timeout")
+        if timeout is None:
+            raise ApiError(400, "invalid_request", "timeout (seconds) is required.")
+        self.registry.set_timeout(owner, request.path_params["sandbox_id"], timeout)
+        return Response(status_code=204)
+
+    async def refresh(self, request: Request, owner: str) -> Response:
+        body = await _json_body(request)
+        duration = _optional_int(body, "duration")
+        hosted = self.registry.owned(owner, request.path_params["sandbox_id"])
+        self.registry.set_timeout(owner, hosted.sandbox_id, duration or 60)
+        return Response(status_code=204)
+
+    async def unsupported(self, request: Request, owner: str) -> Response:
+        raise ApiError(
+            501,
+            "not_supported",
+            f"{request.method} {request.url.path} is not served by burrow sandbox-host "
+            "(metrics, logs, snapshots, forks, templates, volumes, network updates): see "
+            "docs/sandbox-host.md for what is.",
+        )
+
+    async def pause(self, request: Request, owner: str) -> Response:
+        await self.registry.pause(owner, request.path_params["sandbox_id"])
+        return Response(status_code=204)
+
+    async def resume(self, request: Request, owner: str) -> Response:
+        body = await _json_body(request)
+        hosted = self.registry.owned(owner, request.path_params["sandbox_id"])
+        was_paused = hosted.state == "paused"
+        hosted = await self.registry.resume(
+            owner, request.path_params["sandbox_id"], _optional_int(body, "timeout")
+        )
+        return JSONResponse(self._created(hosted), status_code=201 if was_paused else 200)
+
+    # -- shapes -------------------------------------------------------------------------
+
+    def _created(self, hosted: HostedSandbox) -> dict[str, Any]:
+        return {
+            "templateID": hosted.template_id,
+            "sandboxID": hosted.sandbox_id,
+            "clientID": "burrow",
+            "envdVersion": ENVD_VERSION,
+            "envdAccessToken": hosted.access_token,
+            "trafficAccessToken": hosted.traffic_token,
+            "domain": self.domain,
+        }
+
+    def _listed(self, hosted: HostedSandbox) -> dict[str, Any]:
+        return {
+            "templateID": hosted.template_id,
+            "sandboxID": hosted.sandbox_id,
+            "clientID": "burrow",
+            "startedAt": _iso(hosted.started_at),
+            "endAt": _iso(hosted.end_at),
+            "cpuCount": self.registry.limits.cpu_count,
+            "memoryMB": self.registry.limits.memory_mb,
+            "diskSizeMB": self.registry.limits.disk_mb,
+            "state": hosted.state,
+            "envdVersion": ENVD_VERSION,
+            "metadata": hosted.metadata,
+        }
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_BODY_BYTES:
+            raise ApiError(413, "body_too_large", f"Request body over {MAX_BODY_BYTES} bytes.")
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except ValueError as exc:
+        raise ApiError(400, "invalid_json", f"Request body is not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "invalid_json", "Request body must be a JSON object.")
+    return body
+
+
+def _optional_int(body: dict[str, Any], name: str) -> int | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ApiError(400, "invalid_request", f"{name} must be a non-negative integer.")
+    return value
+
+
+def _string_map(body: dict[str, Any], name: str, max_entries: int) -> dict[str, str]:
+    value = body.get(name) or {}
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ApiError(400, "invalid_request", f"{name} must map strings to strings.")
+    if len(value) > max_entries or any(
+        len(k) > MAX_KEY_CHARS or len(v) > MAX_VALUE_CHARS for k, v in value.items()
+    ):
+        raise ApiError(
+            400,
+            "invalid_request",
+            f"{name}: at most {max_entries} entries, keys up to {MAX_KEY_CHARS} and values "
+            f"up to {MAX_VALUE_CHARS} characters.",
+        )
+    return dict(value)
+
+
+def _metadata_filter(query: str) -> dict[str, str]:
+    """`metadata=k1%3Dv1%26k2%3Dv2`, as the SDK sends it (already URL-decoded once)."""
+    from urllib.parse import parse_qsl
+
+    return dict(parse_qsl(query, keep_blank_values=True))
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat().replace("+00:00", "Z")

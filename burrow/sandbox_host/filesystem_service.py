@@ -1,0 +1,351 @@
+"""envd's `filesystem.Filesystem` Connect service on a hosted sandbox.
+
+Stat and ListDir are the sandbox's own `stat` / `list_dir`; MakeDir, Remove and Move run
+`mkdir`, `rm` and `mv` inside the sandbox (Burrow's sandbox protocol has no such calls, and
+the sandbox may do that to itself anyway). Every path must stay inside the workspace.
+Watching is a poll of the listing (`POLL_SECONDS`): creates, writes and removes are
+reported, a rename shows as a remove plus a create, and permission changes not at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import posixpath
+import secrets
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, TypeVar, cast
+
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError
+from connectrpc.request import RequestContext
+from e2b.envd.filesystem import filesystem_pb as pb
+from e2b.envd.filesystem.filesystem_connect import Filesystem
+from protobuf import Oneof
+from protobuf.wkt.google.protobuf.timestamp_pb import Timestamp
+
+from burrow.sandbox.backend import (
+    ErrorCode,
+    ExecChunk,
+    ExecExit,
+    ExecRequest,
+    FileEntry,
+    Sandbox,
+    SandboxError,
+    closing_exec,
+)
+from burrow.sandbox_host.paths import BadPath, absolute, connect_code, sandbox_path
+from burrow.sandbox_host.registry import HostedSandbox, current_sandbox
+
+POLL_SECONDS = 0.5
+MAX_LISTED_ENTRIES = 10_000  # a deep ListDir or a recursive watch stops here, with an error
+MAX_DEPTH = 32
+MAX_WATCHERS = 16  # per sandbox, streams and polled watchers together
+MAX_PENDING_WATCH_EVENTS = 10_000
+T = TypeVar("T")
+
+_TYPES = {
+    "file": pb.FileType.FILE,
+    "dir": pb.FileType.DIRECTORY,
+    "symlink": pb.FileType.SYMLINK,
+    "other": pb.FileType.UNSPECIFIED,
+}
+Snapshot = dict[str, tuple[str, int, float]]
+
+
+def _hosted() -> HostedSandbox:
+    hosted = current_sandbox.get()
+    if hosted.state != "running":
+        raise ConnectError(Code.UNAVAILABLE, f"Sandbox {hosted.sandbox_id} is paused.")
+    return hosted
+
+
+async def _call(action: Awaitable[T]) -> T:
+    try:
+        return await action
+    except SandboxError as exc:
+        raise ConnectError(connect_code(exc.code), exc.message) from None
+
+
+def _path(hosted: HostedSandbox, given: str, *, not_root: bool = False) -> str:
+    workspace = hosted.sandbox.workspace
+    try:
+        path = sandbox_path(given, workspace)
+    except BadPath as exc:
+        raise ConnectError(Code.INVALID_ARGUMENT, str(exc)) from None
+    inside = path == workspace or path.startswith(workspace + "/")
+    if not inside or (not_root and path == workspace):
+        raise ConnectError(
+            Code.PERMISSION_DENIED,
+            f"{given}: only paths inside the workspace ({workspace}, alias /home/user) can be "
+            "changed here" + (", and not the workspace itself." if inside else "."),
+        )
+    return path
+
+
+def _entry(entry: FileEntry, workspace: str) -> pb.EntryInfo:
+    whole = int(entry.mtime)
+    return pb.EntryInfo(
+        name=entry.name,
+        type=_TYPES[entry.kind],
+        path=absolute(entry.path, workspace),
+        size=entry.size,
+        modified_time=Timestamp(seconds=whole, nanos=int((entry.mtime - whole) * 1e9)),
+    )
+
+
+async def _run(sandbox: Sandbox, argv: list[str]) -> None:
+    """A coreutils command in the sandbox; its stderr becomes the error when it fails."""
+    stderr = bytearray()
+    exit = ExecExit(None)
+    async with closing_exec(sandbox.exec(ExecRequest(argv=argv))) as events:
+        async for event in events:
+            if isinstance(event, ExecChunk):
+                stderr += event.data[: 4096 - len(stderr)] if event.stream == "stderr" else b""
+            else:
+                exit = event
+    if exit.exit_code != 0:
+        raise ConnectError(Code.INTERNAL, stderr.decode(errors="replace").strip() or str(argv))
+
+
+async def _exists(sandbox: Sandbox, path: str) -> bool:
+    try:
+        await sandbox.stat(path)
+    except SandboxError as exc:
+        if exc.code == ErrorCode.NOT_FOUND:
+            return False
+        raise ConnectError(connect_code(exc.code), exc.message) from None
+    return True
+
+
+async def _walk(sandbox: Sandbox, path: str, depth: int) -> list[FileEntry]:
+    """Entries under `path`, `depth` levels down, breadth first, bounded."""
+    found: list[FileEntry] = []
+    level = [path]
+    for _ in range(depth):
+        below: list[str] = []
+        for directory in level:
+            for entry in await _call(sandbox.list_dir(directory)):
+                found.append(entry)
+                if entry.kind == "dir":
+                    below.append(absolute(entry.path, sandbox.workspace))
+            if len(found) > MAX_LISTED_ENTRIES:
+                raise ConnectError(
+                    Code.RESOURCE_EXHAUSTED,
+                    f"More than {MAX_LISTED_ENTRIES} entries under {path}: list less deep.",
+                )
+        level = below
+        if not level:
+            break
+    return found
+
+
+class _Watch:
+    """A polled watch of one directory (recursive or not)."""
+
+    def __init__(self, sandbox: Sandbox, path: str, recursive: bool, include_entry: bool):
+        self.sandbox = sandbox
+        self.path = path
+        self.depth = MAX_DEPTH if recursive else 1
+        self.include_entry = include_entry
+        self.snapshot: Snapshot = {}
+        self.entries: dict[str, FileEntry] = {}
+
+    async def prime(self) -> None:
+        self.snapshot = await self._take()
+
+    async def changes(self) -> list[pb.FilesystemEvent]:
+        before, after = self.snapshot, await self._take()
+        self.snapshot = after
+        events = []
+        base = self.path
+        for path in sorted(after.keys() - before.keys()):
+            events.append(self._event(path, base, pb.EventType.CREATE))
+        for path in sorted(after.keys() & before.keys()):
+            if after[path] != before[path] and after[path][0] == "file":
+                events.append(self._event(path, base, pb.EventType.WRITE))
+        for path in sorted(before.keys() - after.keys()):
+            events.append(self._event(path, base, pb.EventType.REMOVE, gone=True))
+        return events
+
+    def _event(
+        self, path: str, base: str, kind: pb.EventType, *, gone: bool = False
+    ) -> pb.FilesystemEvent:
+        event = pb.FilesystemEvent(name=posixpath.relpath(path, base), type=kind)
+        if self.include_entry and not gone and path in self.entries:
+            event.entry = _entry(self.entries[path], self.sandbox.workspace)
+        return event
+
+    async def _take(self) -> Snapshot:
+        listed = await _walk(self.sandbox, self.path, self.depth)
+        self.entries = {absolute(e.path, self.sandbox.workspace): e for e in listed}
+        return {path: (e.kind, e.size, e.mtime) for path, e in self.entries.items()}
+
+
+class _Watcher:
+    """A polled watch whose events wait for GetWatcherEvents (the sync SDK's watch)."""
+
+    def __init__(self, watch: _Watch) -> None:
+        self.watch = watch
+        self.pending: list[pb.FilesystemEvent] = []
+        self.task: asyncio.Task[None] | None = None
+
+    async def poll_forever(self) -> None:
+        while True:
+            await asyncio.sleep(POLL_SECONDS)
+            with contextlib.suppress(ConnectError):
+                self.pending += await self.watch.changes()
+            del self.pending[:-MAX_PENDING_WATCH_EVENTS]  # a watcher nobody reads stays bounded
+
+
+class FilesystemService(Filesystem):
+    def __init__(self) -> None:
+        # Per sandbox id; each sandbox's watchers end when it does (see `forget`).
+        self._watchers: dict[str, dict[str, _Watcher]] = {}
+        self._streams: dict[str, int] = {}
+
+    async def stat(
+        self, request: pb.StatRequest, ctx: RequestContext[pb.StatRequest, pb.StatResponse]
+    ) -> pb.StatResponse:
+        hosted = _hosted()
+        path = _path(hosted, request.path)
+        entry = await _call(hosted.sandbox.stat(path))
+        return pb.StatResponse(entry=_entry(entry, hosted.sandbox.workspace))
+
+    async def list_dir(
+        self,
+        request: pb.ListDirRequest,
+        ctx: RequestContext[pb.ListDirRequest, pb.ListDirResponse],
+    ) -> pb.ListDirResponse:
+        hosted = _hosted()
+        path = _path(hosted, request.path)
+        if not 0 <= request.depth <= MAX_DEPTH:
+            raise ConnectError(Code.INVALID_ARGUMENT, f"depth must be 1 to {MAX_DEPTH}.")
+        entries = await _walk(hosted.sandbox, path, request.depth or 1)
+        return pb.ListDirResponse(entries=[_entry(e, hosted.sandbox.workspace) for e in entries])
+
+    async def make_dir(
+        self,
+        request: pb.MakeDirRequest,
+        ctx: RequestContext[pb.MakeDirRequest, pb.MakeDirResponse],
+    ) -> pb.MakeDirResponse:
+        hosted = _hosted()
+        path = _path(hosted, request.path, not_root=True)
+        if await _exists(hosted.sandbox, path):
+            raise ConnectError(Code.ALREADY_EXISTS, f"{request.path} already exists.")
+        await _run(hosted.sandbox, ["mkdir", "-p", "--", path])
+        entry = await _call(hosted.sandbox.stat(path))
+        return pb.MakeDirResponse(entry=_entry(entry, hosted.sandbox.workspace))
+
+    async def remove(
+        self, request: pb.RemoveRequest, ctx: RequestContext[pb.RemoveRequest, pb.RemoveResponse]
+    ) -> pb.RemoveResponse:
+        hosted = _hosted()
+        path = _path(hosted, request.path, not_root=True)
+        if not await _exists(hosted.sandbox, path):
+            raise ConnectError(Code.NOT_FOUND, f"{request.path} does not exist.")
+        await _run(hosted.sandbox, ["rm", "-rf", "--", path])
+        return pb.RemoveResponse()
+
+    async def move(
+        self, request: pb.MoveRequest, ctx: RequestContext[pb.MoveRequest, pb.MoveResponse]
+    ) -> pb.MoveResponse:
+        hosted = _hosted()
+        source = _path(hosted, request.source, not_root=True)
+        destination = _path(hosted, request.destination, not_root=True)
+        if not await _exists(hosted.sandbox, source):
+            raise ConnectError(Code.NOT_FOUND, f"{request.source} does not exist.")
+        await _run(hosted.sandbox, ["mkdir", "-p", "--", posixpath.dirname(destination)])
+        await _run(hosted.sandbox, ["mv", "-T", "--", source, destination])
+        entry = await _call(hosted.sandbox.stat(destination))
+        return pb.MoveResponse(entry=_entry(entry, hosted.sandbox.workspace))
+
+    async def watch_dir(
+        self,
+        request: pb.WatchDirRequest,
+        ctx: RequestContext[pb.WatchDirRequest, pb.WatchDirResponse],
+    ) -> AsyncIterator[pb.WatchDirResponse]:
+        hosted = _hosted()
+        watch = await self._watch(hosted, request)
+        sandbox_id = hosted.sandbox_id
+        self._streams[sandbox_id] = self._streams.get(sandbox_id, 0) + 1
+        try:
+            yield _response("start", pb.WatchDirResponse.StartEvent())
+            while hosted.state == "running" and not hosted.removed:
+                await asyncio.sleep(POLL_SECONDS)
+                changes = await watch.changes()
+                for change in changes:
+                    yield _response("filesystem", change)
+                if not changes:
+                    yield _response("keepalive", pb.WatchDirResponse.KeepAlive())
+        finally:
+            self._streams[sandbox_id] -= 1
+
+    async def create_watcher(
+        self,
+        request: pb.CreateWatcherRequest,
+        ctx: RequestContext[pb.CreateWatcherRequest, pb.CreateWatcherResponse],
+    ) -> pb.CreateWatcherResponse:
+        hosted = _hosted()
+        watcher = _Watcher(await self._watch(hosted, request))
+        watcher_id = secrets.token_hex(8)
+        self._watchers.setdefault(hosted.sandbox_id, {})[watcher_id] = watcher
+        watcher.task = asyncio.get_running_loop().create_task(watcher.poll_forever())
+        hosted.on_end.append(lambda: self.forget(hosted.sandbox_id))
+        return pb.CreateWatcherResponse(watcher_id=watcher_id)
+
+    async def get_watcher_events(
+        self,
+        request: pb.GetWatcherEventsRequest,
+        ctx: RequestContext[pb.GetWatcherEventsRequest, pb.GetWatcherEventsResponse],
+    ) -> pb.GetWatcherEventsResponse:
+        watcher = self._watcher(_hosted(), request.watcher_id)
+        events, watcher.pending = watcher.pending, []
+        return pb.GetWatcherEventsResponse(events=events)
+
+    async def remove_watcher(
+        self,
+        request: pb.RemoveWatcherRequest,
+        ctx: RequestContext[pb.RemoveWatcherRequest, pb.RemoveWatcherResponse],
+    ) -> pb.RemoveWatcherResponse:
+        hosted = _hosted()
+        watcher = self._watcher(hosted, request.watcher_id)
+        if watcher.task is not None:
+            watcher.task.cancel()
+        del self._watchers[hosted.sandbox_id][request.watcher_id]
+        return pb.RemoveWatcherResponse()
+
+    def forget(self, sandbox_id: str) -> None:
+        """The sandbox ended: its polled watchers stop."""
+        for watcher in self._watchers.pop(sandbox_id, {}).values():
+            if watcher.task is not None:
+                watcher.task.cancel()
+
+    async def _watch(
+        self, hosted: HostedSandbox, request: pb.WatchDirRequest | pb.CreateWatcherRequest
+    ) -> _Watch:
+        count = len(self._watchers.get(hosted.sandbox_id, {})) + self._streams.get(
+            hosted.sandbox_id, 0
+        )
+        if count >= MAX_WATCHERS:
+            raise ConnectError(
+                Code.RESOURCE_EXHAUSTED,
+                f"This sandbox has {MAX_WATCHERS} watchers already: remove one first.",
+            )
+        path = _path(hosted, request.path)
+        entry = await _call(hosted.sandbox.stat(path))
+        if entry.kind != "dir":
+            raise ConnectError(Code.INVALID_ARGUMENT, f"{request.path} is not a directory.")
+        watch = _Watch(hosted.sandbox, path, request.recursive, request.include_entry)
+        await watch.prime()
+        return watch
+
+    def _watcher(self, hosted: HostedSandbox, watcher_id: str) -> _Watcher:
+        watcher = self._watchers.get(hosted.sandbox_id, {}).get(watcher_id)
+        if watcher is None:
+            raise ConnectError(Code.NOT_FOUND, f"No watcher {watcher_id!r} in this sandbox.")
+        return watcher
+
+
+def _response(kind: str, value: object) -> pb.WatchDirResponse:
+    return pb.WatchDirResponse(event=cast(Any, Oneof(kind, value)))

@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.sandbox_host.harness import Host, point_sdk_at, sandbox_host
+
+
+@pytest.fixture(scope="module")
+def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Host]:
+    """One sandbox host per test module: starting it is the slow part."""
+    with sandbox_host(tmp_path_factory.mktemp("sandbox-host") / "data") as running:
+        yield running
+
+
+@pytest.fixture
+def sdk(host: Host, monkeypatch: pytest.MonkeyPatch) -> Host:
+    point_sdk_at(monkeypatch, host)
+    return host
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"

@@ -1,0 +1,183 @@
+"""Filesystem RPCs, the port proxy, pause/resume and timeouts through the stock e2b SDK."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+from e2b import AsyncSandbox, FileType, SandboxException
+from e2b.exceptions import NotFoundException
+from e2b.sandbox.filesystem.watch_handle import FilesystemEvent, FilesystemEventType
+
+from tests.sandbox_host.harness import DOMAIN, Host
+
+pytestmark = pytest.mark.timeout(90)
+
+
+@pytest.fixture
+async def sandbox(sdk: Host):  # type: ignore[no-untyped-def]
+    created = await AsyncSandbox.create()
+    yield created
+    await created.kill()
+
+
+async def test_filesystem_rpcs(sandbox: AsyncSandbox) -> None:
+    assert await sandbox.files.make_dir("/home/user/src/pkg")
+    assert not await sandbox.files.make_dir("src/pkg")  # exists: False, as envd answers
+    await sandbox.files.write("src/pkg/a.py", "print(1)\n")
+    assert await sandbox.files.exists("src/pkg/a.py")
+    assert not await sandbox.files.exists("src/pkg/missing.py")
+    info = await sandbox.files.get_info("src/pkg/a.py")
+    assert (info.name, info.type, info.size, info.path) == (
+        "a.py",
+        FileType.FILE,
+        9,
+        "/workspace/src/pkg/a.py",
+    )
+    top = await sandbox.files.list("src")
+    assert [(e.name, e.type) for e in top] == [("pkg", FileType.DIR)]
+    deep = await sandbox.files.list("src", depth=2)
+    assert sorted(e.path for e in deep) == ["/workspace/src/pkg", "/workspace/src/pkg/a.py"]
+
+    moved = await sandbox.files.rename("src/pkg/a.py", "/home/user/src/b.py")
+    assert moved.path == "/workspace/src/b.py"
+    assert await sandbox.files.read("src/b.py") == "print(1)\n"
+    await sandbox.files.remove("src")
+    assert not await sandbox.files.exists("src")
+    with pytest.raises(NotFoundException):
+        await sandbox.files.remove("src")
+
+
+async def test_watching_a_directory(sandbox: AsyncSandbox) -> None:
+    await sandbox.files.make_dir("watched")
+    created = asyncio.Event()
+
+    def on_event(event: FilesystemEvent) -> None:
+        if (event.name, event.type) == ("new.txt", FilesystemEventType.CREATE):
+            created.set()
+
+    handle = await sandbox.files.watch_dir("watched", on_event=on_event)
+    await sandbox.files.write("watched/new.txt", "x")
+    await asyncio.wait_for(created.wait(), 5)
+    await handle.stop()
+
+
+async def test_a_port_is_proxied_by_header_and_by_host(sdk: Host, sandbox: AsyncSandbox) -> None:
+    await sandbox.files.write("site/index.html", "<h1>from the sandbox</h1>")
+    await sandbox.commands.run(
+        "cd site && exec python3 -m http.server 8000 --bind 127.0.0.1", background=True
+    )
+    token = sandbox._envd_access_token  # what the SDK sends as X-Access-Token
+    assert token
+    by_header = {"E2b-Sandbox-Id": sandbox.sandbox_id, "E2b-Sandbox-Port": "8000"}
+    async with httpx.AsyncClient(base_url=sdk.url, timeout=10) as client:
+        for _ in range(100):  # until the server listens
+            answer = await client.get("/index.html", headers={**by_header, "X-Access-Token": token})
+            if answer.status_code != 502:
+                break
+            await asyncio.sleep(0.1)
+        assert answer.status_code == 200
+        assert answer.text == "<h1>from the sandbox</h1>"
+
+        host = {"Host": f"8000-{sandbox.sandbox_id}.{DOMAIN}", "X-Access-Token": token}
+        assert (await client.get("/index.html", headers=host)).text.startswith("<h1>")
+
+        refused = await client.get(
+            "/", headers={**by_header, "E2b-Sandbox-Port": "8001", "X-Access-Token": token}
+        )
+        assert refused.status_code == 502
+        assert "port is not open" in refused.json()["message"]
+        anonymous = await client.get("/index.html", headers=by_header)
+        assert anonymous.status_code == 401
+
+        # The traffic token (the SDK's `traffic_access_token`) opens ports, not envd.
+        traffic = {"e2b-traffic-access-token": sandbox.traffic_access_token or ""}
+        assert (
+            await client.get("/index.html", headers={**by_header, **traffic})
+        ).status_code == 200
+        envd_port = {**by_header, "E2b-Sandbox-Port": "49983", **traffic}
+        assert (
+            await client.get("/files", params={"path": "site/index.html"}, headers=envd_port)
+        ).status_code == 401
+
+
+async def test_pause_keeps_files_and_connect_resumes(sdk: Host) -> None:
+    sandbox = await AsyncSandbox.create()
+    try:
+        await sandbox.files.write("kept.txt", "still here")
+        await sandbox.pause()
+        assert (await sandbox.get_info()).state.value == "paused"
+        with pytest.raises(SandboxException):
+            await sandbox.commands.run("true")
+        resumed = await AsyncSandbox.connect(sandbox.sandbox_id)
+        assert (await resumed.get_info()).state.value == "running"
+        assert (await resumed.commands.run("cat kept.txt")).stdout == "still here"
+    finally:
+        await sandbox.kill()
+
+
+async def test_the_timeout_kills_and_set_timeout_extends(sdk: Host) -> None:
+    short = await AsyncSandbox.create(timeout=1)
+    extended = await AsyncSandbox.create(timeout=1)
+    pausing = await AsyncSandbox.create(timeout=1, lifecycle={"on_timeout": "pause"})
+    await extended.set_timeout(60)
+    await asyncio.sleep(3)
+    assert not await short.is_running()
+    assert await extended.is_running()
+    assert (await pausing.get_info()).state.value == "paused"
+    await pausing.kill()
+    with pytest.raises(NotFoundException):
+        await AsyncSandbox.get_info(short.sandbox_id)
+    await extended.kill()
+
+
+# A WebSocket echo server on the sandbox's system Python (stdlib only): one text message.
+ECHO_SERVER = r"""
+import base64, hashlib, socket
+listener = socket.create_server(("127.0.0.1", 8002))
+while True:
+    conn, _ = listener.accept()
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += conn.recv(4096)
+    lines = head.split(b"\r\n")
+    key = [l.split(b":", 1)[1].strip() for l in lines if l.lower().startswith(b"sec-websocket-key")]
+    magic = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+    accept = base64.b64encode(hashlib.sha1(key[0] + magic).digest())
+    conn.sendall(
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n"
+    )
+    frame = conn.recv(4096)
+    length, mask = frame[1] & 0x7F, frame[2:6]
+    text = bytes(b ^ mask[i % 4] for i, b in enumerate(frame[6:6 + length]))
+    reply = b"echo: " + text
+    conn.sendall(bytes([0x81, len(reply)]) + reply)
+"""
+
+
+async def test_a_websocket_is_relayed_to_the_sandbox(sdk: Host, sandbox: AsyncSandbox) -> None:
+    from websockets.asyncio.client import connect
+
+    await sandbox.files.write("echo_server.py", ECHO_SERVER)
+    await sandbox.commands.run("exec python3 echo_server.py", background=True)
+    headers = {
+        "E2b-Sandbox-Id": sandbox.sandbox_id,
+        "E2b-Sandbox-Port": "8002",
+        "X-Access-Token": sandbox._envd_access_token or "",
+    }
+    url = sdk.url.replace("http://", "ws://") + "/socket"
+    for _ in range(100):
+        try:
+            async with connect(url, additional_headers=headers, open_timeout=5) as socket:
+                await socket.send("hello")
+                assert await asyncio.wait_for(socket.recv(), 5) == "echo: hello"
+                return
+        except OSError:
+            await asyncio.sleep(0.1)
+        except Exception as exc:  # the handshake is refused until the server listens
+            if "1011" not in str(exc) and "HTTP 4" not in str(exc) and "rejected" not in str(exc):
+                raise
+            await asyncio.sleep(0.1)
+    pytest.fail("the WebSocket was never relayed")
