@@ -92,7 +92,7 @@ def topology(
             "BURROW_SANDBOX_HOST_API_KEYS": key,
             "BURROW_SANDBOX_HOST_NAME": SANDBOX_HOST_NAME,
         }
-        argv = [sys.executable, "-m", "burrow", "sandbox-host", "--host", "127.0.0.1"]
+        argv = [sys.executable, "-m", "burrow.cli", "sandbox-host", "--host", "127.0.0.1"]
         argv += ["--port", str(host_port), "--data-dir", str(host_dir)]
         host_log = tmp_path / "sandbox-host.log"
         host = stack.enter_context(_process(argv, host_env, host_log))
