@@ -48,6 +48,8 @@ class Upstreams:
             return f"upstream {name} {{\n{extra}{lines}}}\n"
 
         text = block("burrow_app", self.apps) + block("burrow_previews", self.previews)
+        sticky = "    hash $terminal_conversation consistent;\n"
+        text += block("burrow_terminals", self.apps, sticky)
         placed = "    hash $sandbox_key_in_query$sandbox_key_in_body consistent;\n"
         text += block("sandbox_placed", list(self.sandbox_hosts.values()), placed)
         routes = ""

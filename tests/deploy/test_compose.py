@@ -155,6 +155,8 @@ def test_the_upstreams_name_every_replica_and_sandbox_host(compose: dict[str, An
     text = (NGINX_DIR / "upstreams.conf").read_text()
     names = sorted(replicas(compose))
     assert sorted(upstream_servers(text, "burrow_app")) == [f"{n}:8420" for n in names]
+    assert sorted(upstream_servers(text, "burrow_terminals")) == [f"{n}:8420" for n in names]
+    assert "hash $terminal_conversation consistent;" in text
     assert sorted(upstream_servers(text, "burrow_previews")) == [f"{n}:8421" for n in names]
     hosts = sorted(sandbox_hosts(compose))
     assert sorted(upstream_servers(text, "sandbox_placed")) == [f"{h}:8430" for h in hosts]
@@ -169,9 +171,14 @@ def test_the_proxy_routes_the_api_sse_terminals_and_previews() -> None:
     assert "proxy_buffering off;" in sse and "proxy_read_timeout 1h;" in sse
     ws = location(app, r"~ \^/api/conversations/\[\^/\]\+/terminals/\[\^/\]\+/ws\$")
     assert "proxy_read_timeout 1h;" in ws
+    terminals = location(app, r"~ \^/api/conversations/\[\^/\]\+/terminals\(/\[\^/\]\+\)\?\$")
     rest = location(app, "/")
-    for body in (sse, ws, rest):
+    for body in (sse, rest):
         assert "proxy_pass http://burrow_app;" in body
+    # A terminal lives in one replica: its requests and sockets all go there.
+    for body in (ws, terminals):
+        assert "proxy_pass http://burrow_terminals;" in body
+    for body in (sse, ws, terminals, rest):
         assert "include burrow/forwarded.conf;" in body
     forwarded = (NGINX_DIR / "burrow" / "forwarded.conf").read_text()
     for header in ("Upgrade $http_upgrade", "Connection $connection_upgrade"):
