@@ -25,6 +25,11 @@ START_SECONDS = 30.0
 # Replicas share the key that seals stored secrets (compose.yaml: BURROW_SECRET_KEY).
 SECRET_KEY = base64.urlsafe_b64encode(b"deploy-topology-shares-this-key!").decode()
 SANDBOX_HOST_NAME = "sbx1"
+NEEDS = {
+    "burrow.sandbox_host": "issue 16 part 4, burrow sandbox-host",
+    "burrow.sandbox.e2b": "issue 16 part 3, the e2b backend",
+    "burrow.store.leases": "issue 16 part 2, replicas",
+}
 
 
 @dataclass(frozen=True)
@@ -79,8 +84,11 @@ def _process(argv: list[str], env: dict[str, str], log: Path) -> Iterator[subpro
 def topology(
     tmp_path: Path, database_url: str, model: str, replicas: int = 2
 ) -> Iterator[Topology]:
-    if importlib.util.find_spec("burrow.sandbox_host") is None:
-        unavailable("burrow sandbox-host (issue 16 part 4, not merged into this tree yet)")
+    # The parts of issue 16 this topology is made of; until each is merged, locally a skip
+    # (in CI a failure) that names it.
+    for module, part in NEEDS.items():
+        if importlib.util.find_spec(module) is None:
+            unavailable(f"{module} ({part}, not merged into this tree yet)")
     proxy = Proxy(free_port(), free_port())
     key = "e2b_" + secrets.token_hex(20)
     with contextlib.ExitStack() as stack:
