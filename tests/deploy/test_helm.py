@@ -66,6 +66,7 @@ def test_the_templates_make_the_topology() -> None:
         ("Deployment", "x-app"),
         ("Deployment", "x-gateway"),
         ("Ingress", "x"),
+        ("Ingress", "x-terminals"),
         ("Service", "x-app"),
         ("Service", "x-gateway"),
         ("Service", "x-sbx"),
@@ -85,3 +86,5 @@ def test_the_templates_make_the_topology() -> None:
     assert container["args"][:2] == ["burrow", "sandbox-host"]
     assert {"name": "data", "mountPath": "/data"} in container["volumeMounts"]
     assert container["securityContext"]["seccompProfile"] == {"type": "Unconfined"}
+    terminals = by_name["Ingress", "x-terminals"]["metadata"]["annotations"]
+    assert terminals["nginx.ingress.kubernetes.io/upstream-hash-by"] == "$cookie_burrow_session"
