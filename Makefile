@@ -93,7 +93,7 @@ proof: setup
 		$(VENV)/bin/pytest -q -s tests/proof
 
 # Every bench, and its figures (value, baseline, ratio) in bench/results.json.
-bench: setup
+bench: setup nginx
 	@lines=$$(mktemp); trap 'rm -f $$lines' EXIT; failed=; \
 	for b in bench/*.py; do case $$b in *common.py|*figures.py) continue;; esac; \
 		echo "== $$b"; BURROW_BENCH_OUT=$$lines $(VENV)/bin/python $$b || failed="$$failed $$b"; done; \
