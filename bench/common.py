@@ -14,6 +14,7 @@ import time
 import urllib.request
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import uvicorn
@@ -69,11 +70,16 @@ BENCH_PASSWORD = "bench-admin-password"
 
 @contextlib.asynccontextmanager
 async def serve_in_process(
-    data_dir: Path, provider: Callable[[], Provider], *, connections: int = 100
+    data_dir: Path,
+    provider: Callable[[], Provider],
+    *,
+    connections: int = 100,
+    **more: Any,
 ) -> AsyncIterator[tuple[str, Services, httpx.AsyncClient]]:
-    """A real server on 127.0.0.1 in this event loop, and a logged-in client."""
+    """A real server on 127.0.0.1 in this event loop, and a logged-in client; `more`
+    adds settings (database_url=..., replica_id=...)."""
     port = free_port()
-    settings = Settings(data_dir=data_dir, port=port, admin_password=BENCH_PASSWORD)
+    settings = Settings(data_dir=data_dir, port=port, admin_password=BENCH_PASSWORD, **more)
     holder: dict[str, Services] = {}
 
     async def start() -> Services:
@@ -107,17 +113,21 @@ def healthy(base: str) -> bool:
 
 
 def spawn_serve(
-    data_dir: Path, model: str, *, quiet: bool = False
+    data_dir: Path, model: str, *, quiet: bool = False, env: dict[str, str] | None = None
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """A `burrow serve` child process (not yet waited for) and its base URL."""
+    """A `burrow serve` child process (not yet waited for) and its base URL; `env` adds
+    to its environment (e.g. BURROW_SANDBOX)."""
     port = free_port()
     # Its own free port for the preview listener too (port + 1 may be taken).
     command = [sys.executable, "-m", "burrow.cli", "serve", "--port", str(port)]
     command += ["--preview-port", str(free_port())]
     command += ["--data-dir", str(data_dir), "--model", model]
     out = subprocess.DEVNULL if quiet else None
-    env = {**os.environ, "BURROW_ADMIN_PASSWORD": BENCH_PASSWORD}
-    return subprocess.Popen(command, env=env, stdout=out, stderr=out), f"http://127.0.0.1:{port}"
+    child_env = {**os.environ, "BURROW_ADMIN_PASSWORD": BENCH_PASSWORD, **(env or {})}
+    return (
+        subprocess.Popen(command, env=child_env, stdout=out, stderr=out),
+        f"http://127.0.0.1:{port}",
+    )
 
 
 def wait_healthy(server: subprocess.Popen[bytes], base: str, poll: float = 0.005) -> None:

@@ -66,10 +66,14 @@ class CountingStore(EventStore):
     sizes: list[int]
 
     async def append(
-        self, cid: str, batch: Sequence[NewEvent], change: ProjectionChange
+        self,
+        cid: str,
+        batch: Sequence[NewEvent],
+        change: ProjectionChange,
+        fence: str | None = None,
     ) -> list[Event]:
         self.sizes.append(len(batch))
-        return await super().append(cid, batch, change)
+        return await super().append(cid, batch, change, fence)
 
 
 async def journal_rate(path: Path, producers: int, batch: int) -> tuple[float, list[int]]:

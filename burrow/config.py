@@ -116,7 +116,17 @@ class Settings(BaseSettings):
     secret_key: str | None = None
     """Fernet key that encrypts stored secrets; default: secret.key in the data directory."""
     sandbox: str = "local"
-    """Sandbox backend: `local` (bubblewrap namespaces)."""
+    """Sandbox backend by name: `local` (bubblewrap namespaces on this machine) or `e2b`
+    (an E2B endpoint through the e2b SDK and its `E2B_*` variables; the `e2b` extra)."""
+    e2b_template: str = ""
+    """The e2b backend's sandbox template; empty: the SDK's default (`base`)."""
+    e2b_timeout: int = Field(default=3600, gt=0)
+    """Seconds an E2B sandbox lives without a renewal (each start or wake renews it)."""
+    e2b_hibernation: Literal["memory", "files"] = "memory"
+    """What an idle E2B sandbox keeps when paused: `memory` (processes resume; E2B cloud)
+    or `files` (a filesystem-only pause, like `burrow sandbox-host`)."""
+    e2b_workspace: str = ""
+    """The workspace inside an E2B sandbox; empty: where its commands start (the home)."""
     sandbox_idle_hibernate_seconds: float = 900.0
     """Idle seconds before a sandbox hibernates (processes stop, files stay); 0 = never."""
     sandbox_network: Literal["none", "egress"] = "egress"
@@ -184,6 +194,14 @@ class Settings(BaseSettings):
     elided with a marker. The model still gets the head and tail, the log file all of it."""
     tool_output_live_max: int = Field(default=LIVE_MAX_BYTES, ge=1024)
     """Bytes of live output per tool call at most, whatever its duration."""
+
+    replica_id: str | None = Field(default=None, pattern=r"^\S{1,200}$")
+    """This process's name among replicas on one PostgreSQL (no spaces); default
+    `host:pid:random`. A stable name (a pod's) lets a restarted replica repair its own
+    cut-off runs at once instead of after their lease lapses."""
+    run_lease_seconds: float = Field(default=12.0, ge=1.0, le=600.0)
+    """Seconds a replica's hold on its runs lasts without renewal (renewed every third of
+    it): how long a dead replica's runs stay open before another one repairs them."""
 
     def preview_listen_port(self) -> int:
         return self.preview_port if self.preview_port is not None else self.port + 1

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from opentelemetry.sdk.trace import SpanProcessor
 
+from burrow.backends import make_backend
 from burrow.config import Settings
 from burrow.llm.base import Pricing, Provider
 from burrow.llm.factory import Endpoint, ModelConfig
@@ -19,23 +20,26 @@ from burrow.llm.stalls import StallLimits
 from burrow.preview.hosts import PreviewHosts
 from burrow.runs.approvals import ApprovalGate
 from burrow.runs.budget import Budget
+from burrow.runs.commands import Commands
 from burrow.runs.git.repo_import import RepoImports
 from burrow.runs.journal import Journal
 from burrow.runs.loop import LoopConfig
 from burrow.runs.models import ModelSettings
+from burrow.runs.replicas import Replica, default_replica_id
 from burrow.runs.runtime import Runtime, RuntimeOptions
 from burrow.runs.sandboxes import SandboxPool
 from burrow.runs.secrets import ConversationSecrets, MaskingEventStore
 from burrow.runs.window import context_window
-from burrow.sandbox.allowlist import DomainAllowlist
 from burrow.sandbox.backend import Backend
-from burrow.sandbox.cgroups import Limits
-from burrow.sandbox.local import LocalBackend
 from burrow.store import datadir
 from burrow.store.accounts import AccountStore
 from burrow.store.approvals import ApprovalStore
+from burrow.store.commands import CommandStore
 from burrow.store.conversations import ConversationStore
 from burrow.store.database import Database, open_database
+from burrow.store.leases import LeaseStore
+from burrow.store.login_failures import LoginFailureStore
+from burrow.store.notify import asyncpg_dsn
 from burrow.store.profiles import ProfileStore
 from burrow.store.records import User
 from burrow.store.secrets import Redactor, SecretBox, install_redaction
@@ -64,39 +68,22 @@ class Services:
     secrets: ConversationSecrets
     imports: RepoImports
     profiles: ProfileStore
+    commands: Commands  # send / interrupt / answer, applied by the run's owner replica
     on_close: Callable[[], None] = lambda: None
     telemetry: Telemetry = field(default_factory=open_telemetry)
     mcp: McpConnections | None = None
+    replica: Replica | None = None  # several replicas on PostgreSQL: leases, LISTEN
+    login_failures: LoginFailureStore | None = None  # the login throttle's, shared by replicas
 
     async def close(self) -> None:
         self.on_close()
         await self.imports.close()
-        await self.runtime.shutdown()
+        await self.runtime.shutdown()  # its runs end and give their leases back
+        if self.replica is not None:
+            await self.replica.close()
         await self.db.close()
         self.telemetry.close()
         self.accounts.passwords.close()
-
-
-def make_backend(settings: Settings) -> Backend:
-    if settings.sandbox == "local":
-        limits = None
-        if settings.sandbox_limits:
-            limits = Limits(
-                memory_mb=settings.sandbox_memory_mb,
-                pids=settings.sandbox_pids,
-                cpus=settings.sandbox_cpus,
-                disk_mb=settings.sandbox_disk_mb,
-                tmp_mb=settings.sandbox_tmp_mb,
-            )
-        return LocalBackend(
-            settings.data_dir,
-            limits=limits,
-            network=settings.sandbox_network,
-            allow_domains=DomainAllowlist.parse(settings.sandbox_allow_domains) or None,
-            seccomp=settings.sandbox_seccomp,
-            agent_timeout=settings.sandbox_agent_timeout,
-        )
-    raise ValueError(f"Unknown sandbox backend {settings.sandbox!r}: BURROW_SANDBOX=local")
 
 
 def model_config(settings: Settings) -> ModelConfig:
@@ -132,7 +119,17 @@ async def open_services(
     box = SecretBox.for_data_dir(settings.data_dir, settings.secret_key)
     chosen_secrets = ConversationSecrets(UserSecretStore(db, box))
     redactor.mask_log_with(chosen_secrets.mask_everywhere)
-    journal = Journal(MaskingEventStore(db, redactor, chosen_secrets))
+    # On PostgreSQL this process is one replica among any number: its commits NOTIFY the
+    # others, runs hold leases (docs/scale-out.md). SQLite is one process.
+    replicated = db.engine.dialect.name == "postgresql"
+    replica_id = settings.replica_id or default_replica_id()
+    journal = Journal(
+        MaskingEventStore(
+            db, redactor, chosen_secrets, announce_as=replica_id if replicated else None
+        ),
+        shared=replicated,
+    )
+    leases = LeaseStore(db, replica_id, settings.run_lease_seconds)
     telemetry = open_telemetry(span_processor)
     journal.observers.append(telemetry.timeline)
     profiles = ProfileStore(db)
@@ -155,7 +152,7 @@ async def open_services(
         sandboxes,
         tools if tools is not None else {**default_tools(), **delegate_tool(settings, db, box)},
         provider or models.provider,
-        ApprovalGate(ApprovalStore(db), conversations),
+        ApprovalGate(ApprovalStore(db), conversations, remember_modes=not replicated),
         RuntimeOptions(
             limits=ToolLimits(
                 live_output_rate=settings.tool_output_live_rate,
@@ -184,11 +181,18 @@ async def open_services(
             tool_sources=[mcp],
             checkpoint_max_count=settings.checkpoint_max_count,
             checkpoint_max_bytes=settings.checkpoint_max_bytes,
+            ownership=leases if replicated else None,
         ),
     )
     telemetry.metrics.add_gauge(
         "burrow_sandboxes", "Sandboxes by status", "status", runtime.sandboxes.statuses
     )
+    replica = None
+    if replicated:
+        replica = Replica(
+            runtime, journal, leases, CommandStore(db, replica_id), asyncpg_dsn(settings.database())
+        )
+        await replica.start()  # listening before recovery: commands may come at once
     await runtime.recover()
     await runtime.sandboxes.recover()
     accounts = AccountStore(db)
@@ -205,9 +209,12 @@ async def open_services(
         chosen_secrets,
         imports,
         profiles,
+        Commands(runtime, replica.owner_commands if replica else None),
         uninstall_redaction,
         telemetry,
         mcp,
+        replica,
+        LoginFailureStore(db) if replicated else None,
     )
 
 

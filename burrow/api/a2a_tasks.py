@@ -15,6 +15,7 @@ from typing import Any
 
 from burrow.runs.events import EventType
 from burrow.runs.quotas import RunQuotaExceeded
+from burrow.runs.runtime import RunElsewhere
 from burrow.services import Services
 from burrow.store.events import ConversationGone
 from burrow.store.records import User
@@ -49,7 +50,7 @@ async def start(svc: Services, user: User, message: a2a.Message) -> Task:
         conversation = await svc.conversations.get(message.context_id, owner_id=user.id)
         if conversation is None:  # someone else's answers the same as a missing one
             raise RpcError(a2a.TASK_NOT_FOUND, f"No context {message.context_id}.")
-        if svc.runtime.active_run(conversation.id) is not None:
+        if await svc.runtime.busy(conversation.id):
             # Steering would join a run someone else may be watching and answering.
             raise RpcError(
                 a2a.INVALID_PARAMS,
@@ -70,6 +71,10 @@ async def start(svc: Services, user: User, message: a2a.Message) -> Task:
         raise RpcError(a2a.INTERNAL_ERROR, str(exc)) from exc
     except ConversationGone as exc:
         raise RpcError(a2a.TASK_NOT_FOUND, f"No context {cid}.") from exc
+    except RunElsewhere as exc:  # a run on another replica: steering is refused as above
+        raise RpcError(
+            a2a.INVALID_PARAMS, f"Context {cid} has a task going: wait for it to end."
+        ) from exc
     # No await since `send`: the run has not reached a tool call yet.
     svc.runtime.approvals.unattended(run_id)
     return Task(cid, run_id, seq)

@@ -53,6 +53,8 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.services = await open_services()
+        # One of several replicas: failed logins count on all of them.
+        app.state.login_throttle.shared = app.state.services.login_failures
         app.state.stream_cap = cap = StreamCap(app.state.services.settings.max_streams_per_user)
         app.state.services.telemetry.metrics.add_gauge(
             "burrow_streams", "Open SSE streams and terminal sockets", "kind", lambda: cap.by_kind

@@ -5,6 +5,11 @@ lock the admin out by failing on purpose.
 An attempt is reserved before the password is checked and counts against the limits while
 it is in flight: checking first and recording after the (slow, awaited) password check
 would let a burst of concurrent attempts all pass the check.
+
+With several replicas (PostgreSQL) the failures are also kept in the database (`shared`),
+so the limits hold across replicas; the in-flight reservation stays per replica (it is
+what one replica's burst needs), so a burst spread over N replicas reaches at most N times
+the limit of checks once, and is then refused everywhere.
 """
 
 from __future__ import annotations
@@ -12,7 +17,9 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter, defaultdict, deque
+from collections.abc import Sequence
 from types import TracebackType
+from typing import Protocol
 
 IN_FLIGHT_WAIT = 1.0  # refused only because others are in flight: they finish in about this
 
@@ -23,6 +30,18 @@ class TooManyAttempts(Exception):
         super().__init__(f"Too many failed logins: try again in {self.retry_after} s.")
 
 
+class SharedFailures(Protocol):
+    """Failures every replica sees (burrow/store/login_failures.py)."""
+
+    async def ages(self, keys: Sequence[str], window: float) -> dict[str, list[float]]:
+        """Seconds since each failure of each key within `window`, youngest first."""
+        ...
+
+    async def record(self, keys: Sequence[str], window: float) -> None: ...
+
+    async def clear(self, key: str) -> None: ...
+
+
 class LoginThrottle:
     def __init__(
         self, max_failures: int = 10, max_per_client: int = 50, window: float = 300.0
@@ -30,6 +49,7 @@ class LoginThrottle:
         self.max_failures = max_failures
         self.max_per_client = max_per_client
         self.window = window
+        self.shared: SharedFailures | None = None  # set when the server is one of several
         self._failures: defaultdict[str, deque[float]] = defaultdict(deque)
         self._in_flight: Counter[str] = Counter()
 
@@ -65,6 +85,25 @@ class LoginThrottle:
             self._in_flight[key] += 1
         return LoginAttempt(self, [key for key, _ in limits])
 
+    async def admit(self, client: str, username: str) -> LoginAttempt:
+        """`attempt`, then the limits against every replica's failures; use `async with`."""
+        attempt = self.attempt(client, username)
+        if self.shared is None:
+            return attempt
+        try:
+            ages = await self.shared.ages(attempt.keys, self.window)
+        except BaseException:
+            attempt.__exit__(None, None, None)
+            raise
+        wait = 0.0
+        for key, limit in self._limits(client, username):
+            if len(ages[key]) >= limit:
+                wait = max(wait, self.window - ages[key][limit - 1])
+        if wait > 0:
+            attempt.__exit__(None, None, None)  # not checked: frees the reservation only
+            raise TooManyAttempts(wait)
+        return attempt
+
     def _forget_idle(self) -> None:
         if len(self._failures) > 10_000:  # bound memory under a spray of usernames
             for key in [k for k in self._failures if not self._recent(k)]:
@@ -88,7 +127,7 @@ class LoginAttempt:
 
     def __init__(self, throttle: LoginThrottle, keys: list[str]) -> None:
         self._throttle = throttle
-        self._keys = keys
+        self.keys = keys
         self._outcome: str | None = None
 
     def failed(self) -> None:
@@ -108,4 +147,22 @@ class LoginAttempt:
     ) -> None:
         # No outcome (the check could not run, e.g. the server was busy): not a failure.
         outcome = self._outcome
-        self._throttle._end(self._keys, outcome == "failed", outcome == "succeeded")
+        self._throttle._end(self.keys, outcome == "failed", outcome == "succeeded")
+
+    async def __aenter__(self) -> LoginAttempt:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
+        shared = self._throttle.shared
+        if shared is None:
+            return
+        if self._outcome == "failed":
+            await shared.record(self.keys, self._throttle.window)
+        elif self._outcome == "succeeded":
+            await shared.clear(self.keys[-1])

@@ -24,9 +24,9 @@ from burrow.preview.hosts import PreviewAddress, PreviewHosts
 from burrow.preview.links import PreviewLinks
 from burrow.preview.spent import SpentLinks, TooManyLinks
 from burrow.preview.tokens import PreviewGrant, PreviewSigner, TokenExpired, TokenInvalid
-from burrow.preview.upstream import UpstreamError, UpstreamPool
+from burrow.preview.upstream import UpstreamError, UpstreamPool, routed
 from burrow.preview.websocket import UpstreamRefused, relay_websocket
-from burrow.sandbox.backend import ErrorCode, Sandbox, SandboxError
+from burrow.sandbox.backend import ErrorCode, HttpUpstream, Sandbox, SandboxError
 from burrow.services import Services
 
 COOKIE_TTL_SECONDS = 12 * 3600
@@ -95,7 +95,7 @@ class PreviewProxy:
         self.hosts = hosts
         self.signer = signer
         self.cookie_ttl = cookie_ttl
-        self._pool = UpstreamPool(self._open_tunnel)
+        self._pool = UpstreamPool(self._open_upstream)
         # The preview is shown in an iframe of the app, another site (`localhost` and
         # `*.preview.localhost` are different sites), where a Lax cookie is never sent.
         # A partitioned cookie (CHIPS) is sent there, and only under the site that
@@ -227,11 +227,9 @@ class PreviewProxy:
 
     # Forwarding
 
-    async def _open_tunnel(
-        self, cid: str, port: int
-    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    async def _open_upstream(self, cid: str, port: int) -> HttpUpstream:
         sandbox = await self.access.sandbox(cid)
-        return await sandbox.open_tunnel(port)
+        return await sandbox.open_http(port)
 
     async def _forward_http(
         self, scope: Scope, receive: Receive, send: Send, address: PreviewAddress, host: str
@@ -308,7 +306,7 @@ class PreviewProxy:
         if (await receive())["type"] != "websocket.connect":
             return
         try:
-            stream = await self._open_tunnel(address.cid, address.port)
+            upstream = await self._open_upstream(address.cid, address.port)
         except SandboxError:
             await send({"type": "websocket.close", "code": 1011})
             return
@@ -318,12 +316,13 @@ class PreviewProxy:
             if name not in headers.WEBSOCKET_OWN
         ]
         url = f"ws://{host}{headers.target(scope).decode('latin-1')}"
+        stream = (upstream.reader, upstream.writer)
         try:
-            await relay_websocket(scope, receive, send, stream, url, forwarded)
+            await relay_websocket(scope, receive, send, stream, url, routed(forwarded, upstream))
         except (UpstreamRefused, OSError):
             await send({"type": "websocket.close", "code": 1011})
         finally:
-            stream[1].close()
+            upstream.writer.close()
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

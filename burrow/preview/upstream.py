@@ -7,7 +7,9 @@ the close; none for HEAD, 1xx, 204 and 304 - RFC 9112 §6.3). httpcore did the s
 general pool bookkeeping and h11 state machines that together cost more CPU per request
 than the rest of the proxy.
 
-Idle connections are kept per (conversation id, port), the most recently used first.
+Idle connections are kept per (conversation id, port), the most recently used first. A
+connection may be to the backend's HTTP proxy rather than the port itself (see
+`HttpUpstream`): its routing headers then go into every request head sent on it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import asyncio
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 
-OpenTunnel = Callable[[str, int], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
+from burrow.sandbox.backend import HttpUpstream
+
+OpenUpstream = Callable[[str, int], Awaitable[HttpUpstream]]
 Headers = list[tuple[bytes, bytes]]
 Origin = tuple[str, int]
 
@@ -34,9 +38,10 @@ class UpstreamError(Exception):
 
 
 class _Connection:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
+    def __init__(self, upstream: HttpUpstream) -> None:
+        self.reader = upstream.reader
+        self.writer = upstream.writer
+        self.upstream = upstream
         self.idle_since = 0.0
 
     def usable(self, now: float) -> bool:
@@ -108,8 +113,8 @@ class UpstreamResponse:
 
 
 class UpstreamPool:
-    def __init__(self, open_tunnel: OpenTunnel) -> None:
-        self._open_tunnel = open_tunnel
+    def __init__(self, open_upstream: OpenUpstream) -> None:
+        self._open_upstream = open_upstream
         self._idle: dict[Origin, list[_Connection]] = {}
         self._next_sweep = 0.0
 
@@ -122,12 +127,13 @@ class UpstreamPool:
         body: AsyncIterable[bytes] | None,
     ) -> UpstreamResponse:
         """Send the request (streaming `body`) and read the response's head."""
-        head = _request_head(method, target, headers)
         chunked = body is not None and (b"transfer-encoding", b"chunked") in headers
         while True:
             connection, reused = await self._connection(origin)
             try:
-                connection.writer.write(head)
+                connection.writer.write(
+                    _request_head(method, target, routed(headers, connection.upstream))
+                )
                 if body is not None:
                     await _send_body(connection.writer, body, chunked)
                 await connection.writer.drain()
@@ -163,8 +169,8 @@ class UpstreamPool:
                 return connection, True
             connection.close()
         async with asyncio.timeout(CONNECT_SECONDS):
-            reader, writer = await self._open_tunnel(*origin)
-        return _Connection(reader, writer), False
+            upstream = await self._open_upstream(*origin)
+        return _Connection(upstream), False
 
     async def _response(
         self, origin: Origin, connection: _Connection, method: bytes
@@ -215,6 +221,21 @@ class UpstreamPool:
                     self._idle[key] = kept
                 else:
                     del self._idle[key]
+
+
+def routed(headers: Headers, upstream: HttpUpstream) -> Headers:
+    """`headers` as sent on `upstream`: its Host when it names one, its routing headers
+    added (and any the browser sent under those names dropped: a page cannot pick
+    another sandbox or port)."""
+    if not upstream.headers and upstream.host is None:
+        return headers
+    own = {name.lower() for name, _ in upstream.headers}
+    if upstream.host is not None:
+        own.add(b"host")
+    kept = [(name, value) for name, value in headers if name.lower() not in own]
+    if upstream.host is not None:
+        kept.insert(0, (b"host", upstream.host))
+    return kept + list(upstream.headers)
 
 
 def _request_head(method: bytes, target: bytes, headers: Headers) -> bytes:

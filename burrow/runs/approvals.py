@@ -52,13 +52,21 @@ def policy(mode: str, assessment: Assessment) -> Verdict:
 
 
 class ApprovalGate:
-    def __init__(self, store: ApprovalStore, conversations: ConversationStore) -> None:
+    def __init__(
+        self,
+        store: ApprovalStore,
+        conversations: ConversationStore,
+        *,
+        remember_modes: bool = True,
+    ) -> None:
         self._store = store
         self._conversations = conversations
         self._waiting: dict[str, tuple[str, asyncio.Future[Decision]]] = {}
-        # Modes read once per conversation; `mode_changed` keeps them current. (With several
-        # replicas this needs a notification, like the event fan-out: docs/scale-out.md.)
+        # Modes read once per conversation; `mode_changed` keeps them current. With several
+        # replicas a PATCH lands on any of them, so each review reads the row instead
+        # (`remember_modes=False`: one primary-key read per tool call).
         self._modes: dict[str, str] = {}
+        self._remember_modes = remember_modes
         # Runs nobody is watching (handed in over A2A): a call that would ask is refused
         # instead of waiting for an answer that will not come. Per process, like `_modes`.
         self._unattended: set[str] = set()
@@ -75,7 +83,7 @@ class ApprovalGate:
 
     def mode_changed(self, cid: str, mode: str | None) -> None:
         """The conversation's mode changed (None: it was deleted)."""
-        if mode is None:
+        if mode is None or not self._remember_modes:
             self._modes.pop(cid, None)
         else:
             self._modes[cid] = mode
@@ -85,7 +93,8 @@ class ApprovalGate:
         if mode is None:
             conversation = await self._conversations.get(cid)
             mode = conversation.approval_mode if conversation else "ask"
-            self._modes[cid] = mode
+            if self._remember_modes:
+                self._modes[cid] = mode
         return mode
 
     async def review(

@@ -51,7 +51,7 @@ async def fork(runtime: Runtime, store: ForkStore, source: Conversation, run_id:
     """The new conversation's id."""
     journal = await runtime.journal.read(source.id)
     if run_id is None:
-        if runtime.active_run(source.id) is not None:
+        if await runtime.busy(source.id):
             raise RunActive(source.id)
         checkpoint = "now"
     else:

@@ -70,6 +70,11 @@ class Subscription:
             self._buffered_chars += size
         self._wakeup.set()
 
+    def catch_up(self) -> None:
+        """Make the reader catch up from the store (events may have passed it by)."""
+        self.lagged = True
+        self._wakeup.set()
+
     def drain(self) -> list[Event]:
         """Everything buffered so far, without waiting."""
         batch = list(self._buffer)
@@ -150,9 +155,16 @@ def projection_change(batch: Sequence[NewEvent]) -> ProjectionChange:
 
 
 class Journal:
-    def __init__(self, store: EventStore) -> None:
+    def __init__(self, store: EventStore, *, shared: bool = False) -> None:
         self._store = store
         self._subscribers: dict[str, set[Subscription]] = defaultdict(set)
+        # `shared`: other replicas commit to these conversations too, and their events
+        # reach this process's subscribers through `deliver`. The highest seq pushed per
+        # watched conversation keeps the two sources in order (None: one process only).
+        self._pushed: dict[str, int] | None = {} if shared else None
+        # Several replicas: the replica id a conversation's appends are fenced with while
+        # this replica holds its run lease (the runtime sets it; EventStore.append).
+        self.fence: Callable[[str], str | None] = lambda _cid: None
         self._pending: dict[str, list[_Pending]] = defaultdict(list)
         self._writing: set[str] = set()
         # Called with each committed batch, after its subscribers (telemetry): must be quick
@@ -175,7 +187,9 @@ class Journal:
                 group = self._pending.pop(cid)
                 merged = [e for p in group for e in p.batch]
                 try:
-                    stored = await self._store.append(cid, merged, projection_change(merged))
+                    stored = await self._store.append(
+                        cid, merged, projection_change(merged), self.fence(cid)
+                    )
                 except BaseException as exc:
                     for p in group:
                         if not p.done.done():
@@ -183,9 +197,7 @@ class Journal:
                     if not isinstance(exc, Exception):
                         raise
                     continue
-                for event in stored:
-                    for sub in tuple(self._subscribers.get(cid, ())):
-                        sub.push(event)
+                self._push(cid, stored)
                 for observe in self.observers:
                     try:
                         observe(stored)
@@ -256,6 +268,44 @@ class Journal:
                 if fresh or not batch:
                     yield fresh
 
+    def _push(self, cid: str, events: Sequence[Event]) -> None:
+        subs = self._subscribers.get(cid)
+        if not subs:
+            return
+        if self._pushed is not None:
+            # Ours and other replicas' commits arrive by two paths: push each seq once, in
+            # order. One skipped here was pushed already; a gap heals in `follow`.
+            mark = self._pushed.get(cid, 0)
+            if events[0].seq <= mark:
+                events = [e for e in events if e.seq > mark]
+                if not events:
+                    return
+            self._pushed[cid] = events[-1].seq
+        for event in events:
+            for sub in tuple(subs):
+                sub.push(event)
+
+    # Cross-replica fan-out (runs/fanout.py): what another replica committed, read back
+    # from the store, goes to this process's subscribers like our own commits.
+
+    def watching(self, cid: str) -> bool:
+        return bool(self._subscribers.get(cid))
+
+    def pushed(self, cid: str) -> int:
+        """The last seq of `cid` pushed to subscribers here (0: none yet)."""
+        return 0 if self._pushed is None else self._pushed.get(cid, 0)
+
+    def deliver(self, cid: str, events: Sequence[Event]) -> None:
+        """Push events another replica committed (read from the store, in seq order)."""
+        if events:
+            self._push(cid, events)
+
+    def resync(self) -> None:
+        """Notifications may have been missed: every subscriber catches up from the store."""
+        for subs in self._subscribers.values():
+            for sub in subs:
+                sub.catch_up()
+
     def subscribe(self, cid: str) -> Subscription:
         sub = Subscription(self, cid)
         self._subscribers[cid].add(sub)
@@ -272,3 +322,5 @@ class Journal:
             subs.discard(sub)
             if not subs:
                 del self._subscribers[sub.cid]
+                if self._pushed is not None:
+                    self._pushed.pop(sub.cid, None)

@@ -21,6 +21,7 @@ class RunQuotaExceeded(QuotaExceeded):
     error_code = "too_many_runs"
 
     def __init__(self, limit: int) -> None:
+        self.limit = limit
         super().__init__(
             f"You already have {limit} runs going (the limit, BURROW_MAX_RUNS_PER_USER): "
             "wait for one to finish or stop one, then send again."

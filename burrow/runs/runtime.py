@@ -53,6 +53,7 @@ from burrow.runs.subagents import DEFAULT_MAX_SUBAGENTS, Subagents, SubagentSetu
 from burrow.runs.window import estimate
 from burrow.store.conversations import ConversationStore
 from burrow.store.events import ConversationGone
+from burrow.store.leases import Claim
 from burrow.store.profiles import Profile
 from burrow.store.records import Conversation, Event
 from burrow.telemetry import logs
@@ -61,6 +62,10 @@ from burrow.tools.base import ShellState, Tool, ToolLimits
 log = logging.getLogger(__name__)
 
 RESTARTED = "The server restarted during this run. Send a message to continue."
+LAPSED = (
+    "The server replica running this run stopped answering; another one closed it. "
+    "Send a message to continue."
+)
 CONTEXT_CACHE_SIZE = 256  # model contexts of recently active conversations kept in memory
 
 
@@ -83,6 +88,24 @@ class ModelChooser(Protocol):
     def pricing_for(self, model: str | None) -> Pricer: ...
 
     def describe(self, model: str | None) -> ModelInfo: ...
+
+
+class RunOwnership(Protocol):
+    """Which replica runs a conversation's run (runs/replicas.py: a lease row with a
+    heartbeat). None in RuntimeOptions: one process, every run is this one's."""
+
+    async def acquire(self, cid: str) -> Claim: ...
+
+    async def release(self, cid: str) -> None: ...
+
+    async def holder(self, cid: str) -> str | None:
+        """The replica whose live lease covers `cid` (None: none)."""
+        ...
+
+    @property
+    def replica(self) -> str:
+        """This replica's id."""
+        ...
 
 
 class ToolSource(Protocol):
@@ -123,6 +146,7 @@ class RuntimeOptions:
     skills_dir: Path | None = None  # the administrator's skills (<data-dir>/skills)
     checkpoint_max_count: int = DEFAULT_MAX_COUNT  # the oldest past these are pruned
     checkpoint_max_bytes: int = DEFAULT_MAX_BYTES
+    ownership: RunOwnership | None = None  # several replicas: who runs what
 
     def compaction(self, model: str | None) -> CompactionPolicy:
         return CompactionPolicy(self.context_window(model), self.compact_at)
@@ -130,6 +154,14 @@ class RuntimeOptions:
 
 class RunActive(Exception):
     """The conversation has a run going; what was asked must wait for it to end."""
+
+
+class RunElsewhere(Exception):
+    """Another replica holds the conversation's run lease: ask that one (runs/commands.py)."""
+
+    def __init__(self, cid: str, holder: str) -> None:
+        super().__init__(f"the run of {cid} belongs to replica {holder}")
+        self.holder = holder
 
 
 @dataclass(frozen=True)
@@ -168,6 +200,13 @@ class Runtime:
         self._owners: dict[str, str] = {}  # cid -> owner, as learned (owners never change)
         self._run_owners: dict[str, str] = {}  # cid -> owner, while a run is starting or going
         self._budgets: dict[str, BudgetHook] = {}  # cid -> the active run's budget check
+        self._leased: set[str] = set()  # conversations whose run lease this replica holds
+        self._leasing: set[str] = set()  # ... and those whose lease it is taking right now
+        if self.options.ownership is not None:
+            # What this replica appends to a conversation whose lease it holds is fenced
+            # by that lease: once another replica took it over, nothing more gets in.
+            replica = self.options.ownership.replica
+            journal.fence = lambda cid: replica if cid in self._leased else None
         self.checkpoints = Checkpoints(
             self.sandboxes.get,
             max_file_bytes=self.options.checkpoint_max_file_bytes,
@@ -176,8 +215,16 @@ class Runtime:
         )
 
     def active_run(self, cid: str) -> str | None:
+        """The run going in this process (another replica's: `busy`)."""
         active = self._active.get(cid)
         return active.run_id if active else None
+
+    async def busy(self, cid: str) -> bool:
+        """Whether a run goes in the conversation, here or on another replica."""
+        if cid in self._active:
+            return True
+        ownership = self.options.ownership
+        return ownership is not None and await ownership.holder(cid) is not None
 
     async def send(
         self, cid: str, content: str, attachments: Sequence[str] = ()
@@ -212,6 +259,7 @@ class Runtime:
                 await self._admit_run(cid)
                 run_id = f"r_{secrets.token_hex(8)}"
                 try:
+                    await self._own(cid)
                     # The message and the start of its run go out in one commit.
                     event, _ = await self.journal.append(
                         cid,
@@ -227,9 +275,57 @@ class Runtime:
                     )
                 except BaseException:
                     self._run_owners.pop(cid, None)
+                    await self._disown(cid)
                     raise
                 self._start(cid, run_id, announced=True)
                 return run_id, event.seq
+
+    async def _own(self, cid: str) -> None:
+        """Take the conversation's run lease (several replicas), or raise RunElsewhere.
+        A lease taken over from a replica that died comes with its cut-off run: that run
+        is repaired first, so its run.finished precedes the new run.started."""
+        ownership = self.options.ownership
+        if ownership is None or cid in self._leased:
+            return
+        self._leasing.add(cid)  # before the row exists: the lease upkeep must not drop it
+        try:
+            claim = await ownership.acquire(cid)
+        finally:
+            self._leasing.discard(cid)
+        if claim.holder is not None:
+            raise RunElsewhere(cid, claim.holder)
+        self._leased.add(cid)
+        if claim.took_over:
+            await self._repair(cid, LAPSED)
+
+    async def _disown(self, cid: str) -> None:
+        if self.options.ownership is not None and cid in self._leased:
+            self._leased.discard(cid)
+            await self.options.ownership.release(cid)
+
+    def leased(self, *, taking: bool = False) -> set[str]:
+        """The conversations whose lease this replica holds (the heartbeat renews them);
+        `taking`: with those whose lease it is taking at this moment."""
+        return self._leased | self._leasing if taking else set(self._leased)
+
+    async def lease_lost(self, cid: str) -> None:
+        """Another replica took this conversation's lease (ours lapsed: this process
+        stalled past it) and repaired the run: stop ours."""
+        log.error("lost the run lease of %s to another replica; stopping its run here", cid)
+        # Still in `_leased` while it stops: its closing appends are fenced, and refused.
+        await self.interrupt(cid)
+        self._leased.discard(cid)
+
+    async def take_over(self, cid: str) -> None:
+        """Repair the run of a replica whose lease lapsed (this one claimed the lease)."""
+        async with self._locks[cid]:
+            self._leased.add(cid)
+            if cid in self._active:
+                return  # a message here started a new run, which repaired it first
+            try:
+                await self._repair(cid, LAPSED)
+            finally:
+                await self._disown(cid)
 
     async def _admit_run(self, cid: str) -> None:
         """Count a new run against its owner's cap, or raise `RunQuotaExceeded`. The count
@@ -438,7 +534,7 @@ class Runtime:
         waits for the compaction, then starts its run on the compacted context.
         """
         async with self._locks[cid]:
-            if cid in self._active:
+            if await self.busy(cid):
                 raise RunActive(cid)
             conversation = await self.conversations.get(cid)
             if conversation is None:
@@ -486,6 +582,7 @@ class Runtime:
             finally:
                 if cid not in self._active:
                     self._run_owners.pop(cid, None)
+                    await self._disown(cid)
 
     async def interrupt(self, cid: str) -> bool:
         """Cancel the active run; it still closes its tool calls and ends as canceled."""
@@ -511,23 +608,39 @@ class Runtime:
         self._owners.pop(cid, None)
 
     async def recover(self) -> int:
-        """Close runs that a crash or restart left open; returns how many were repaired."""
+        """Close runs that a crash or restart left open; returns how many were repaired.
+        With several replicas, a run whose lease another live replica holds is its own."""
         repaired = 0
         for status in ("running", "waiting_approval"):
             for conversation in await self.conversations.with_status(status):
-                await self._repair(conversation.id)
+                cid = conversation.id
+                async with self._locks[cid]:
+                    ownership = self.options.ownership
+                    if ownership is not None and cid not in self._leased:
+                        self._leasing.add(cid)
+                        try:
+                            claim = await ownership.acquire(cid)
+                        finally:
+                            self._leasing.discard(cid)
+                        if claim.holder is not None:
+                            continue
+                        self._leased.add(cid)
+                    try:
+                        await self._repair(cid)
+                    finally:
+                        await self._disown(cid)
                 repaired += 1
         return repaired
 
-    async def _repair(self, cid: str) -> None:
-        work, closing = ending(await self.journal.read(cid), RESTARTED)
+    async def _repair(self, cid: str, reason: str = RESTARTED) -> None:
+        work, closing = ending(await self.journal.read(cid), reason)
         for request_id in work.approvals:
             await self.approvals.abandon(request_id)
         if closing:
             await self.journal.append(cid, *closing)
         else:  # the row said running but every run was closed: only the status is stale
             await self.conversations.set_status(cid, "idle")
-        log.warning("repaired %d open run(s) of %s after a restart", len(work.runs), cid)
+        log.warning("repaired %d open run(s) of %s: %s", len(work.runs), cid, reason)
 
     async def shutdown(self) -> None:
         self._closing = True

@@ -33,7 +33,7 @@ from burrow.sandbox.backend import (
 )
 from burrow.sandbox.terminals import Terminal, TerminalRegistry
 from burrow.store.events import ConversationGone
-from burrow.tools.preview import SERVICE_DIR, START, read_services
+from burrow.tools.preview import SERVICE_DIR, START, port_accepts, read_services
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +150,9 @@ class SandboxPool:
             await self._status(cid, "failed", exc.message)
             raise
         self._sandboxes[cid] = sandbox
-        detail = await self._start_services(self._for_commands(cid, sandbox))
+        # Resumed with its memory, services still listen: start only those that do not.
+        resumed = waking and self.backend.capabilities.hibernation == "memory"
+        detail = await self._start_services(self._for_commands(cid, sandbox), resumed)
         plan = self.backend.network_plan(policy)
         if plan.degraded:  # said where the user looks, not only in the server's log
             detail = "; ".join(part for part in (plan.detail, detail) if part)
@@ -162,11 +164,15 @@ class SandboxPool:
         """The conversation's network policy (None: the backend's default)."""
         return await self._network_of(cid) if self._network_of is not None else None
 
-    async def _start_services(self, sandbox: Sandbox) -> str:
-        """Start what `.burrow/services.json` records, as the preview tool would."""
-        started, failed = [], []
+    async def _start_services(self, sandbox: Sandbox, resumed: bool = False) -> str:
+        """Start what `.burrow/services.json` records, as the preview tool would (after a
+        resume, only the services not listening: the others never stopped)."""
+        started, failed, running = [], [], []
         root = sandbox.workspace.rstrip("/")
         for service in await read_services(sandbox):
+            if resumed and await _listening(sandbox, service.port):
+                running.append(str(service.port))
+                continue
             files = [f"{root}/{SERVICE_DIR}/{service.port}.{ext}" for ext in ("log", "exit", "pid")]
             request = ExecRequest(
                 argv=["bash", "-c", START, "burrow-preview", service.command, *files],
@@ -186,6 +192,8 @@ class SandboxPool:
             else:
                 failed.append(str(service.port))
         parts = []
+        if running:
+            parts.append(f"resumed with the service(s) on port(s) {', '.join(running)} running")
         if started:
             parts.append(f"services started again on port(s) {', '.join(started)}")
         if failed:
@@ -207,7 +215,7 @@ class SandboxPool:
             self._sandboxes.pop(cid, None)
             self._live.pop(cid, None)
             await self.terminals.close_all(cid)
-            await sandbox.stop()
+            await self.backend.hibernate(sandbox)
             minutes = (self.idle_seconds or 0) / 60
             detail = detail or f"idle for {minutes:g} min; files kept, wakes on next use"
             await self._status(cid, "hibernated", detail)
@@ -337,3 +345,10 @@ class SandboxPool:
     async def _status(self, cid: str, status: SandboxStatus, detail: str) -> None:
         self._states[cid] = SandboxState(status, detail)
         await self._journal.append(cid, make(SandboxStatusChanged(status=status, detail=detail)))
+
+
+async def _listening(sandbox: Sandbox, port: int) -> bool:
+    try:
+        return await port_accepts(sandbox, port)
+    except SandboxError:
+        return False  # started again: a second copy fails to bind and says so in its log

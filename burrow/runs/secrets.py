@@ -153,14 +153,25 @@ class MaskingEventStore(EventStore):
     """The journal's store, masking each conversation's secret values in every string of
     every event before it is written (and so before it is published or sent to a model)."""
 
-    def __init__(self, db: Database, redactor: Redactor, secrets: ConversationSecrets) -> None:
-        super().__init__(db, redactor)
+    def __init__(
+        self,
+        db: Database,
+        redactor: Redactor,
+        secrets: ConversationSecrets,
+        *,
+        announce_as: str | None = None,
+    ) -> None:
+        super().__init__(db, redactor, announce_as=announce_as)
         self._secrets = secrets
 
     async def append(
-        self, cid: str, batch: Sequence[NewEvent], change: ProjectionChange
+        self,
+        cid: str,
+        batch: Sequence[NewEvent],
+        change: ProjectionChange,
+        fence: str | None = None,
     ) -> list[Event]:
         mask = await self._secrets.mask_for(cid)
         if mask:
             batch = [NewEvent(e.type, mask.data(e.data), e.run_id) for e in batch]
-        return await super().append(cid, batch, change)
+        return await super().append(cid, batch, change, fence)

@@ -128,6 +128,43 @@ class ExecRequest:
     background: bool = False
 
 
+PreviewTransport = Literal["tunnel", "http"]
+"""How a preview reaches a port: `tunnel`, a byte stream to the port itself; `http`, an HTTP
+endpoint of the backend's own that routes each request by headers (E2B's sandbox proxy)."""
+
+Hibernation = Literal["files", "memory"]
+"""What survives hibernation: `files` only (processes stop; preview services are started
+again on wake), or `memory` too (a paused machine resumes with its processes running)."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do. The runs and api layers read these instead of asking which
+    backend they hold; an operation a backend lacks still raises `NotSupported`."""
+
+    pty: bool
+    preview: PreviewTransport
+    hibernation: Hibernation
+    network_policies: tuple[NetworkPolicy, ...]  # the policies a conversation may choose
+    egress_allowlist: bool  # BURROW_SANDBOX_ALLOW_DOMAINS is enforced
+    running_commands: bool  # counts one-shot commands (else hibernation never waits on one)
+
+
+@dataclass(frozen=True)
+class HttpUpstream:
+    """A connection that carries HTTP/1.1 (and WebSocket upgrades) to a sandbox port.
+
+    Over a tunnel it is the port itself; over a backend's HTTP proxy, `headers` go with
+    every request head sent on it (they route it: sandbox id, port, access token) and
+    `host`, when set, replaces the request's Host.
+    """
+
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+    host: bytes | None = None
+
+
 class PtySession(Protocol):
     """An interactive shell on a pseudo-terminal inside a sandbox."""
 
@@ -140,11 +177,14 @@ class PtySession(Protocol):
         """The next bytes the terminal shows; b"" once the shell has exited."""
         ...
 
-    def write(self, data: bytes) -> None:
-        """Keystrokes (Ctrl-C is b"\\x03" and reaches the foreground job as SIGINT)."""
+    async def write(self, data: bytes) -> None:
+        """Keystrokes (Ctrl-C is b"\\x03" and reaches the foreground job as SIGINT).
+
+        Async because a remote backend's keystrokes are a request; a local one only queues.
+        """
         ...
 
-    def resize(self, cols: int, rows: int) -> None: ...
+    async def resize(self, cols: int, rows: int) -> None: ...
 
     def close(self) -> None:
         """Hang up: the shell and its jobs get SIGHUP, then SIGKILL."""
@@ -194,6 +234,15 @@ class Sandbox(Protocol):
         """
         ...
 
+    async def open_http(self, port: int) -> HttpUpstream:
+        """A connection for HTTP to a port on the sandbox's own loopback (previews): the
+        tunnel itself, or the backend's HTTP proxy with the headers that route to the port.
+
+        Raises SandboxError(CONNECTION_REFUSED) when a tunnel finds nothing listening (an
+        HTTP proxy answers that with an error response instead).
+        """
+        ...
+
     async def ping(self) -> float:
         """Round-trip to the in-sandbox agent, in seconds."""
         ...
@@ -218,6 +267,7 @@ class Backend(Protocol):
     """Creates and finds sandboxes. One sandbox per conversation."""
 
     name: str
+    capabilities: Capabilities
 
     async def create(self, sandbox_id: str, *, network: NetworkPolicy | None = None) -> Sandbox:
         """Start (or restart) the sandbox for `sandbox_id` and return it once ready, with
@@ -234,6 +284,12 @@ class Backend(Protocol):
 
     async def destroy(self, sandbox_id: str) -> None:
         """Stop the sandbox and delete its workspace."""
+        ...
+
+    async def hibernate(self, sandbox: Sandbox) -> None:
+        """Put an idle sandbox to sleep, keeping what `capabilities.hibernation` says: its
+        files (stop every process), or its memory too (pause). The next `create` of the same
+        id wakes it."""
         ...
 
     async def recover(self) -> None:

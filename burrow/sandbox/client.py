@@ -104,11 +104,11 @@ class PtyConnection:
             return b""
         return frame.payload
 
-    def write(self, data: bytes) -> None:
+    async def write(self, data: bytes) -> None:
         if data and self.exit is None:
             self._send(protocol.encode_frame(protocol.STDIN, data))
 
-    def resize(self, cols: int, rows: int) -> None:
+    async def resize(self, cols: int, rows: int) -> None:
         self._send(protocol.encode_frame(protocol.RESIZE, cols=cols, rows=rows))
 
     def signal(self, signum: int) -> None:

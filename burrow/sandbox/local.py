@@ -32,13 +32,16 @@ from typing import TypeVar
 from burrow.sandbox import bwrap, cgroups, network, seccomp
 from burrow.sandbox.allowlist import DomainAllowlist
 from burrow.sandbox.backend import (
+    Capabilities,
     ErrorCode,
     ExecChunk,
     ExecEvent,
     ExecExit,
     ExecRequest,
     FileEntry,
+    HttpUpstream,
     NetworkPlan,
+    Sandbox,
     SandboxError,
     SandboxStatus,
     closing_exec,
@@ -397,6 +400,10 @@ class LocalSandbox:
     async def open_tunnel(self, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         return await self._call(lambda: self.client.open_tunnel(port))
 
+    async def open_http(self, port: int) -> HttpUpstream:
+        reader, writer = await self.open_tunnel(port)
+        return HttpUpstream(reader, writer)
+
     async def ping(self) -> float:
         return await self._call(self.client.ping)
 
@@ -485,6 +492,14 @@ class LocalBackend:
     """
 
     name = "local"
+    capabilities = Capabilities(
+        pty=True,
+        preview="tunnel",
+        hibernation="files",
+        network_policies=("none", "egress"),
+        egress_allowlist=True,
+        running_commands=True,
+    )
 
     def __init__(
         self,
@@ -612,6 +627,10 @@ class LocalBackend:
                 await disk.unmount()
                 disk.image.unlink(missing_ok=True)
             await asyncio.to_thread(shutil.rmtree, workspace_dir, ignore_errors=True)
+
+    async def hibernate(self, sandbox: Sandbox) -> None:
+        """Files only: every process stops; `create` boots afresh on the same workspace."""
+        await sandbox.stop()
 
     async def recover(self) -> None:
         """Reap what a dead server of this data directory left, in the background: start-up

@@ -18,6 +18,7 @@ from burrow.sandbox.backend import (
     ExecExit,
     ExecRequest,
     FileEntry,
+    HttpUpstream,
     PtySession,
     Sandbox,
     SandboxStatus,
@@ -56,11 +57,11 @@ class MaskedPty:
             if shown:
                 return shown
 
-    def write(self, data: bytes) -> None:
-        self._session.write(data)
+    async def write(self, data: bytes) -> None:
+        await self._session.write(data)
 
-    def resize(self, cols: int, rows: int) -> None:
-        self._session.resize(cols, rows)
+    async def resize(self, cols: int, rows: int) -> None:
+        await self._session.resize(cols, rows)
 
     def close(self) -> None:
         self._session.close()
@@ -123,6 +124,9 @@ class SecretSandbox:
 
     async def open_tunnel(self, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         return await self._inner.open_tunnel(port)
+
+    async def open_http(self, port: int) -> HttpUpstream:
+        return await self._inner.open_http(port)
 
     async def ping(self) -> float:
         return await self._inner.ping()

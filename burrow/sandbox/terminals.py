@@ -133,13 +133,13 @@ class Terminal:
         with contextlib.suppress(ValueError):
             self._attachments.remove(attachment)
 
-    def write(self, data: bytes) -> None:
+    async def write(self, data: bytes) -> None:
         self._on_activity()
-        self._session.write(data)
+        await self._session.write(data)
 
-    def resize(self, cols: int, rows: int) -> None:
+    async def resize(self, cols: int, rows: int) -> None:
         self.cols, self.rows = cols, rows
-        self._session.resize(cols, rows)
+        await self._session.resize(cols, rows)
 
     async def close(self) -> None:
         """Hang up the shell and end every attached socket's feed."""

@@ -9,10 +9,8 @@ import re
 import sys
 from pathlib import Path
 
+from burrow.backends import local_backend
 from burrow.config import Settings
-from burrow.sandbox.allowlist import DomainAllowlist
-from burrow.sandbox.cgroups import Limits
-from burrow.sandbox.local import LocalBackend
 from burrow.store.datadir import ensure_private_dir
 from burrow.telemetry import logs
 
@@ -110,27 +108,6 @@ def run(args: argparse.Namespace) -> int:
     )
     asyncio.run(server.serve())
     return 0
-
-
-def local_backend(settings: Settings) -> LocalBackend:
-    """The local backend as `burrow serve` configures it (BURROW_SANDBOX_* settings)."""
-    limits = None
-    if settings.sandbox_limits:
-        limits = Limits(
-            memory_mb=settings.sandbox_memory_mb,
-            pids=settings.sandbox_pids,
-            cpus=settings.sandbox_cpus,
-            disk_mb=settings.sandbox_disk_mb,
-            tmp_mb=settings.sandbox_tmp_mb,
-        )
-    return LocalBackend(
-        settings.data_dir,
-        limits=limits,
-        network=settings.sandbox_network,
-        allow_domains=DomainAllowlist.parse(settings.sandbox_allow_domains) or None,
-        seccomp=settings.sandbox_seccomp,
-        agent_timeout=settings.sandbox_agent_timeout,
-    )
 
 
 def _int_env(name: str, default: int) -> int:

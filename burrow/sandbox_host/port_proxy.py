@@ -9,7 +9,6 @@ sandbox host's routing and strips its credentials, which a service must never se
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 
@@ -18,7 +17,7 @@ from starlette.types import Receive, Scope, Send
 from burrow.preview import headers
 from burrow.preview.upstream import UpstreamError, UpstreamPool
 from burrow.preview.websocket import UpstreamRefused, relay_websocket
-from burrow.sandbox.backend import ErrorCode, SandboxError
+from burrow.sandbox.backend import ErrorCode, HttpUpstream, SandboxError
 from burrow.sandbox_host.registry import HostedSandbox, Registry
 
 CREDENTIALS = frozenset(
@@ -30,15 +29,13 @@ MAX_PORT = 65535
 class PortProxy:
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
-        self._pool = UpstreamPool(self._open_tunnel)
+        self._pool = UpstreamPool(self._open_upstream)
 
-    async def _open_tunnel(
-        self, sandbox_id: str, port: int
-    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    async def _open_upstream(self, sandbox_id: str, port: int) -> HttpUpstream:
         hosted = self.registry.find(sandbox_id)
         if hosted is None or hosted.state != "running":
             raise SandboxError(ErrorCode.UNAVAILABLE, f"The sandbox {sandbox_id} was not found")
-        return await hosted.sandbox.open_tunnel(port)
+        return await hosted.sandbox.open_http(port)
 
     async def aclose(self) -> None:
         await self._pool.aclose()

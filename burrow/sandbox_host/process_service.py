@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar, cast
 
 from connectrpc.code import Code
@@ -203,7 +203,9 @@ class ProcessService(Process):
         process = _selected(_hosted(), request.process)
         if request.pty is not None and request.pty.size is not None:
             size = request.pty.size
-            _control(lambda: process.resize(_side(size.cols, "cols"), _side(size.rows, "rows")))
+            await _control(
+                lambda: process.resize(_side(size.cols, "cols"), _side(size.rows, "rows"))
+            )
         return pb.UpdateResponse()
 
     async def stream_input(
@@ -224,7 +226,7 @@ class ProcessService(Process):
                     raise ConnectError(
                         Code.INVALID_ARGUMENT, "StreamInput: send the start event first."
                     )
-                _send(process, event.value.input)
+                await _send(process, event.value.input)
         return pb.StreamInputResponse()
 
     async def send_input(
@@ -232,7 +234,7 @@ class ProcessService(Process):
         request: pb.SendInputRequest,
         ctx: RequestContext[pb.SendInputRequest, pb.SendInputResponse],
     ) -> pb.SendInputResponse:
-        _send(_selected(_hosted(), request.process), request.input)
+        await _send(_selected(_hosted(), request.process), request.input)
         return pb.SendInputResponse()
 
     async def send_signal(
@@ -252,20 +254,22 @@ class ProcessService(Process):
         ctx: RequestContext[pb.CloseStdinRequest, pb.CloseStdinResponse],
     ) -> pb.CloseStdinResponse:
         process = _selected(_hosted(), request.process)
-        _control(process.close_stdin)
+        await _control(process.close_stdin)
         return pb.CloseStdinResponse()
 
 
-def _send(process: HostedProcess, given: pb.ProcessInput | None) -> None:
+async def _send(process: HostedProcess, given: pb.ProcessInput | None) -> None:
     chosen = given.input if given is not None else None
     if chosen is None:
         return
-    _control(lambda: process.send_input(bytes(chosen.value), pty=chosen.field == "pty"))
+    await _control(lambda: process.send_input(bytes(chosen.value), pty=chosen.field == "pty"))
 
 
-def _control(action: Callable[[], None]) -> None:
+async def _control(action: Callable[[], Awaitable[None]]) -> None:
+    """A control request on a process; async, as a terminal's keystrokes may be requests
+    (`PtySession.write`)."""
     try:
-        action()
+        await action()
     except ProcessError as exc:
         raise ConnectError(_KINDS[exc.kind], exc.message) from None
 

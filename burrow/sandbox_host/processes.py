@@ -196,11 +196,11 @@ class HostedProcess:
 
     # -- control ------------------------------------------------------------------------
 
-    def send_input(self, data: bytes, *, pty: bool) -> None:
+    async def send_input(self, data: bytes, *, pty: bool) -> None:
         if self.ended is not None:
             raise ProcessError("not_found", f"Process {self.pid} has exited.")
         if self.pty is not None:
-            self.pty.write(data)  # PTY or stdin input both are keystrokes for a PTY
+            await self.pty.write(data)  # PTY or stdin input both are keystrokes for a PTY
             return
         if pty:
             raise ProcessError("invalid", f"Process {self.pid} has no PTY; send stdin instead.")
@@ -217,17 +217,17 @@ class HostedProcess:
         self._pending_input += len(data)
         self._stdin.put_nowait(data)
 
-    def close_stdin(self) -> None:
+    async def close_stdin(self) -> None:
         if self.pty is not None:
             raise ProcessError("invalid", "A PTY has no stdin to close: send Ctrl-D (0x04).")
         if self._stdin is None:
             raise ProcessError("invalid", f"Process {self.pid} was started without stdin.")
         self._stdin.put_nowait(None)
 
-    def resize(self, cols: int, rows: int) -> None:
+    async def resize(self, cols: int, rows: int) -> None:
         if self.pty is None:
             raise ProcessError("invalid", f"Process {self.pid} has no PTY to resize.")
-        self.pty.resize(cols, rows)
+        await self.pty.resize(cols, rows)
 
     def kill(self) -> None:
         if self.pty is not None:
@@ -272,7 +272,7 @@ class ProcessTable:
             pty = await sandbox.open_pty(*pty_size, env=env)
             process = HostedProcess(pid, spec, pty=pty, slow_after=self.slow_after)
             if line := _pty_command_line(spec):
-                pty.write(line.encode())
+                await pty.write(line.encode())
             process.run_pty()
         self._processes[pid] = process
         asyncio.get_running_loop().create_task(self._forget_when_done(process))

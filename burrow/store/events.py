@@ -12,13 +12,19 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import FunctionElement
 
 from burrow.store.database import Database
+from burrow.store.notify import EVENTS, notify
 from burrow.store.records import Event, NewEvent, ProjectionChange
-from burrow.store.schema import conversations, events
+from burrow.store.schema import conversations, events, run_leases
 from burrow.store.secrets import Redactor
 
 
 class ConversationGone(LookupError):
     """The conversation was deleted; nothing more can be appended to it."""
+
+
+class LeaseLost(RuntimeError):
+    """This replica's run lease of the conversation is gone (another replica took it over
+    and repaired the run): what it would append now would follow that repair."""
 
 
 def timestamp() -> str:
@@ -50,6 +56,15 @@ _RESERVE_SEQS = (
     .returning(conversations.c.last_seq)
 )
 _INSERT_EVENTS = events.insert()
+# The same reservation, only while `p_replica` still holds the conversation's run lease:
+# a replica that stalled past its lease cannot write after the one that took it over.
+_RESERVE_SEQS_FENCED = _RESERVE_SEQS.where(
+    sa.exists().where(
+        run_leases.c.conversation_id == sa.bindparam("p_cid"),
+        run_leases.c.replica_id == sa.bindparam("p_replica"),
+    )
+)
+_EXISTS = sa.select(conversations.c.id).where(conversations.c.id == sa.bindparam("p_cid"))
 
 # What an event adds to its data on the wire (seq, type, ts, run_id and the JSON around them).
 ENVELOPE_BYTES = 128
@@ -77,14 +92,26 @@ def _sqlite_byte_length(
 
 
 class EventStore:
-    def __init__(self, db: Database, redactor: Redactor | None = None) -> None:
+    def __init__(
+        self, db: Database, redactor: Redactor | None = None, *, announce_as: str | None = None
+    ) -> None:
         self._db = db
         self._redactor = redactor or Redactor()
+        # With replicas (PostgreSQL): each commit NOTIFYs the others, signed with this
+        # replica's id so it can ignore its own (it published them in-process already).
+        # Other databases have no NOTIFY (nor several replicas).
+        postgres = db.engine.dialect.name == "postgresql"
+        self._announce_as = announce_as if postgres else None
 
     async def append(
-        self, cid: str, batch: Sequence[NewEvent], change: ProjectionChange
+        self,
+        cid: str,
+        batch: Sequence[NewEvent],
+        change: ProjectionChange,
+        fence: str | None = None,
     ) -> list[Event]:
-        """Number and insert `batch` after the conversation's last seq, in one transaction.
+        """Number and insert `batch` after the conversation's last seq, in one transaction;
+        with `fence` (a replica id), only while that replica holds the run lease.
 
         Reserving the numbers with an UPDATE ... RETURNING on the conversation row makes
         concurrent writers (other replicas on PostgreSQL) queue on that row lock, so seqs
@@ -105,9 +132,16 @@ class EventStore:
         }
 
         redact = self._redactor.apply
+        replica = self._announce_as
 
         def write(conn: sa.Connection) -> list[Event]:
-            last = conn.execute(_RESERVE_SEQS, params).scalar_one_or_none()
+            if fence is None:
+                last = conn.execute(_RESERVE_SEQS, params).scalar_one_or_none()
+            else:
+                reserve = _RESERVE_SEQS_FENCED
+                last = conn.execute(reserve, {**params, "p_replica": fence}).scalar_one_or_none()
+                if last is None and conn.execute(_EXISTS, {"p_cid": cid}).first() is not None:
+                    raise LeaseLost(cid)
             if last is None:
                 raise ConversationGone(cid)
             first = last - len(batch) + 1
@@ -136,6 +170,8 @@ class EventStore:
                     for e in stored
                 ],
             )
+            if replica is not None:
+                notify(conn, EVENTS, f"{cid} {first} {last} {replica}")
             return stored
 
         return await self._db.run(write)

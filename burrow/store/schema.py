@@ -164,3 +164,56 @@ profiles = sa.Table(
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
     sa.Index("ix_profiles_owner_name", "owner_id", "name", unique=True),
 )
+
+# Who runs a conversation's active run, with several replicas on one PostgreSQL
+# (docs/scale-out.md): the replica renews `expires_at` while it lives; a lapsed lease is
+# taken over by another replica, which repairs the run as crash recovery does.
+run_leases = sa.Table(
+    "run_leases",
+    metadata,
+    sa.Column(
+        "conversation_id",
+        sa.String(40),
+        sa.ForeignKey("conversations.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("replica_id", sa.String(200), nullable=False),
+    sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Index("ix_run_leases_replica", "replica_id"),
+)
+
+# What a replica asks the owner of a run to do (a message, an interrupt, an approval
+# answer): the row is the durable request, a NOTIFY wakes the owner, the owner writes
+# `result` and wakes the asker the same way.
+run_commands = sa.Table(
+    "run_commands",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column(
+        "conversation_id",
+        sa.String(40),
+        sa.ForeignKey("conversations.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column("target", sa.String(200), nullable=False),  # the owner replica asked
+    sa.Column("origin", sa.String(200), nullable=False),  # the replica waiting for the result
+    sa.Column("kind", sa.String(20), nullable=False),  # "message" | "interrupt" | "approval"
+    sa.Column("body", sa.Text, nullable=False),  # JSON
+    sa.Column("result", sa.Text, nullable=True),  # JSON; NULL until the owner answers
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Index("ix_run_commands_target", "target"),
+)
+
+# Failed password checks with several replicas, so the login throttle's limits hold across
+# all of them (burrow/api/throttle.py). Rows older than the throttle's window are deleted.
+login_failures = sa.Table(
+    "login_failures",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    # SHA-256 of the throttle's key ("ip:<addr>", "user:<addr>:<name>"): bounded, and no
+    # addresses or usernames at rest.
+    sa.Column("key", sa.String(64), nullable=False),
+    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
+    sa.Index("ix_login_failures_key_at", "key", "at"),
+    sa.Index("ix_login_failures_at", "at"),
+)

@@ -107,14 +107,26 @@ async def record_service(sandbox: Sandbox, record: ServiceRecord) -> None:
     await sandbox.write_file(SERVICES_FILE, data.encode())
 
 
+# bash's /dev/tcp connects from inside the sandbox, for backends without a byte tunnel.
+PORT_PROBE = 'exec 3<>"/dev/tcp/127.0.0.1/$1"'
+
+
 async def port_accepts(sandbox: Sandbox, port: int) -> bool:
-    """Whether something listens on `port` inside the sandbox (probed through its tunnel)."""
+    """Whether something listens on `port` inside the sandbox: probed through its tunnel,
+    or by a connect from inside where the backend has none (an HTTP-proxied remote one)."""
     try:
         _, writer = await sandbox.open_tunnel(port)
     except SandboxError as exc:
         if exc.code == ErrorCode.CONNECTION_REFUSED:
             return False
-        raise
+        if exc.code != ErrorCode.NOT_SUPPORTED:
+            raise
+        request = ExecRequest(argv=["bash", "-c", PORT_PROBE, "probe", str(port)], timeout=5)
+        async with closing_exec(sandbox.exec(request)) as events:
+            async for event in events:
+                if isinstance(event, ExecExit):
+                    return event.exit_code == 0
+        return False
     writer.close()
     return True
 

@@ -79,6 +79,8 @@ async def test_hibernate_then_wake_keeps_files_and_restarts_services(srv: Runnin
     seen = await statuses(srv, cid)
     assert [s["status"] for s in seen] == ["starting", "ready", "hibernated", "starting", "ready"]
     assert "Waking" in seen[3]["detail"] and "8000" in seen[4]["detail"]
+    capabilities = (await sandbox_state(srv, cid))["capabilities"]
+    assert capabilities["hibernation"] == "files" and capabilities["preview"] == "tunnel"
 
 
 async def test_a_running_command_keeps_the_sandbox_awake(srv: RunningServer) -> None:

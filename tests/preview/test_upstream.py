@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from burrow.preview.upstream import UpstreamError, UpstreamPool
+from burrow.sandbox.backend import HttpUpstream
 
 Answer = Callable[[bytes], bytes]  # the request head (and body) -> the raw response
 
@@ -48,15 +49,22 @@ class Service:
             writer.close()
 
 
-async def _pool(answer: Answer) -> AsyncIterator[tuple[UpstreamPool, Service]]:
+async def _pool(
+    answer: Answer,
+    routing: tuple[tuple[bytes, bytes], ...] = (),
+    host: bytes | None = None,
+) -> AsyncIterator[tuple[UpstreamPool, Service]]:
+    """A pool whose connections go to a scripted service; with `routing`, as to a
+    backend's HTTP proxy (E2B's), whose headers pick the sandbox and port."""
     service = Service(answer)
     server = await asyncio.start_server(service.handle, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
 
-    async def open_tunnel(cid: str, _: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        return await asyncio.open_connection("127.0.0.1", port)
+    async def open_upstream(cid: str, _: int) -> HttpUpstream:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        return HttpUpstream(reader, writer, routing, host)
 
-    pool = UpstreamPool(open_tunnel)
+    pool = UpstreamPool(open_upstream)
     try:
         yield pool, service
     finally:
@@ -173,3 +181,43 @@ async def test_broken_answers_and_header_line_breaks_are_upstream_errors() -> No
         with pytest.raises(UpstreamError):
             await _get(pool, headers=[(b"x-evil", b"a\r\nx-injected: 1")])
         assert service.requests == []
+
+
+async def test_an_http_upstream_gets_its_routing_headers_on_every_request() -> None:
+    routing = ((b"e2b-sandbox-id", b"sbx_1"), (b"e2b-sandbox-port", b"8000"))
+    async for pool, service in _pool(_answer("200 OK", "Content-Length: 0\n"), routing):
+        await _get(pool)
+        await _get(pool)
+        assert service.connections == 1
+        for request in service.requests:
+            assert request == (
+                b"GET /x HTTP/1.1\r\nhost: example\r\n"
+                b"e2b-sandbox-id: sbx_1\r\ne2b-sandbox-port: 8000\r\n\r\n"
+            )
+
+
+async def test_a_page_cannot_route_itself_to_another_sandbox_or_port() -> None:
+    """A preview page's own E2b-Sandbox-* headers (any case) are dropped, never forwarded
+    beside Burrow's: the proxy's routing cannot be steered from the browser."""
+    routing = ((b"e2b-sandbox-id", b"sbx_mine"), (b"e2b-sandbox-port", b"3000"))
+    spoofed = [
+        (b"E2b-Sandbox-Id", b"sbx_someone_else"),
+        (b"e2b-sandbox-port", b"49983"),
+        (b"E2B-SANDBOX-PORT", b"22"),
+    ]
+    async for pool, service in _pool(_answer("200 OK", "Content-Length: 0\n"), routing):
+        await _get(pool, headers=spoofed)
+        [request] = service.requests
+        assert b"sbx_someone_else" not in request and b"49983" not in request
+        assert b": 22\r\n" not in request
+        assert request.count(b"e2b-sandbox-id: sbx_mine") == 1
+        assert request.lower().count(b"e2b-sandbox-port") == 1
+
+
+async def test_an_upstream_routed_by_name_gets_that_host() -> None:
+    async for pool, service in _pool(
+        _answer("200 OK", "Content-Length: 0\n"), host=b"8000-sbx_1.e2b.example"
+    ):
+        await _get(pool, headers=[(b"Host", b"evil.example")])
+        [request] = service.requests
+        assert request == b"GET /x HTTP/1.1\r\nhost: 8000-sbx_1.e2b.example\r\n\r\n"

@@ -1,3 +1,4 @@
-from tests.sandbox.harness import backend, limited_backend, sandbox
+from tests.sandbox.harness import any_sandbox, backend, limited_backend, sandbox
+from tests.sandbox.remote import sandbox_host
 
-__all__ = ["backend", "limited_backend", "sandbox"]
+__all__ = ["any_sandbox", "backend", "limited_backend", "sandbox", "sandbox_host"]

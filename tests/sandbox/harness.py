@@ -5,12 +5,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from burrow.sandbox.backend import ExecChunk, ExecExit, ExecRequest, PtySession, Sandbox
+from burrow.sandbox.backend import (
+    Backend,
+    ExecChunk,
+    ExecExit,
+    ExecRequest,
+    PtySession,
+    Sandbox,
+)
 from burrow.sandbox.cgroups import Limits
 from burrow.sandbox.local import LocalBackend, LocalSandbox
 
@@ -27,6 +35,26 @@ async def backend(tmp_path: Path) -> AsyncIterator[LocalBackend]:
 @pytest.fixture
 async def sandbox(backend: LocalBackend) -> LocalSandbox:
     return await backend.create("test")
+
+
+@pytest.fixture(params=["local", "e2b"])
+async def any_sandbox(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Sandbox]:
+    """The backend conformance suite: a test taking this runs on every backend (`-k e2b`
+    picks the e2b runs, against a real `burrow sandbox-host`)."""
+    chosen: Backend
+    if request.param == "local":
+        chosen = LocalBackend(tmp_path / "data")
+    else:
+        from burrow.sandbox.e2b import E2BBackend
+
+        host = request.getfixturevalue("sandbox_host")
+        chosen = E2BBackend(api=host.api, hibernation="files", network="none")
+    sandbox_id = f"test-{secrets.token_hex(4)}"  # the host's sandboxes outlive a test
+    try:
+        yield await chosen.create(sandbox_id)
+    finally:
+        await chosen.destroy(sandbox_id)
+        await chosen.close()
 
 
 class Completed:

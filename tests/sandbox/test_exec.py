@@ -8,7 +8,14 @@ import signal
 import pytest
 
 from burrow.sandbox.agent import protocol
-from burrow.sandbox.backend import ErrorCode, ExecChunk, ExecRequest, SandboxError
+from burrow.sandbox.backend import (
+    ErrorCode,
+    ExecChunk,
+    ExecRequest,
+    Sandbox,
+    SandboxError,
+    closing_exec,
+)
 from burrow.sandbox.client import AgentClient
 from burrow.sandbox.local import LocalSandbox
 from tests.sandbox.harness import run, sleeper, wait_for_no_processes
@@ -32,81 +39,99 @@ async def test_a_client_with_another_major_version_gets_a_protocol_error(
     assert "not compatible" in caught.value.message
 
 
-async def test_stdout_stderr_and_exit_code_are_separate(sandbox: LocalSandbox) -> None:
-    result = await run(sandbox, "sh", "-c", "echo out; echo err >&2; exit 3")
+async def test_stdout_stderr_and_exit_code_are_separate(any_sandbox: Sandbox) -> None:
+    result = await run(any_sandbox, "sh", "-c", "echo out; echo err >&2; exit 3")
     assert result.stdout == b"out\n"
     assert result.stderr == b"err\n"
     assert result.exit.exit_code == 3
     assert result.exit.signal is None
 
 
-async def test_output_is_binary_safe_and_stdin_is_delivered(sandbox: LocalSandbox) -> None:
+async def test_output_is_binary_safe_and_stdin_is_delivered(any_sandbox: Sandbox) -> None:
     data = bytes(range(256)) * 1000
-    result = await run(sandbox, "cat", stdin=data)
+    result = await run(any_sandbox, "cat", stdin=data)
     assert result.stdout == data
     assert result.exit.exit_code == 0
 
 
-async def test_cwd_env_and_result_file(sandbox: LocalSandbox) -> None:
-    await run(sandbox, "mkdir", "-p", "sub")
+async def test_cwd_env_and_result_file(any_sandbox: Sandbox) -> None:
+    await run(any_sandbox, "mkdir", "-p", "sub")
     result = await run(
-        sandbox,
+        any_sandbox,
         "sh",
         "-c",
         'pwd; echo "$GREETING"; echo done > /tmp/result',
-        cwd="/workspace/sub",
+        cwd=f"{any_sandbox.workspace}/sub",
         env={"GREETING": "hello"},
         result_file="/tmp/result",
     )
-    assert result.text == "/workspace/sub\nhello\n"
+    assert result.text == f"{any_sandbox.workspace}/sub\nhello\n"
     assert result.exit.result == b"done\n"
-    again = await run(sandbox, "test", "-e", "/tmp/result")
+    again = await run(any_sandbox, "test", "-e", "/tmp/result")
     assert again.exit.exit_code == 1, "the result file is removed once returned"
 
 
-async def test_a_signal_exit_is_reported(sandbox: LocalSandbox) -> None:
-    result = await run(sandbox, "sh", "-c", "kill -TERM $$")
+async def test_a_large_output_arrives_in_pieces_as_it_is_written(any_sandbox: Sandbox) -> None:
+    """20 MB of output is streamed, never gathered whole on either side first."""
+    size, pieces, largest = 20_000_000, 0, 0
+    request = ExecRequest(argv=["head", "-c", str(size), "/dev/zero"])
+    async with closing_exec(any_sandbox.exec(request)) as events:
+        async for event in events:
+            if isinstance(event, ExecChunk):
+                pieces += 1
+                largest = max(largest, len(event.data))
+                size -= len(event.data)
+    assert size == 0
+    assert pieces > 10 and largest <= 4 << 20
+
+
+async def test_a_signal_exit_is_reported(any_sandbox: Sandbox) -> None:
+    result = await run(any_sandbox, "sh", "-c", "kill -TERM $$")
     assert result.exit.exit_code is None
     assert result.exit.signal == signal.SIGTERM
 
 
-async def test_invalid_cwd_and_missing_program_are_typed_errors(sandbox: LocalSandbox) -> None:
+async def test_invalid_cwd_and_missing_program_are_typed_errors(any_sandbox: Sandbox) -> None:
     with pytest.raises(SandboxError) as caught:
-        await run(sandbox, "true", cwd="/workspace/missing")
+        await run(any_sandbox, "true", cwd=f"{any_sandbox.workspace}/missing")
     assert caught.value.code == ErrorCode.INVALID_CWD
     with pytest.raises(SandboxError) as caught:
-        await run(sandbox, "no-such-program")
+        await run(any_sandbox, "no-such-program")
     assert caught.value.code == ErrorCode.EXEC_NOT_FOUND
 
 
-async def test_timeout_kills_the_whole_process_group(sandbox: LocalSandbox) -> None:
+async def test_timeout_kills_the_whole_process_group(any_sandbox: Sandbox) -> None:
     marker = "timeout-group-7d1"
     loop = asyncio.get_running_loop()
     started = loop.time()
-    result = await run(sandbox, "sh", "-c", f"{sleeper(marker)} & {sleeper(marker)}", timeout=0.5)
+    result = await run(
+        any_sandbox, "sh", "-c", f"{sleeper(marker)} & {sleeper(marker)}", timeout=0.5
+    )
     assert result.exit.timed_out
     assert result.exit.signal == signal.SIGKILL
     assert loop.time() - started < 5
-    assert await wait_for_no_processes(sandbox, marker) == 0
+    assert await wait_for_no_processes(any_sandbox, marker) == 0
 
 
-async def test_closing_the_stream_early_kills_the_command(sandbox: LocalSandbox) -> None:
+async def test_closing_the_stream_early_kills_the_command(any_sandbox: Sandbox) -> None:
     marker = "early-close-3f2"
-    events = sandbox.exec(
+    events = any_sandbox.exec(
         ExecRequest(argv=["sh", "-c", f"echo started; {sleeper(marker)} & {sleeper(marker)}"])
     )
     first = await anext(events)
     assert isinstance(first, ExecChunk) and first.data == b"started\n"
     await events.aclose()  # type: ignore[attr-defined]
-    assert await wait_for_no_processes(sandbox, marker) == 0
+    assert await wait_for_no_processes(any_sandbox, marker) == 0
 
 
-async def test_cancelling_a_reader_kills_the_command(sandbox: LocalSandbox) -> None:
+async def test_cancelling_a_reader_kills_the_command(any_sandbox: Sandbox) -> None:
     marker = "cancel-9a4"
     started = asyncio.Event()
 
     async def consume() -> None:
-        async for _ in sandbox.exec(ExecRequest(argv=["sh", "-c", f"echo go; {sleeper(marker)}"])):
+        async for _ in any_sandbox.exec(
+            ExecRequest(argv=["sh", "-c", f"echo go; {sleeper(marker)}"])
+        ):
             started.set()
 
     task = asyncio.create_task(consume())
@@ -114,15 +139,15 @@ async def test_cancelling_a_reader_kills_the_command(sandbox: LocalSandbox) -> N
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await wait_for_no_processes(sandbox, marker) == 0
+    assert await wait_for_no_processes(any_sandbox, marker) == 0
 
 
 async def test_a_background_server_outlives_its_exec_and_keeps_answering(
-    sandbox: LocalSandbox,
+    any_sandbox: Sandbox,
 ) -> None:
     # The server inherits the exec's stdout/stderr and logs every request to stderr:
     # the exec must end when `sh` exits, and the agent must keep draining those pipes.
-    started = await run(sandbox, "sh", "-c", "python3 -m http.server 8000 & echo started")
+    started = await run(any_sandbox, "sh", "-c", "python3 -m http.server 8000 & echo started")
     assert started.text == "started\n"
     fetch = (
         "import time, urllib.request\n"
@@ -133,7 +158,7 @@ async def test_a_background_server_outlives_its_exec_and_keeps_answering(
         "        time.sleep(0.05)\n"
     )
     for _ in range(3):  # each request makes the server write a log line to the old pipe
-        answer = await run(sandbox, "python3", "-c", fetch)
+        answer = await run(any_sandbox, "python3", "-c", fetch)
         assert answer.text == "200\n"
     # Far more log output than a pipe buffer holds (64 KiB): without draining, the
     # server would block on its next log line and stop answering.
@@ -145,8 +170,8 @@ async def test_a_background_server_outlives_its_exec_and_keeps_answering(
         "    except urllib.error.HTTPError:\n"
         "        pass\n"
     )
-    assert (await run(sandbox, "python3", "-c", many, timeout=60)).exit.exit_code == 0
-    assert (await run(sandbox, "python3", "-c", fetch)).text == "200\n"
+    assert (await run(any_sandbox, "python3", "-c", many, timeout=60)).exit.exit_code == 0
+    assert (await run(any_sandbox, "python3", "-c", fetch)).text == "200\n"
 
 
 async def test_a_malformed_request_gets_a_protocol_error_and_the_agent_survives(
@@ -162,3 +187,22 @@ async def test_a_malformed_request_gets_a_protocol_error_and_the_agent_survives(
     assert frames[0].header["code"] == "protocol"
     assert frames[0].header["fatal"] is True
     assert await sandbox.ping() < 1.0
+
+
+async def test_running_commands_count_one_shot_commands_only(any_sandbox: Sandbox) -> None:
+    """What hibernation waits for: a one-shot command counts while it runs, a background
+    helper never does; and the sandbox answers a ping meanwhile."""
+    assert await any_sandbox.running_commands() == 0
+    for background, counted in ((False, 1), (True, 0)):
+        events = any_sandbox.exec(
+            ExecRequest(["sh", "-c", "echo up; sleep 30"], background=background)
+        )
+        async with closing_exec(events):
+            assert isinstance(await anext(events), ExecChunk)
+            assert await any_sandbox.running_commands() == counted
+            assert await any_sandbox.ping() < 5
+        for _ in range(100):  # a closed command is killed; its end is seen a moment later
+            if await any_sandbox.running_commands() == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert await any_sandbox.running_commands() == 0

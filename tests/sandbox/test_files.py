@@ -6,79 +6,79 @@ import asyncio
 
 import pytest
 
-from burrow.sandbox.backend import ErrorCode, SandboxError
-from burrow.sandbox.local import LocalSandbox
+from burrow.sandbox.backend import ErrorCode, Sandbox, SandboxError
 from tests.sandbox.harness import run
 
 
-async def test_write_creates_parents_and_read_returns_bytes(sandbox: LocalSandbox) -> None:
+async def test_write_creates_parents_and_read_returns_bytes(any_sandbox: Sandbox) -> None:
     data = bytes(range(256))
-    await sandbox.write_file("deep/er/file.bin", data)
-    assert await sandbox.read_file("deep/er/file.bin") == data
-    assert await sandbox.read_file("/workspace/deep/er/file.bin", offset=10, limit=5) == data[10:15]
-    assert (sandbox.workspace_dir / "deep/er/file.bin").read_bytes() == data
+    await any_sandbox.write_file("deep/er/file.bin", data)
+    assert await any_sandbox.read_file("deep/er/file.bin") == data
+    absolute = f"{any_sandbox.workspace}/deep/er/file.bin"
+    assert await any_sandbox.read_file(absolute, offset=10, limit=5) == data[10:15]
+    assert (await run(any_sandbox, "cat", "deep/er/file.bin")).stdout == data
 
 
-async def test_list_and_stat_return_entries(sandbox: LocalSandbox) -> None:
-    await sandbox.write_file("dir/a.txt", b"abc")
-    await run(sandbox, "ln", "-s", "a.txt", "dir/link")
-    entries = await sandbox.list_dir("dir")
+async def test_list_and_stat_return_entries(any_sandbox: Sandbox) -> None:
+    await any_sandbox.write_file("dir/a.txt", b"abc")
+    await run(any_sandbox, "ln", "-s", "a.txt", "dir/link")
+    entries = await any_sandbox.list_dir("dir")
     assert [(e.name, e.path, e.kind) for e in entries] == [
         ("a.txt", "dir/a.txt", "file"),
         ("link", "dir/link", "symlink"),
     ]
-    stat = await sandbox.stat("dir/a.txt")
+    stat = await any_sandbox.stat("dir/a.txt")
     assert (stat.kind, stat.size) == ("file", 3)
     assert stat.mtime > 0
-    root = await sandbox.stat(".")
+    root = await any_sandbox.stat(".")
     assert (root.path, root.kind) == (".", "dir")
 
 
 @pytest.mark.parametrize(
     "path", ["../../etc/passwd", "/etc/passwd", "sub/../../x", "escape/passwd"]
 )
-async def test_paths_leaving_the_workspace_are_refused(sandbox: LocalSandbox, path: str) -> None:
-    await run(sandbox, "ln", "-s", "/etc", "escape")
+async def test_paths_leaving_the_workspace_are_refused(any_sandbox: Sandbox, path: str) -> None:
+    await run(any_sandbox, "ln", "-s", "/etc", "escape")
     with pytest.raises(SandboxError) as caught:
-        await sandbox.read_file(path)
+        await any_sandbox.read_file(path)
     assert caught.value.code == ErrorCode.PATH_ESCAPE
     assert f"Path '{path}' is outside the workspace" in caught.value.message
     with pytest.raises(SandboxError) as caught:
-        await sandbox.write_file(path, b"x")
+        await any_sandbox.write_file(path, b"x")
     assert caught.value.code == ErrorCode.PATH_ESCAPE
 
 
 async def test_missing_files_directories_and_huge_reads_are_typed_errors(
-    sandbox: LocalSandbox,
+    any_sandbox: Sandbox,
 ) -> None:
     with pytest.raises(SandboxError) as caught:
-        await sandbox.read_file("nope.txt")
+        await any_sandbox.read_file("nope.txt")
     assert caught.value.code == ErrorCode.NOT_FOUND
-    await run(sandbox, "mkdir", "adir")
+    await run(any_sandbox, "mkdir", "adir")
     with pytest.raises(SandboxError) as caught:
-        await sandbox.read_file("adir")
+        await any_sandbox.read_file("adir")
     assert caught.value.code == ErrorCode.IS_A_DIRECTORY
     with pytest.raises(SandboxError) as caught:
-        await sandbox.list_dir("nope")
+        await any_sandbox.list_dir("nope")
     assert caught.value.code == ErrorCode.NOT_FOUND
-    await run(sandbox, "truncate", "-s", "100M", "big.bin")  # sparse: costs no disk
+    await run(any_sandbox, "truncate", "-s", "100M", "big.bin")  # sparse: costs no disk
     with pytest.raises(SandboxError) as caught:
-        await sandbox.read_file("big.bin")
+        await any_sandbox.read_file("big.bin")
     assert caught.value.code == ErrorCode.TOO_LARGE
-    assert await sandbox.read_file("big.bin", offset=50 << 20, limit=4) == b"\0" * 4
+    assert await any_sandbox.read_file("big.bin", offset=50 << 20, limit=4) == b"\0" * 4
 
 
 async def test_a_fifo_is_refused_at_once_and_the_agent_keeps_answering(
-    sandbox: LocalSandbox,
+    any_sandbox: Sandbox,
 ) -> None:
     """Sandboxed code plants a FIFO where a file is expected: reading or writing it through
     the agent is refused at once (a blocking open would hold the agent until the host's
-    deadline killed the sandbox), and the next request is answered as usual."""
-    await run(sandbox, "mkfifo", "pipe")
-    for attempt in (sandbox.read_file("pipe"), sandbox.write_file("pipe", b"x")):
+    deadline killed the any_sandbox), and the next request is answered as usual."""
+    await run(any_sandbox, "mkfifo", "pipe")
+    for attempt in (any_sandbox.read_file("pipe"), any_sandbox.write_file("pipe", b"x")):
         with pytest.raises(SandboxError) as caught:
             await asyncio.wait_for(attempt, 2)
         assert caught.value.code == ErrorCode.NOT_A_FILE
         assert "not a regular file" in caught.value.message
-    await sandbox.write_file("after.txt", b"still here")
-    assert await sandbox.read_file("after.txt") == b"still here"
+    await any_sandbox.write_file("after.txt", b"still here")
+    assert await any_sandbox.read_file("after.txt") == b"still here"

@@ -51,7 +51,7 @@ async def test_a_terminal_gets_the_env_and_masks_what_it_shows(sandbox: LocalSan
     secret = handle(sandbox, {"TOKEN": VALUE}, [VALUE])
     session = await secret.open_pty(80, 24)
     try:
-        session.write(f'{DRIP}; echo; echo "n=${{#TOKEN}}"; echo EN""D\n'.encode())
+        await session.write(f'{DRIP}; echo; echo "n=${{#TOKEN}}"; echo EN""D\n'.encode())
         shown = await read_pty_until(session, b"END\r\n")
     finally:
         session.close()

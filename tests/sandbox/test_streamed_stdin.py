@@ -7,12 +7,12 @@ import asyncio
 from collections.abc import AsyncIterator
 
 from burrow.sandbox.agent import protocol
-from burrow.sandbox.backend import ExecChunk, ExecExit, ExecRequest, closing_exec
+from burrow.sandbox.backend import ExecChunk, ExecExit, ExecRequest, Sandbox, closing_exec
 from burrow.sandbox.local import LocalSandbox
 
 
 async def test_stdin_is_streamed_line_by_line_and_answers_come_back_between(
-    sandbox: LocalSandbox,
+    any_sandbox: Sandbox,
 ) -> None:
     """Each line goes in only after the answer to the previous one came out: a request and
     response conversation, not a buffer written at the start."""
@@ -27,7 +27,7 @@ async def test_stdin_is_streamed_line_by_line_and_answers_come_back_between(
     request = ExecRequest(["sh", "-c", script], stdin=lines(), background=True)
     out = b""
     exit_event = None
-    async with closing_exec(sandbox.exec(request)) as events:
+    async with closing_exec(any_sandbox.exec(request)) as events:
         async for event in events:
             if isinstance(event, ExecChunk) and event.stream == "stdout":
                 out += event.data

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from burrow.sandbox.backend import Sandbox
 from burrow.sandbox.local import LocalSandbox
 from tests.sandbox.harness import (
     count_processes,
@@ -13,53 +14,53 @@ from tests.sandbox.harness import (
 )
 
 
-async def test_a_resize_shows_in_stty_size(sandbox: LocalSandbox) -> None:
-    session = await sandbox.open_pty(100, 30)
+async def test_a_resize_shows_in_stty_size(any_sandbox: Sandbox) -> None:
+    session = await any_sandbox.open_pty(100, 30)
     try:
-        session.write(b"stty size; echo SIZE-$((40+2))\n")
+        await session.write(b"stty size; echo SIZE-$((40+2))\n")
         assert b"30 100" in await read_pty_until(session, b"SIZE-42")
-        session.resize(120, 40)
-        session.write(b"stty size; echo RESIZED-$((40+3))\n")
+        await session.resize(120, 40)
+        await session.write(b"stty size; echo RESIZED-$((40+3))\n")
         assert b"40 120" in await read_pty_until(session, b"RESIZED-43")
     finally:
         session.close()
 
 
 async def test_ctrl_c_stops_the_foreground_job_and_the_shell_goes_on(
-    sandbox: LocalSandbox,
+    any_sandbox: Sandbox,
 ) -> None:
-    session = await sandbox.open_pty(80, 24)
+    session = await any_sandbox.open_pty(80, 24)
     try:
-        session.write(f"{sleeper('ctrl-c-marker')} && echo NOT-INTERRUPTED\n".encode())
+        await session.write(f"{sleeper('ctrl-c-marker')} && echo NOT-INTERRUPTED\n".encode())
         await asyncio.sleep(0.3)
-        assert await count_processes(sandbox, "ctrl-c-marker") == 1
-        session.write(b"\x03")
+        assert await count_processes(any_sandbox, "ctrl-c-marker") == 1
+        await session.write(b"\x03")
         await read_pty_until(session, b"^C")
-        assert await wait_for_no_processes(sandbox, "ctrl-c-marker") == 0
-        session.write(b"echo STILL-$((40+4))\n")
+        assert await wait_for_no_processes(any_sandbox, "ctrl-c-marker") == 0
+        await session.write(b"echo STILL-$((40+4))\n")
         output = await read_pty_until(session, b"STILL-44")
         assert b"NOT-INTERRUPTED" not in output
     finally:
         session.close()
 
 
-async def test_exit_ends_the_session_with_its_status(sandbox: LocalSandbox) -> None:
-    session = await sandbox.open_pty(80, 24)
-    session.write(b"cd /workspace && pwd && exit 3\n")
+async def test_exit_ends_the_session_with_its_status(any_sandbox: Sandbox) -> None:
+    session = await any_sandbox.open_pty(80, 24)
+    await session.write(f"cd {any_sandbox.workspace} && pwd && exit 3\n".encode())
     output = bytearray()
     async with asyncio.timeout(10):
         while data := await session.read():
             output += data
-    assert b"/workspace" in output
+    assert any_sandbox.workspace.encode() in output
     assert session.exit is not None and session.exit.exit_code == 3
 
 
-async def test_a_hangup_kills_the_shell_and_its_jobs(sandbox: LocalSandbox) -> None:
-    session = await sandbox.open_pty(80, 24)
-    session.write(f"{sleeper('hangup-marker')} & echo STARTED-$((40+5))\n".encode())
+async def test_a_hangup_kills_the_shell_and_its_jobs(any_sandbox: Sandbox) -> None:
+    session = await any_sandbox.open_pty(80, 24)
+    await session.write(f"{sleeper('hangup-marker')} & echo STARTED-$((40+5))\n".encode())
     await read_pty_until(session, b"STARTED-45")
     session.close()
-    assert await wait_for_no_processes(sandbox, "hangup-marker") == 0
+    assert await wait_for_no_processes(any_sandbox, "hangup-marker") == 0
 
 
 async def test_tiocsti_cannot_inject_input_into_a_terminal(sandbox: LocalSandbox) -> None:
@@ -75,7 +76,7 @@ async def test_tiocsti_cannot_inject_input_into_a_terminal(sandbox: LocalSandbox
     )
     session = await sandbox.open_pty(80, 24)
     try:
-        session.write(b"python3 inject.py\n")
+        await session.write(b"python3 inject.py\n")
         output = await read_pty_until(session, b"END-OF-TEST")
         assert b"RESULT-refused 1" in output  # EPERM from the seccomp filter
     finally:

@@ -76,14 +76,14 @@ async def test_input_limits_and_wrong_kinds(sandbox: Sandbox) -> None:
     table = ProcessTable()
     silent = await table.start(sandbox, spec("sleep 30"), {}, stdin=False, pty_size=None)
     with pytest.raises(ProcessError, match="without stdin"):
-        silent.send_input(b"x", pty=False)
+        await silent.send_input(b"x", pty=False)
     with pytest.raises(ProcessError, match="no PTY"):
-        silent.resize(80, 24)
+        await silent.resize(80, 24)
     reading = await table.start(sandbox, spec("sleep 30"), {}, stdin=True, pty_size=None)
-    reading.send_input(b"x" * (4 << 20), pty=False)
-    reading.send_input(b"x" * (4 << 20), pty=False)
+    await reading.send_input(b"x" * (4 << 20), pty=False)
+    await reading.send_input(b"x" * (4 << 20), pty=False)
     with pytest.raises(ProcessError) as flooded:
-        reading.send_input(b"x", pty=False)
+        await reading.send_input(b"x", pty=False)
     assert flooded.value.kind == "exhausted"
     await table.kill_all()
     assert table.running() == []

@@ -37,7 +37,7 @@ class TokenOut(BaseModel):
     created_at: datetime
 
 
-def password_attempt(request: Request, username: str) -> LoginAttempt:
+async def password_attempt(request: Request, username: str) -> LoginAttempt:
     """Reserve one password check with the login throttle, or answer 429: every route that
     checks a password goes through here, so none is a way around the login limits."""
     throttle: LoginThrottle = request.app.state.login_throttle
@@ -45,7 +45,7 @@ def password_attempt(request: Request, username: str) -> LoginAttempt:
     # the client chose.
     client = request.client.host if request.client else "?"
     try:
-        return throttle.attempt(client, username)
+        return await throttle.admit(client, username)
     except TooManyAttempts as exc:
         raise ApiError(
             429, "too_many_attempts", str(exc), {"Retry-After": str(exc.retry_after)}
@@ -54,7 +54,7 @@ def password_attempt(request: Request, username: str) -> LoginAttempt:
 
 @router.post("/login")
 async def login(body: Login, request: Request, response: Response, svc: ServicesDep) -> Me:
-    with password_attempt(request, body.username) as attempt:
+    async with await password_attempt(request, body.username) as attempt:
         # Too many checks queued: PasswordsBusy, a 503 (api/errors.py), and not a failure.
         user = await svc.accounts.authenticate(body.username, body.password)
         if user is None:

@@ -73,8 +73,8 @@ def _missing(exc: CheckpointNotFound) -> ApiError:
     return ApiError(404, "checkpoint_not_found", str(exc))
 
 
-def _idle(svc: ServicesDep, cid: str, what: str) -> None:
-    if svc.runtime.active_run(cid) is not None:
+async def _idle(svc: ServicesDep, cid: str, what: str) -> None:
+    if await svc.runtime.busy(cid):
         raise ApiError(
             409,
             "run_active",
@@ -135,7 +135,7 @@ async def restore(
     conversation: ConversationDep, svc: ServicesDep, checkpoint_id: str
 ) -> RestoredOut:
     """The workspace as it was at the checkpoint; the state before is checkpointed first."""
-    _idle(svc, conversation.id, "restore")
+    await _idle(svc, conversation.id, "restore")
     try:
         undo = await svc.runtime.checkpoints.restore(conversation.id, checkpoint_id)
     except CheckpointNotFound as exc:
@@ -160,7 +160,7 @@ async def revert(conversation: ConversationDep, svc: ServicesDep, body: RevertBo
         raise ApiError(
             400, "invalid_path", f"{path} is not checkpointed (Burrow's own or a .git folder)."
         )
-    _idle(svc, conversation.id, "revert")
+    await _idle(svc, conversation.id, "revert")
     try:
         status, undo = await svc.runtime.checkpoints.revert(
             conversation.id, path, body.checkpoint_id

@@ -162,6 +162,7 @@ async def update_conversation(
 @router.delete("/{cid}", status_code=204)
 async def delete_conversation(conversation: ConversationDep, svc: ServicesDep) -> Response:
     await svc.imports.forget(conversation.id)
+    await svc.commands.interrupt(conversation.id)  # a run on another replica stops first
     await svc.runtime.delete(conversation.id)
     svc.secrets.forget(conversation.id)
     return Response(status_code=204)
@@ -173,7 +174,7 @@ async def send_message(
 ) -> MessageAccepted:
     try:
         paths = attachment_paths(body.attachments)
-        run_id, seq = await svc.runtime.send(conversation.id, body.content, paths)
+        run_id, seq = await svc.commands.send(conversation.id, body.content, paths)
     except ConversationGone as exc:
         raise not_found(f"Conversation {conversation.id}") from exc
     return MessageAccepted(run_id=run_id, seq=seq)
@@ -184,7 +185,7 @@ async def answer_approval(
     request_id: str, body: ApprovalAnswer, conversation: ConversationDep, svc: ServicesDep
 ) -> ApprovalAnswered:
     """The owner's answer to an `approval.requested` event of this conversation."""
-    if not await svc.runtime.approvals.answer(conversation.id, request_id, body.decision):
+    if not await svc.commands.answer(conversation.id, request_id, body.decision):
         raise ApiError(
             409,
             "not_waiting",
@@ -196,8 +197,7 @@ async def answer_approval(
 
 @router.post("/{cid}/interrupt", status_code=202)
 async def interrupt(conversation: ConversationDep, svc: ServicesDep) -> Accepted:
-    run_id = svc.runtime.active_run(conversation.id)
-    await svc.runtime.interrupt(conversation.id)
+    run_id = await svc.commands.interrupt(conversation.id)
     return Accepted(run_id=run_id)
 
 

@@ -75,8 +75,8 @@ async def checked_repo(svc: Services, owner_id: str, body: object, repo: RepoIn)
     return RepoSource(remote, ref, await secret_value(svc, owner_id, repo.secret))
 
 
-def require_idle(svc: Services, cid: str) -> None:
-    if svc.runtime.active_run(cid) is not None:
+async def require_idle(svc: Services, cid: str) -> None:
+    if await svc.runtime.busy(cid):
         raise ApiError(
             409,
             "run_active",
@@ -97,7 +97,7 @@ async def push(body: GitPush, conversation: ConversationDep, svc: ServicesDep) -
         check_remote_name(body.remote)
     except GitRefused as exc:
         raise refused(exc) from exc
-    require_idle(svc, conversation.id)
+    await require_idle(svc, conversation.id)
     require_egress(svc, conversation, "Pushing")
     credential = await secret_value(svc, conversation.owner_id, body.secret)
     sandbox = await svc.runtime.sandboxes.get(conversation.id)

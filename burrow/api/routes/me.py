@@ -31,7 +31,7 @@ async def change_password(
             "password_too_short",
             f"The new password has {len(body.new)} characters: use at least {MIN_PASSWORD}.",
         )
-    with password_attempt(request, user.username) as attempt:
+    async with await password_attempt(request, user.username) as attempt:
         if not await svc.accounts.check_password(user.id, body.current):
             attempt.failed()
             raise ApiError(

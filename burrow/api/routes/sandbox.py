@@ -2,18 +2,35 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+from typing import Literal
+
 from fastapi import APIRouter
+from pydantic import BaseModel
 
 from burrow.api.deps import ConversationDep, ServicesDep
-from burrow.api.schemas import SandboxOut
+from burrow.api.schemas import Network, SandboxOut
 from burrow.services import Services
 
 router = APIRouter(prefix="/api/conversations", tags=["sandbox"])
 
 
+class CapabilitiesOut(BaseModel):
+    """What the sandbox backend can do (see `burrow.sandbox.backend.Capabilities`)."""
+
+    pty: bool
+    preview: Literal["tunnel", "http"]
+    hibernation: Literal["files", "memory"]
+    """`files`: hibernation stops every process; `memory`: processes resume on wake."""
+    network_policies: list[Network]
+    egress_allowlist: bool
+    running_commands: bool
+
+
 class SandboxStatusOut(SandboxOut):
     detail: str = ""
     """Why it is in that status: a boot failure's reason, what hibernation kept, ..."""
+    capabilities: CapabilitiesOut | None = None
 
 
 @router.get("/{cid}/sandbox")
@@ -48,4 +65,5 @@ async def sandbox_out(svc: Services, cid: str, status: str, detail: str) -> Sand
         network=policy,
         allow_domains=list(plan.allow_domains),
         network_detail=plan.detail,
+        capabilities=CapabilitiesOut(**asdict(pool.backend.capabilities)),
     )

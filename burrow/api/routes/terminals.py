@@ -139,12 +139,12 @@ async def _receive_input(websocket: WebSocket, terminal: Terminal) -> None:
             if message["type"] == "websocket.disconnect":
                 return
             if message.get("bytes"):
-                terminal.write(message["bytes"])
+                await terminal.write(message["bytes"])
             elif message.get("text"):
-                _control(terminal, message["text"])
+                await _control(terminal, message["text"])
 
 
-def _control(terminal: Terminal, text: str) -> None:
+async def _control(terminal: Terminal, text: str) -> None:
     try:
         command = json.loads(text)
     except ValueError:
@@ -153,7 +153,7 @@ def _control(terminal: Terminal, text: str) -> None:
         return
     cols, rows = command.get("cols"), command.get("rows")
     if _dimension(cols) and _dimension(rows):
-        terminal.resize(cols, rows)
+        await terminal.resize(cols, rows)
 
 
 def _dimension(value: object) -> TypeGuard[int]:

@@ -63,11 +63,13 @@ class Terminal(Request):
             ) from None
         if pid == 0:  # the child: only system calls until exec
             try:
-                fcntl.ioctl(0, termios.TIOCSWINSZ, winsize)
                 os.chdir(cwd)
                 os.execve(argv[0], argv, env)
             finally:
                 os._exit(127)
+        # The first size is set here, before any frame is read: set in the child, it could
+        # land after a resize the host sent at once (the e2b SDK does) and undo it.
+        fcntl.ioctl(master, termios.TIOCSWINSZ, winsize)
         try:
             self._serve(pid, master)
         finally:

@@ -1,0 +1,179 @@
+"""Sandboxes on an E2B endpoint (E2B cloud, a self-hosted one, or `burrow sandbox-host`).
+
+The SDK reads its own variables (`E2B_API_KEY`, `E2B_DOMAIN`, `E2B_API_URL`,
+`E2B_SANDBOX_URL`, ...). Which remote sandbox belongs to which conversation is kept where
+every replica can see it: in the remote sandbox's metadata (`burrow_sandbox=<id>`), so a
+restarted server or another replica finds it by listing, with no table of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Literal
+
+from e2b import AsyncSandbox, SandboxQuery, SandboxState
+
+from burrow.sandbox.backend import (
+    Capabilities,
+    ErrorCode,
+    ExecChunk,
+    ExecRequest,
+    Hibernation,
+    NetworkPlan,
+    NetworkPolicy,
+    Sandbox,
+    SandboxError,
+    closing_exec,
+)
+from burrow.sandbox.e2b.errors import mapped
+from burrow.sandbox.e2b.process import RemoteProcesses
+from burrow.sandbox.e2b.sandbox import E2BSandbox
+
+log = logging.getLogger(__name__)
+
+METADATA_KEY = "burrow_sandbox"
+PauseMode = Literal["full", "filesystem"]
+
+
+class E2BBackend:
+    """Creates, finds, pauses and kills remote sandboxes, one per conversation."""
+
+    name = "e2b"
+
+    def __init__(
+        self,
+        *,
+        template: str | None = None,
+        timeout: int = 3600,
+        network: NetworkPolicy = "egress",
+        hibernation: Hibernation = "memory",
+        workspace: str | None = None,
+        api: dict[str, Any] | None = None,
+    ) -> None:
+        self.template = template or None  # None: the SDK's default template
+        self.timeout = timeout  # seconds the remote side keeps a sandbox without a renewal
+        self.network: NetworkPolicy = network
+        self.workspace = workspace  # None: the remote user's home (where commands start)
+        self._api = api or {}  # ApiParams for the SDK (tests); empty: its own variables
+        self.capabilities = Capabilities(
+            pty=True,
+            preview="http",
+            hibernation=hibernation,
+            network_policies=("none", "egress"),
+            egress_allowlist=False,
+            running_commands=True,
+        )
+        self._sandboxes: dict[str, E2BSandbox] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def network_plan(self, network: NetworkPolicy | None) -> NetworkPlan:
+        if (network or self.network) == "none":
+            return NetworkPlan("none", "no internet access (E2B allow_internet_access=false)")
+        return NetworkPlan("egress", "internet access as the E2B endpoint allows it")
+
+    def get(self, sandbox_id: str) -> E2BSandbox | None:
+        return self._sandboxes.get(sandbox_id)
+
+    async def create(self, sandbox_id: str, *, network: NetworkPolicy | None = None) -> E2BSandbox:
+        async with self._locks.setdefault(sandbox_id, asyncio.Lock()):
+            known = self._sandboxes.get(sandbox_id)
+            if known is not None and known.status == "ready":
+                return known
+            try:
+                remote = await self._connect_or_create(sandbox_id, network)
+                workspace = (
+                    self.workspace or (known.workspace if known else "") or await _home(remote)
+                )
+            except SandboxError as exc:
+                raise SandboxError(
+                    ErrorCode.BOOT_FAILED, f"Sandbox {sandbox_id}: {exc.message}"
+                ) from None
+            sandbox = E2BSandbox(sandbox_id, remote, workspace, self.timeout)
+            self._sandboxes[sandbox_id] = sandbox
+            return sandbox
+
+    async def _connect_or_create(
+        self, sandbox_id: str, network: NetworkPolicy | None
+    ) -> AsyncSandbox:
+        found = await self._find(sandbox_id)
+        if found is not None:
+            with mapped("resume the sandbox"):  # connect resumes a paused one
+                return await AsyncSandbox.connect(found, timeout=self.timeout, **self._api)
+        with mapped("create a sandbox"):
+            return await AsyncSandbox.create(
+                self.template,
+                timeout=self.timeout,
+                metadata={METADATA_KEY: sandbox_id},
+                allow_internet_access=self.network_plan(network).policy == "egress",
+                # Past its timeout (a server gone, say) it pauses, files kept, not killed.
+                lifecycle={"on_timeout": "pause"},
+                **self._api,
+            )
+
+    async def _find(self, sandbox_id: str) -> str | None:
+        """The remote id of this conversation's sandbox, running or paused, if any."""
+        known = self._sandboxes.get(sandbox_id)
+        if known is not None:
+            return known.remote_id
+        query = SandboxQuery(
+            metadata={METADATA_KEY: sandbox_id}, state=[SandboxState.RUNNING, SandboxState.PAUSED]
+        )
+        with mapped("list sandboxes"):
+            pages = AsyncSandbox.list(query=query, **self._api)
+            while pages.has_next:
+                for info in await pages.next_items():
+                    # Filtered here too: an endpoint may ignore the metadata query.
+                    if info.metadata.get(METADATA_KEY) == sandbox_id:
+                        return info.sandbox_id
+        return None
+
+    async def hibernate(self, sandbox: Sandbox) -> None:
+        """Pause it: with its memory (processes resume where they were) or files only."""
+        own = self._sandboxes.get(sandbox.id)
+        if own is None or own.status != "ready":
+            return
+        mode: PauseMode = "full" if self.capabilities.hibernation == "memory" else "filesystem"
+        own.mark("hibernated", "paused")
+        with mapped("pause the sandbox"):
+            await own.remote.pause(mode=mode)
+
+    async def destroy(self, sandbox_id: str) -> None:
+        async with self._locks.setdefault(sandbox_id, asyncio.Lock()):
+            remote_id = await self._find(sandbox_id)
+            sandbox = self._sandboxes.pop(sandbox_id, None)
+            if sandbox is not None:
+                sandbox.mark("stopped", "destroyed")
+            if remote_id is not None:
+                with mapped("kill the sandbox"):
+                    await AsyncSandbox.kill(remote_id, **self._api)
+        self._locks.pop(sandbox_id, None)
+
+    async def recover(self) -> None:
+        """Nothing to reap here: a sandbox a dead server left is found by its metadata and
+        resumed on the next `create`, or paused by the endpoint when its timeout passes."""
+
+    async def close(self) -> None:
+        """Pause what this server started (its hibernation mode), so nothing runs unwatched."""
+        sandboxes = list(self._sandboxes.values())
+        results = await asyncio.gather(
+            *(self.hibernate(sandbox) for sandbox in sandboxes), return_exceptions=True
+        )
+        for sandbox, result in zip(sandboxes, results, strict=True):
+            if isinstance(result, BaseException):
+                log.warning("could not pause sandbox %s: %s", sandbox.id, result)
+        self._sandboxes.clear()
+
+
+async def _home(remote: AsyncSandbox) -> str:
+    """Where a command starts by default: the workspace, on a template that sets none."""
+    out = b""
+    events = RemoteProcesses(remote).run(ExecRequest(argv=["pwd"]), workspace="")
+    async with closing_exec(events) as stream:
+        async for event in stream:
+            if isinstance(event, ExecChunk):
+                out += event.data
+    home = out.decode(errors="replace").strip()
+    if not home.startswith("/"):
+        raise SandboxError(ErrorCode.BOOT_FAILED, f"no working directory ({home[:80]!r})")
+    return home
