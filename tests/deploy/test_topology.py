@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
 from tests.api.harness import ADMIN_PASSWORD, log_in
@@ -20,12 +19,6 @@ from tests.deploy.proxy import UPSTREAM_HEADER
 from tests.deploy.topology import Topology, topology
 
 NOTE = "hello-from-the-sandbox-host"
-BLOCKED = (
-    "blocked on the e2b backend against burrow sandbox-host (issue 16 parts 3+4): bash's "
-    "cwd result file in /tmp is refused by the host's /files (path_escape), and terminal "
-    "input reaches the host (SendInput 200) but no output comes back (the e2b conformance "
-    "suite's terminal tests fail the same way without the proxy)"
-)
 
 
 def tool_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -159,7 +152,6 @@ async def test_a_run_its_stream_and_its_files_through_the_proxy_on_both_replicas
         await through_the_proxy(top, check)
 
 
-@pytest.mark.xfail(strict=True, reason=BLOCKED)
 async def test_bash_and_a_terminal_in_the_sandbox_through_the_proxy(
     tmp_path: Path, pg_url: str
 ) -> None:
