@@ -240,3 +240,20 @@ async def test_the_sandbox_gateway_sends_each_sandbox_to_the_host_that_named_it(
                 # A create body past what a create needs is refused at the gateway.
                 huge = await gateway.post("/sandboxes", content=b"x" * 200_000)
                 assert huge.status_code == 413
+
+
+async def test_preview_hosts_reach_the_preview_listener_and_admit_no_stranger(
+    tmp_path: Path, srv: RunningServer
+) -> None:
+    with proxy_for(tmp_path, srv) as proxy:
+        async with proxied_client(proxy) as http:
+            cid = (await http.post("/api/conversations", json={})).json()["id"]
+            host = f"5173-{cid}.preview.localhost:{proxy.port}"
+            # The owner's session cookie is the app's, not this preview host's: without a
+            # signed link the preview listener refuses, and it is the one that answered.
+            response = await http.get("/", headers={"Host": host})
+            assert response.headers[UPSTREAM_HEADER] == f"127.0.0.1:{srv.preview_port}"
+            assert response.status_code in (401, 403), response.text
+            # A Host that is not a preview's goes to the app.
+            app = await http.get("/api/health", headers={"Host": f"localhost:{proxy.port}"})
+            assert app.headers[UPSTREAM_HEADER] == srv.base_url.removeprefix("http://")
