@@ -6,7 +6,7 @@ VENV := .venv
 UV := .uv/bin/uv
 BURROW := $(VENV)/bin/burrow
 
-.PHONY: run test setup lint typecheck pytest proof bench bench-check bench-baseline clean web webtest chromium sandbox-tools
+.PHONY: run test setup lint typecheck pytest proof bench bench-check bench-baseline clean web webtest chromium nginx sandbox-tools
 
 # A project-local uv (pinned) installs the locked dependencies into .venv.
 $(UV):
@@ -54,6 +54,11 @@ sandbox-tools:
 chromium:
 	@[ -x /usr/bin/chromium ] || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
+# The deploy topology test (tests/deploy) runs Debian's nginx as the proxy, in the foreground
+# with its own config; RUNLEVEL=1 keeps the package from starting the system's nginx on :80.
+nginx:
+	@[ -x /usr/sbin/nginx ] || (apt-get update -qq && RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null)
+
 # Embedded defaults: SQLite and workspaces in ~/.local/share/burrow, the local sandbox,
 # and the offline demo model unless a model is configured.
 run: setup
@@ -78,7 +83,7 @@ pytest: setup
 	@tmp=$$(mktemp -d /tmp/burrow-pytest.XXXXXX); $(VENV)/bin/pytest -q --durations=25 --basetemp=$$tmp; rc=$$?; \
 		rm -rf $$tmp 2>/dev/null; exit $$rc
 
-test: lint typecheck webtest chromium pytest
+test: lint typecheck webtest chromium nginx pytest
 
 # Crash chaos at full length: 50 kill -9s of a real server at random moments, with the
 # per-kill table (CI runs the same test with 8; BURROW_CHAOS_SEED replays a run); and
@@ -88,7 +93,7 @@ proof: setup
 		$(VENV)/bin/pytest -q -s tests/proof
 
 # Every bench, and its figures (value, baseline, ratio) in bench/results.json.
-bench: setup
+bench: setup nginx
 	@lines=$$(mktemp); trap 'rm -f $$lines' EXIT; failed=; \
 	for b in bench/*.py; do case $$b in *common.py|*figures.py) continue;; esac; \
 		echo "== $$b"; BURROW_BENCH_OUT=$$lines $(VENV)/bin/python $$b || failed="$$failed $$b"; done; \

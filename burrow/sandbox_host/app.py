@@ -37,7 +37,7 @@ from burrow.sandbox_host.registry import HostedSandbox, HostLimits, Registry, cu
 
 ENVD_PORT = 49983
 MAX_RPC_MESSAGE_BYTES = 4 * 1024 * 1024  # one Connect message (a frame of stdin, a request)
-HOST_PATTERN = re.compile(r"^(\d{1,5})-([A-Za-z0-9]{1,64})\.")
+HOST_PATTERN = re.compile(r"^(\d{1,5})-([A-Za-z0-9-]{1,64})\.")
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,7 @@ class HostConfig:
     domain: str | None = None  # for `{port}-{id}.{domain}` routing and the SDK's URLs
     max_upload_bytes: int = 64 * 1024 * 1024
     ledger_path: Path | None = None  # where the sandboxes are recorded across restarts
+    name: str | None = None  # starts this host's sandbox ids (`<name>-i…`), for a fleet
 
 
 class _RefusingCodec:
@@ -81,7 +82,7 @@ class SandboxHostApp:
     def __init__(self, backend: Backend, keys: ApiKeys, config: HostConfig) -> None:
         self.backend = backend
         self.config = config
-        self.registry = Registry(backend, config.limits, config.ledger_path)
+        self.registry = Registry(backend, config.limits, config.ledger_path, config.name)
         self.control = Starlette(routes=ControlApi(self.registry, keys, config.domain).routes())
         self.envd = Starlette(routes=EnvdHttp(config.max_upload_bytes).routes())
         self.process_rpc = ProcessASGIApplication(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from burrow.telemetry import logs
 DEFAULT_PORT = 8430
 SHUTDOWN_GRACE_SECONDS = 2
 LEDGER_NAME = "sandbox-host.json"  # in the data directory: the sandboxes, across restarts
+NAME_VARIABLE = "BURROW_SANDBOX_HOST_NAME"
+HOST_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?")
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,6 +34,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
     p.add_argument("--data-dir", type=Path, help="workspaces live here (BURROW_DATA_DIR)")
+    p.add_argument(
+        "--name",
+        default=os.environ.get(NAME_VARIABLE) or None,
+        help=f"this host's name in a fleet ({NAME_VARIABLE}): it starts every sandbox id "
+        "(`<name>-i…`), which is how a gateway finds a sandbox's host (docs/scale-out.md)",
+    )
     p.add_argument(
         "--domain",
         help="route Host `{port}-{sandbox_id}.{domain}` to sandboxes, and tell the SDK this "
@@ -54,6 +63,13 @@ def run(args: argparse.Namespace) -> int:
     from burrow.sandbox_host.keys import KEYS_VARIABLE, ApiKeys
     from burrow.sandbox_host.registry import HostLimits
 
+    if args.name is not None and not HOST_NAME.fullmatch(args.name):
+        print(
+            f"burrow: --name / {NAME_VARIABLE} {args.name!r}: lowercase letters, digits and "
+            "inner '-', at most 40 (it starts sandbox ids, which are host names)",
+            file=sys.stderr,
+        )
+        return 2
     settings = Settings(**({"data_dir": args.data_dir} if args.data_dir else {}))
     logs.configure(settings.log_format, settings.log_level)
     ensure_private_dir(settings.data_dir)
@@ -70,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
         domain=args.domain,
         max_upload_bytes=_int_env("BURROW_SANDBOX_HOST_MAX_UPLOAD_MB", 64) * 1024 * 1024,
         ledger_path=settings.data_dir / LEDGER_NAME,
+        name=args.name,
     )
     app = SandboxHostApp(local_backend(settings), keys, config)
     url = f"http://{args.host}:{args.port}"

@@ -116,10 +116,18 @@ class HostedSandbox:
 
 
 class Registry:
-    def __init__(self, backend: Backend, limits: HostLimits, ledger_path: Path | None) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        limits: HostLimits,
+        ledger_path: Path | None,
+        name: str | None = None,
+    ) -> None:
         self.backend = backend
         self.limits = limits
         self.ledger_path = ledger_path
+        # A fleet's gateway finds a sandbox's host by the name its id starts with.
+        self._id_prefix = f"{name}-" if name else ""
         self._sandboxes: dict[str, HostedSandbox] = {}
         self._creating: dict[str, int] = {}  # per owner, creates in flight count to the cap
         self._reaper: asyncio.Task[None] | None = None
@@ -179,7 +187,7 @@ class Registry:
                 f"This API key has {self.limits.max_sandboxes_per_key} running sandboxes, the "
                 "host's cap (BURROW_SANDBOX_HOST_MAX_SANDBOXES): kill or pause one first."
             )
-        sandbox_id = "i" + secrets.token_hex(10)
+        sandbox_id = f"{self._id_prefix}i{secrets.token_hex(10)}"
         self._creating[owner] = self._creating.get(owner, 0) + 1
         try:
             sandbox = await self.backend.create(sandbox_id, network=network)
