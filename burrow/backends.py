@@ -7,18 +7,19 @@ chosen, as it is an optional extra.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Protocol
 
 from burrow.config import Settings
 from burrow.sandbox.allowlist import DomainAllowlist
-from burrow.sandbox.backend import Backend
+from burrow.sandbox.backend import Backend, RemoteIds
 from burrow.sandbox.cgroups import Limits
 from burrow.sandbox.local import LocalBackend
 
 
-def local_backend(settings: Settings) -> LocalBackend:
+def local_backend(settings: Settings, *, remote_ids: RemoteIds | None = None) -> LocalBackend:
     """Bubblewrap sandboxes on this machine, as `burrow serve` and `burrow sandbox-host`
-    configure them (the BURROW_SANDBOX_* settings)."""
+    configure them (the BURROW_SANDBOX_* settings). A local sandbox's id is its own name:
+    it needs no `remote_ids`."""
     limits = None
     if settings.sandbox_limits:
         limits = Limits(
@@ -38,7 +39,7 @@ def local_backend(settings: Settings) -> LocalBackend:
     )
 
 
-def e2b_backend(settings: Settings) -> Backend:
+def e2b_backend(settings: Settings, *, remote_ids: RemoteIds | None = None) -> Backend:
     try:
         from burrow.sandbox.e2b import E2BBackend
     except ImportError as exc:
@@ -57,19 +58,25 @@ def e2b_backend(settings: Settings) -> Backend:
         network=settings.sandbox_network,
         hibernation=settings.e2b_hibernation,
         workspace=settings.e2b_workspace or None,
+        remote_ids=remote_ids,
     )
 
 
-BACKENDS: dict[str, Callable[[Settings], Backend]] = {
+class BuildBackend(Protocol):
+    def __call__(self, settings: Settings, *, remote_ids: RemoteIds | None = None) -> Backend: ...
+
+
+BACKENDS: dict[str, BuildBackend] = {
     "local": local_backend,
     "e2b": e2b_backend,
 }
 
 
-def make_backend(settings: Settings) -> Backend:
-    """The backend `BURROW_SANDBOX` names; a name not in `BACKENDS` is refused."""
+def make_backend(settings: Settings, *, remote_ids: RemoteIds | None = None) -> Backend:
+    """The backend `BURROW_SANDBOX` names; a name not in `BACKENDS` is refused. A remote
+    backend keeps which remote sandbox serves each sandbox in `remote_ids` (the database)."""
     build = BACKENDS.get(settings.sandbox)
     if build is None:
         names = "|".join(BACKENDS)
         raise ValueError(f"Unknown sandbox backend {settings.sandbox!r}: BURROW_SANDBOX={names}")
-    return build(settings)
+    return build(settings, remote_ids=remote_ids)

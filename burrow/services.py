@@ -42,6 +42,7 @@ from burrow.store.login_failures import LoginFailureStore
 from burrow.store.notify import asyncpg_dsn
 from burrow.store.profiles import ProfileStore
 from burrow.store.records import User
+from burrow.store.remote_sandboxes import RemoteSandboxStore
 from burrow.store.secrets import Redactor, SecretBox, install_redaction
 from burrow.store.settings import SettingsStore
 from burrow.store.user_secrets import UserSecretStore
@@ -136,7 +137,7 @@ async def open_services(
     models = ModelSettings(model_config(settings), SettingsStore(db), box, redactor)
     await models.load()
     sandboxes = SandboxPool(
-        backend or make_backend(settings),
+        backend or make_backend(settings, remote_ids=RemoteSandboxStore(db)),
         journal,
         idle_seconds=settings.sandbox_idle_hibernate_seconds,
         owner_of=conversations.owner_of,

@@ -263,6 +263,18 @@ class Sandbox(Protocol):
         ...
 
 
+class RemoteIds(Protocol):
+    """Where a remote backend keeps which remote sandbox serves each of Burrow's sandbox ids:
+    the database, so every replica and a restarted server find it by one lookup — whatever
+    host of the fleet it is on, and however many hosts were added since."""
+
+    async def get(self, sandbox_id: str) -> str | None: ...
+
+    async def put(self, sandbox_id: str, remote_id: str) -> None: ...
+
+    async def forget(self, sandbox_id: str) -> None: ...
+
+
 class Backend(Protocol):
     """Creates and finds sandboxes. One sandbox per conversation."""
 

@@ -168,6 +168,17 @@ profiles = sa.Table(
 # Who runs a conversation's active run, with several replicas on one PostgreSQL
 # (docs/scale-out.md): the replica renews `expires_at` while it lives; a lapsed lease is
 # taken over by another replica, which repairs the run as crash recovery does.
+# Which remote sandbox (an E2B endpoint's id) serves a conversation's sandbox. No foreign
+# key: the backend forgets the row when it destroys the sandbox, and a sandbox id is not
+# always a conversation's (backend tests).
+remote_sandboxes = sa.Table(
+    "remote_sandboxes",
+    metadata,
+    sa.Column("sandbox_id", sa.String(200), primary_key=True),
+    sa.Column("remote_id", sa.String(200), nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+)
+
 run_leases = sa.Table(
     "run_leases",
     metadata,

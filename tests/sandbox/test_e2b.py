@@ -1,6 +1,6 @@
 """What the e2b backend adds to the conformance suite, against a real `burrow sandbox-host`:
-finding a conversation's remote sandbox again by its metadata (a restarted server, another
-replica), pause and resume, and previews through Burrow's own proxy over HTTP."""
+finding a conversation's remote sandbox again by its stored id or its metadata (a restarted
+server, another replica), pause and resume, and previews through Burrow's own proxy over HTTP."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from e2b import AsyncSandbox
 
 from burrow.runs.journal import Journal
 from burrow.runs.sandboxes import SandboxPool
@@ -20,6 +21,7 @@ from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
 from burrow.store.database import open_database
 from burrow.store.events import EventStore
+from burrow.store.remote_sandboxes import RemoteSandboxStore
 from tests.api.harness import running_server
 from tests.preview.harness import Preview
 from tests.runs.test_sandbox_capabilities import WAIT_FOR_PORT
@@ -61,6 +63,38 @@ async def test_a_restarted_server_finds_the_sandbox_by_its_metadata(
     with pytest.raises(SandboxError):
         await fresh.read_file("note.txt")
     await first.destroy(sandbox_id)
+
+
+async def test_the_remote_id_is_kept_in_the_database_and_found_on_any_host(
+    sandbox_host: SandboxHost, tmp_path: Path
+) -> None:
+    """The fleet case: the row finds a sandbox no metadata listing would (its host is not
+    the one asked, or the sandbox predates the metadata); a remote sandbox killed behind
+    Burrow's back is replaced by a fresh one and the row follows; destroy forgets it."""
+    db = await open_database(f"sqlite+aiosqlite:///{tmp_path / 'ids.db'}")
+    ids = RemoteSandboxStore(db)
+    sandbox_id = new_id()
+    # Made by hand, without Burrow's metadata: only the database row leads to it.
+    unlabelled = await AsyncSandbox.create(timeout=300, **sandbox_host.api)
+    try:
+        await unlabelled.files.write("note.txt", "made by hand")
+        await ids.put(sandbox_id, unlabelled.sandbox_id)
+        backend = E2BBackend(api=sandbox_host.api, hibernation="files", remote_ids=ids)
+        sandbox = await backend.create(sandbox_id)
+        assert sandbox.remote_id == unlabelled.sandbox_id
+        assert await sandbox.read_file("note.txt") == b"made by hand"
+        # Killed behind Burrow's back; a restarted server (no memory) gets a fresh one.
+        await AsyncSandbox.kill(unlabelled.sandbox_id, **sandbox_host.api)
+        after = E2BBackend(api=sandbox_host.api, hibernation="files", remote_ids=ids)
+        fresh = await after.create(sandbox_id)
+        assert fresh.remote_id != unlabelled.sandbox_id
+        assert await ids.get(sandbox_id) == fresh.remote_id
+        await after.destroy(sandbox_id)
+        assert await ids.get(sandbox_id) is None
+        assert await AsyncSandbox.kill(fresh.remote_id, **sandbox_host.api) is False  # gone
+    finally:
+        await AsyncSandbox.kill(unlabelled.sandbox_id, **sandbox_host.api)
+        await db.close()
 
 
 async def test_hibernation_pauses_and_the_next_create_resumes_it(

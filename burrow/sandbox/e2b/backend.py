@@ -2,8 +2,10 @@
 
 The SDK reads its own variables (`E2B_API_KEY`, `E2B_DOMAIN`, `E2B_API_URL`,
 `E2B_SANDBOX_URL`, ...). Which remote sandbox belongs to which conversation is kept where
-every replica can see it: in the remote sandbox's metadata (`burrow_sandbox=<id>`), so a
-restarted server or another replica finds it by listing, with no table of its own.
+every replica can see it: in the database (`RemoteIds`, one row per sandbox), so a restarted
+server or another replica finds it by one lookup on whichever host of a fleet it lives. The
+remote sandbox's metadata (`burrow_sandbox=<id>`) says the same for sandboxes made before
+that row existed, or without a database (tests): then the endpoint is asked to list them.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import asyncio
 import logging
 from typing import Any, Literal
 
+import e2b
 from e2b import AsyncSandbox, SandboxQuery, SandboxState
 
 from burrow.sandbox.backend import (
@@ -22,6 +25,7 @@ from burrow.sandbox.backend import (
     Hibernation,
     NetworkPlan,
     NetworkPolicy,
+    RemoteIds,
     Sandbox,
     SandboxError,
     closing_exec,
@@ -50,12 +54,14 @@ class E2BBackend:
         hibernation: Hibernation = "memory",
         workspace: str | None = None,
         api: dict[str, Any] | None = None,
+        remote_ids: RemoteIds | None = None,
     ) -> None:
         self.template = template or None  # None: the SDK's default template
         self.timeout = timeout  # seconds the remote side keeps a sandbox without a renewal
         self.network: NetworkPolicy = network
         self.workspace = workspace  # None: the remote user's home (where commands start)
         self._api = api or {}  # ApiParams for the SDK (tests); empty: its own variables
+        self._remote_ids = remote_ids  # None: found by the metadata alone
         self.capabilities = Capabilities(
             pty=True,
             preview="http",
@@ -98,10 +104,17 @@ class E2BBackend:
     ) -> AsyncSandbox:
         found = await self._find(sandbox_id)
         if found is not None:
-            with mapped("resume the sandbox"):  # connect resumes a paused one
-                return await AsyncSandbox.connect(found, timeout=self.timeout, **self._api)
+            try:
+                with mapped("resume the sandbox"):  # connect resumes a paused one
+                    return await AsyncSandbox.connect(found, timeout=self.timeout, **self._api)
+            except SandboxError as exc:
+                if not _gone(exc):
+                    raise  # unreachable, refused...: never a fresh, empty one in its place
+                # Killed behind our back (its endpoint's own timeout, say): as if never made.
+                log.warning("sandbox %s: its remote sandbox %s is gone", sandbox_id, found)
+                await self._forget(sandbox_id)
         with mapped("create a sandbox"):
-            return await AsyncSandbox.create(
+            remote = await AsyncSandbox.create(
                 self.template,
                 timeout=self.timeout,
                 metadata={METADATA_KEY: sandbox_id},
@@ -110,12 +123,26 @@ class E2BBackend:
                 lifecycle={"on_timeout": "pause"},
                 **self._api,
             )
+        if self._remote_ids is not None:
+            await self._remote_ids.put(sandbox_id, remote.sandbox_id)
+        return remote
 
     async def _find(self, sandbox_id: str) -> str | None:
         """The remote id of this conversation's sandbox, running or paused, if any."""
         known = self._sandboxes.get(sandbox_id)
         if known is not None:
             return known.remote_id
+        if self._remote_ids is not None:
+            stored = await self._remote_ids.get(sandbox_id)
+            if stored is not None:
+                return stored
+        listed = await self._list(sandbox_id)
+        if listed is not None and self._remote_ids is not None:
+            await self._remote_ids.put(sandbox_id, listed)  # made before the row existed
+        return listed
+
+    async def _list(self, sandbox_id: str) -> str | None:
+        """Ask the endpoint which of its sandboxes carries this id in its metadata."""
         query = SandboxQuery(
             metadata={METADATA_KEY: sandbox_id}, state=[SandboxState.RUNNING, SandboxState.PAUSED]
         )
@@ -145,9 +172,18 @@ class E2BBackend:
             if sandbox is not None:
                 sandbox.mark("stopped", "destroyed")
             if remote_id is not None:
-                with mapped("kill the sandbox"):
-                    await AsyncSandbox.kill(remote_id, **self._api)
+                try:
+                    with mapped("kill the sandbox"):
+                        await AsyncSandbox.kill(remote_id, **self._api)
+                except SandboxError as exc:
+                    if not _gone(exc):
+                        raise
+            await self._forget(sandbox_id)
         self._locks.pop(sandbox_id, None)
+
+    async def _forget(self, sandbox_id: str) -> None:
+        if self._remote_ids is not None:
+            await self._remote_ids.forget(sandbox_id)
 
     async def recover(self) -> None:
         """Nothing to reap here: a sandbox a dead server left is found by its metadata and
@@ -177,3 +213,9 @@ async def _home(remote: AsyncSandbox) -> str:
     if not home.startswith("/"):
         raise SandboxError(ErrorCode.BOOT_FAILED, f"no working directory ({home[:80]!r})")
     return home
+
+
+def _gone(error: SandboxError) -> bool:
+    """The endpoint says that remote sandbox does not exist (killed, or never there) — not
+    that it could not be reached."""
+    return isinstance(error.__cause__, (e2b.SandboxNotFoundException, e2b.NotFoundException))
