@@ -283,22 +283,7 @@ class PreviewProxy:
         except (UpstreamError, _BrowserGone, TimeoutError) as exc:
             await _refuse(scope, send, _upstream_broke(address, exc))
             return
-        try:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": response.status,
-                    "headers": headers.response_headers(response.headers),
-                }
-            )
-            try:
-                async for chunk in response.body():
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            except UpstreamError:
-                return  # the service broke off mid-body; the browser sees a cut response
-            await send({"type": "http.response.body", "body": b""})
-        finally:
-            response.close()
+        await response.relay(send)
 
     async def _forward_websocket(
         self, scope: Scope, receive: Receive, send: Send, address: PreviewAddress, host: str

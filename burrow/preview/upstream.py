@@ -18,6 +18,8 @@ import asyncio
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 
+from burrow.preview import headers as response_headers
+from burrow.preview.asgi import Send
 from burrow.sandbox.backend import HttpUpstream
 
 OpenUpstream = Callable[[str, int], Awaitable[HttpUpstream]]
@@ -110,6 +112,26 @@ class UpstreamResponse:
         if self._connection is not None:  # the body was not read to its end
             self._connection.close()
             self._connection = None
+
+    async def relay(self, send: Send) -> None:
+        """Send this response on to an ASGI client as it comes, then close it. A service
+        that breaks off mid-body leaves the client a cut response: its status is sent."""
+        try:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": self.status,
+                    "headers": response_headers.response_headers(self.headers),
+                }
+            )
+            try:
+                async for chunk in self.body():
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            except UpstreamError:
+                return
+            await send({"type": "http.response.body", "body": b""})
+        finally:
+            self.close()
 
 
 class UpstreamPool:

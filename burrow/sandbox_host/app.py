@@ -12,7 +12,6 @@ which opens those ports and not envd.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from burrow.sandbox_host.filesystem_service import FilesystemService
 from burrow.sandbox_host.keys import ApiKeys
 from burrow.sandbox_host.port_proxy import PortProxy
 from burrow.sandbox_host.process_service import ProcessService
+from burrow.sandbox_host.refusals import refuse
 from burrow.sandbox_host.registry import HostedSandbox, HostLimits, Registry, current_sandbox
 
 ENVD_PORT = 49983
@@ -177,15 +177,4 @@ def _admitted(hosted: HostedSandbox, headers: dict[bytes, bytes], port: int) -> 
 
 
 async def _refuse(scope: Scope, send: Send, status: int, message: str) -> None:
-    if scope["type"] == "websocket":
-        await send({"type": "websocket.close", "code": 4000 + status})
-        return
-    body = json.dumps({"code": status, "message": message}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json")],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await refuse(scope, send, status, message, close_code=4000 + status)

@@ -9,7 +9,6 @@ sandbox host's routing and strips its credentials, which a service must never se
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 
 from starlette.types import Receive, Scope, Send
@@ -18,6 +17,7 @@ from burrow.preview import headers
 from burrow.preview.upstream import UpstreamError, UpstreamPool
 from burrow.preview.websocket import UpstreamRefused, relay_websocket
 from burrow.sandbox.backend import ErrorCode, HttpUpstream, SandboxError
+from burrow.sandbox_host.refusals import refuse
 from burrow.sandbox_host.registry import HostedSandbox, Registry
 
 CREDENTIALS = frozenset(
@@ -78,22 +78,7 @@ class PortProxy:
         except UpstreamError as exc:
             await _answer(scope, send, 502, f"The service on port {port} broke off: {exc}")
             return
-        try:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": response.status,
-                    "headers": headers.response_headers(response.headers),
-                }
-            )
-            try:
-                async for chunk in response.body():
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            except UpstreamError:
-                return  # cut off mid-body: the client sees a truncated response
-            await send({"type": "http.response.body", "body": b""})
-        finally:
-            response.close()
+        await response.relay(send)
 
     async def _websocket(
         self,
@@ -141,15 +126,4 @@ def _why(exc: SandboxError, port: int) -> str:
 
 
 async def _answer(scope: Scope, send: Send, status: int, message: str) -> None:
-    if scope["type"] == "websocket":
-        await send({"type": "websocket.close", "code": 1011})
-        return
-    body = json.dumps({"code": status, "message": message}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json")],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await refuse(scope, send, status, message, close_code=1011)  # 1011: the service failed
