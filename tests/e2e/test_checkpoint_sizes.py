@@ -25,10 +25,12 @@ async def test_the_changes_tab_shows_checkpoint_sizes(tmp_path: Path, page: Page
     async with serving(tmp_path, page, provider) as srv:
         cid = await srv.create_conversation("sizes")
         await open_app(page, srv, f"/c/{cid}")
-        for text in ("add", "again"):
+        # Two runs, two checkpoints: the second message waits for the first run to end
+        # (sent during it, it would steer that run instead).
+        for runs, text in enumerate(("add", "again"), start=1):
             await page.get_by_label("Message").fill(text)
             await page.get_by_role("button", name="Send", exact=True).click()
-        await expect(page.locator(".run-end")).to_have_count(2)
+            await expect(page.locator(".run-end")).to_have_count(runs, timeout=60_000)
         await page.get_by_role("tab", name="Changes").click()
         since = page.get_by_label("Since checkpoint")
         options = since.locator("option")
