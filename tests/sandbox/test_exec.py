@@ -11,6 +11,7 @@ from burrow.sandbox.agent import protocol
 from burrow.sandbox.backend import (
     ErrorCode,
     ExecChunk,
+    ExecExit,
     ExecRequest,
     Sandbox,
     SandboxError,
@@ -187,6 +188,19 @@ async def test_a_malformed_request_gets_a_protocol_error_and_the_agent_survives(
     assert frames[0].header["code"] == "protocol"
     assert frames[0].header["fatal"] is True
     assert await sandbox.ping() < 1.0
+
+
+async def test_a_command_whose_exit_was_read_is_no_longer_counted(any_sandbox: Sandbox) -> None:
+    """The pool hibernates as soon as a tool's exit arrives: asked at once (no waiting, the
+    generator left open as a caller that stops at the exit leaves it), the sandbox must not
+    still count that command, or the hibernation is refused at random."""
+    for _ in range(30):
+        events = any_sandbox.exec(ExecRequest(["true"]))
+        async with closing_exec(events):
+            async for event in events:
+                if isinstance(event, ExecExit):
+                    break
+            assert await any_sandbox.running_commands() == 0
 
 
 async def test_running_commands_count_one_shot_commands_only(any_sandbox: Sandbox) -> None:

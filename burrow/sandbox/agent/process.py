@@ -14,6 +14,7 @@ import selectors
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from typing import Any
 
 from . import protocol
@@ -31,7 +32,7 @@ class Execution(Request):
         self.stdin_buffer = bytearray()
         self.stdin_eof = False
 
-    def run(self) -> None:
+    def run(self, before_exit: Callable[[], None] = lambda: None) -> None:
         proc = self._spawn()
         pidfd = os.pidfd_open(proc.pid)
         assert proc.stdout is not None and proc.stderr is not None
@@ -72,6 +73,7 @@ class Execution(Request):
             returncode = proc.wait()
             self._forward_remaining(streams, selector)
             result = self._take_result_file()
+            before_exit()
             self._send(
                 protocol.encode_frame(
                     protocol.EXIT,

@@ -82,11 +82,19 @@ def _dispatch(
         counted = not request.header.get("background")
         if counted:
             _running.append(None)
-        try:
-            Execution(conn, decoder, backlog, request.header, root).run()
-        finally:
-            if counted:
+        finished: list[None] = []
+
+        def leave() -> None:
+            # Once, before the exit frame goes out: a host that hibernates as soon as it
+            # reads the exit must not find the command still counted.
+            if counted and not finished:
+                finished.append(None)
                 _running.pop()
+
+        try:
+            Execution(conn, decoder, backlog, request.header, root).run(before_exit=leave)
+        finally:
+            leave()
     elif kind == protocol.PTY_OPEN:
         from .terminal import Terminal
 

@@ -102,13 +102,18 @@ class E2BSandbox:
         self._running += counted
         try:
             async for event in self._processes.run(request, self._workspace):
-                if isinstance(event, ExecExit) and request.result_file:
-                    event = ExecExit(
-                        event.exit_code,
-                        event.signal,
-                        event.timed_out,
-                        await self._take_result(request.result_file),
-                    )
+                if isinstance(event, ExecExit):
+                    # No longer running once its exit is known: a caller that hibernates
+                    # on the exit must not find it still counted.
+                    self._running -= counted
+                    counted = False
+                    if request.result_file:
+                        event = ExecExit(
+                            event.exit_code,
+                            event.signal,
+                            event.timed_out,
+                            await self._take_result(request.result_file),
+                        )
                 yield event
         finally:
             self._running -= counted
