@@ -190,7 +190,7 @@ class FakeOpenAIServer(FakeModelServer[Reply]):
     """`api_key`: answer 401 unless the request carries it. `models`: answer 404 for others.
     `context_window`: reject a request over that many tokens (`request_tokens`) as OpenAI
     does, and report each answer's prompt tokens by that count. `responder`: chooses each
-    reply from the request body instead of the queue."""
+    reply from the request body before the queue (None: the queue's next)."""
 
     thread_name = "fake-openai"
 
@@ -200,7 +200,7 @@ class FakeOpenAIServer(FakeModelServer[Reply]):
         api_key: str | None = None,
         models: set[str] | None = None,
         context_window: int | None = None,
-        responder: Callable[[dict[str, Any]], Reply] | None = None,
+        responder: Callable[[dict[str, Any]], Reply | None] | None = None,
     ) -> None:
         super().__init__()
         self.api_key = api_key
@@ -232,10 +232,9 @@ class FakeOpenAIServer(FakeModelServer[Reply]):
         with self._lock:
             self.requests.append(body)
             self.headers.append(dict(request.headers))
-            if self.responder is not None:
-                reply: Reply | None = self.responder(body)
-            else:
-                reply = self._replies.popleft() if self._replies else None
+            reply = None if self.responder is None else self.responder(body)
+            if reply is None and self._replies:
+                reply = self._replies.popleft()
         tokens = request_tokens(body)
         given = request.headers.get("authorization", "")
         if self.api_key is not None and given != f"Bearer {self.api_key}":

@@ -1,12 +1,14 @@
 """Crash chaos: `kill -9` a real `burrow serve` at random moments, restart it, check it.
 
-Each kill lands at one of five moments (mid model stream, mid tool, while an approval
-waits, during an SSE burst, during a terminal session), after a random delay. After each
-restart: every journal gap-free, every `tool.started`, `run.started` and
-`approval.requested` closed exactly once, no tool ran twice (each bash call appends its
-token to counter files in the workspace, before and after its sleep), the dead server's
-sandbox processes, workspace mounts, loop devices and cgroups all gone (counted from the
-host's tables, see census.py), `PRAGMA integrity_check` ok, and the next message works.
+Each kill lands at one of seven moments (mid model stream, mid tool, while an approval
+waits, during an SSE burst, during a terminal session, mid compaction inside a run, mid
+`POST …/compact`), after a random delay. After each restart: every journal gap-free, every
+`tool.started`, `run.started` and `approval.requested` closed exactly once, no tool ran
+twice (each bash call appends its token to counter files in the workspace, before and
+after its sleep), the dead server's sandbox processes, workspace mounts, loop devices and
+cgroups all gone (counted from the host's tables, see census.py), `PRAGMA
+integrity_check` ok, and the next message works with every user message of the
+conversation in its model request (a summary cut short loses none of them).
 
 BURROW_CHAOS_KILLS sets the number of kills (8 by default; `make proof` runs 50),
 BURROW_CHAOS_SEED the random seed. The per-kill table is printed (pytest -s shows it).
@@ -31,6 +33,7 @@ import httpx
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
+from burrow.runs.compaction import SUMMARY_PROMPT
 from tests.api.harness import ADMIN_PASSWORD, log_in, serve_process, sse_events
 from tests.fakes.openai_server import (
     MODEL,
@@ -44,7 +47,12 @@ from tests.proof import census
 
 KILLS = int(os.environ.get("BURROW_CHAOS_KILLS", "8"))
 SEED = int(os.environ.get("BURROW_CHAOS_SEED", str(random.SystemRandom().randrange(1 << 30))))
-MOMENTS = ("model stream", "tool", "approval", "sse burst", "terminal")
+MOMENTS = ("model stream", "tool", "approval", "sse burst", "terminal", "compaction", "compact now")
+# Every summary call streams this slowly (~1.6 s), so a kill can land inside it.
+SUMMARY_WORDS, SUMMARY_DELAY = 40, 0.04
+# A model that reports this many prompt tokens has filled 86% of the unknown model's
+# 128k window, past BURROW_COMPACT_AT's 0.8: the run compacts before its next call.
+FULL_CONTEXT = 110_000
 REAP_TIMEOUT = 30.0
 EVENT_TIMEOUT = 30.0
 
@@ -74,6 +82,8 @@ class Chaos:
     tokens: dict[str, set[str]] = field(default_factory=dict)  # cid -> tokens of its bash calls
     forbidden: set[str] = field(default_factory=set)  # tokens of calls never approved
     calls: int = 0
+    summary_seen: asyncio.Event | None = None
+    loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.get_running_loop)
     # What a moment leaves attached to the server; the kill cuts it, then it is let go.
     readers: list[asyncio.Task[None]] = field(default_factory=list)
     sockets: list[ClientConnection] = field(default_factory=list)
@@ -98,7 +108,7 @@ class Chaos:
                     return event
         raise AssertionError("the event stream ended")
 
-    def tool_call(self, command: str) -> StreamReply:
+    def tool_call(self, command: str, prompt_tokens: int = 20) -> StreamReply:
         """A bash call with an id unique across the whole test (journals pair by id)."""
         self.calls += 1
         raw = json.dumps({"command": command})
@@ -108,8 +118,32 @@ class Chaos:
                 chunk(role="assistant", content=None),
                 chunk(tool_calls=[fragment]),
                 chunk(finish_reason="tool_calls"),
-                chunk(usage=(20, 9)),
+                chunk(usage=(prompt_tokens, 9)),
             ]
+        )
+
+    def respond(self, body: dict[str, Any]) -> StreamReply | None:
+        """Summary calls get a slow summary whenever they come (a restarted run may compact
+        first); every other call takes the queue's next reply."""
+        if body["messages"][0]["content"] != SUMMARY_PROMPT:
+            return None
+        if (seen := self.summary_seen) is not None:
+            self.loop.call_soon_threadsafe(seen.set)
+        summary = " ".join(f"summary{i}" for i in range(SUMMARY_WORDS))
+        return StreamReply(text_reply(summary).chunks, chunk_delay=SUMMARY_DELAY)
+
+    def expect_summary(self) -> asyncio.Event:
+        """Set once the model receives its next summary call (told from its own thread)."""
+        self.summary_seen = asyncio.Event()
+        return self.summary_seen
+
+    async def turn(self, cid: str, content: str) -> None:
+        """One short finished turn, so compaction has an older turn to summarize."""
+        self.model.enqueue(text_reply(f"noted {content}"))
+        after = await self.last_seq(cid)
+        run_id = await send(self, cid, content)
+        await self.wait_event(
+            cid, after, lambda e: e["type"] == "run.finished" and e["run_id"] == run_id
         )
 
     def counted(self, cid: str, token: str, seconds: float) -> str:
@@ -183,14 +217,53 @@ async def terminal(chaos: Chaos, cid: str, token: str) -> None:
             seen += message if isinstance(message, bytes) else message.encode()
 
 
+async def compaction(chaos: Chaos, cid: str, token: str) -> None:
+    """A run whose model reports a nearly full window: after its tool the run compacts
+    before its next call; the kill lands in the summary call."""
+    await chaos.turn(cid, f"{token} first")
+    full = chaos.tool_call(chaos.counted(cid, token, 0), prompt_tokens=FULL_CONTEXT)
+    chaos.model.enqueue(full, text_reply("done"))
+    seen = chaos.expect_summary()
+    await send(chaos, cid, token)
+    async with asyncio.timeout(EVENT_TIMEOUT):
+        await seen.wait()
+
+
+async def compact_now(chaos: Chaos, cid: str, token: str) -> None:
+    """`POST …/compact`, killed while the model writes the summary."""
+    await chaos.turn(cid, f"{token} first")
+    await chaos.turn(cid, f"{token} second")
+    seen = chaos.expect_summary()
+
+    async def ask() -> None:
+        with contextlib.suppress(httpx.HTTPError):  # the kill cuts the request
+            response = await chaos.client.post(f"/api/conversations/{cid}/compact", json={})
+            assert response.status_code == 202, response.text  # the kill came after it
+
+    chaos.readers = [asyncio.create_task(ask())]
+    async with asyncio.timeout(EVENT_TIMEOUT):
+        await seen.wait()
+
+
 SETUPS: dict[str, Callable[[Chaos, str, str], Awaitable[None]]] = {
     "model stream": model_stream,
     "tool": mid_tool,
     "approval": approval,
     "sse burst": sse_burst,
     "terminal": terminal,
+    "compaction": compaction,
+    "compact now": compact_now,
 }
-DELAYS = {"model stream": 1.5, "tool": 2.5, "approval": 0.5, "sse burst": 0.5, "terminal": 0.5}
+SUMMARY_SECONDS = SUMMARY_WORDS * SUMMARY_DELAY
+DELAYS = {
+    "model stream": 1.5,
+    "tool": 2.5,
+    "approval": 0.5,
+    "sse burst": 0.5,
+    "terminal": 0.5,
+    "compaction": SUMMARY_SECONDS,
+    "compact now": SUMMARY_SECONDS,
+}
 
 
 async def send(chaos: Chaos, cid: str, content: str) -> str:
@@ -292,6 +365,14 @@ async def next_message_works(chaos: Chaos, cid: str, number: int) -> None:
     events = await journal(chaos.client, cid)
     outputs = [e["data"]["output"] for e in events if e["type"] == "tool.finished"]
     assert f"next-{number}" in outputs[-1]
+    # Nothing the person said is lost, compacted or not: the run's last model request
+    # holds every user message verbatim.
+    said = [e["data"]["content"] for e in events if e["type"] == "user.message"]
+    request = next(
+        b for b in reversed(chaos.model.requests) if b["messages"][0]["content"] != SUMMARY_PROMPT
+    )
+    sent = [m["content"] for m in request["messages"] if m["role"] == "user"]
+    assert [m for m in said if m not in sent] == [], "a user message is missing from the context"
     # No tool ran twice: each token at most once in each counter, never an unapproved one.
     counters = {}
     for name in ("begin", "end"):
@@ -344,6 +425,7 @@ async def test_kill_9_at_random_moments(tmp_path: Path) -> None:
                         await log_in(client, "admin", ADMIN_PASSWORD)
                         if chaos is None:
                             chaos = Chaos(data_dir, model, client, base)
+                            model.responder = chaos.respond
                         chaos.client, chaos.base = client, base
                         row = rows[-1] if rows else None
                         await check_after_restart(chaos, row, seqs)
