@@ -33,26 +33,33 @@ SERVER_SEND = "burrow.server_send"
 class _SharedBody:
     """The body of the batch being fanned out, encoded once however many clients get it.
     The fan-out hands every subscriber the same sequence object; holding on to it keeps its
-    identity from being reused by a later batch."""
+    identity from being reused by a later batch. Only the form a writer asks for is built
+    (one server takes one of them), each in one join: a batch can be megabytes (a long
+    answer), and every copy of it is held until the next batch."""
 
     def __init__(self) -> None:
         self._batch: Sequence[Event] = ()
-        self._body = b""
-        self._chunk = b""
+        self._body: bytes | None = None
+        self._chunk: bytes | None = None
 
     def body(self, batch: Sequence[Event]) -> bytes:
-        self._encode(batch)
+        self._switch(batch)
+        if self._body is None:
+            self._body = b"".join(e.sse_frame for e in batch)
         return self._body
 
     def chunk(self, batch: Sequence[Event]) -> bytes:
         """The body as one HTTP/1.1 chunk (`transfer-encoding: chunked`)."""
-        self._encode(batch)
+        self._switch(batch)
+        if self._chunk is None:
+            frames = [e.sse_frame for e in batch]
+            size = sum(len(frame) for frame in frames)
+            self._chunk = b"".join((b"%x\r\n" % size, *frames, b"\r\n"))
         return self._chunk
 
-    def _encode(self, batch: Sequence[Event]) -> None:
+    def _switch(self, batch: Sequence[Event]) -> None:
         if batch is not self._batch:
-            body = b"".join(e.sse_frame for e in batch)
-            self._batch, self._body, self._chunk = batch, body, b"%x\r\n%s\r\n" % (len(body), body)
+            self._batch, self._body, self._chunk = batch, None, None
 
 
 _shared = _SharedBody()

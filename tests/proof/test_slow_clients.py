@@ -34,6 +34,11 @@ FLOOD = f"head -c {FLOOD_BYTES} /dev/zero | tr '\\0' A"
 TERMINAL_FLOOD = f"head -c {FLOOD_BYTES} /dev/zero | tr '\\0' x; echo FLOOD-$((6*7))-DONE\n"
 STALL_SECONDS = 3.0  # BURROW_STREAM_STALL_SECONDS for the server under test
 RUN_BOUND = 90.0  # seconds from the message to run.finished, both clients stalled
+# Measured 131 MiB with a 25 or a 100 MB flood alike: the growth is not the flood (the
+# journal and the terminal bound that) but the 9.6 MB answer below, held a few times over
+# in one journal batch (the model's words, the coalesced deltas, the message, their JSON,
+# SQLite's copy, the SSE frames, the one chunk written to every client) plus the ~15 MB
+# the stalled client's transport holds before the stall drops it.
 RSS_GROWTH_BOUND = 150 * 1024 * 1024
 # Text deltas (one event per word) beyond what the kernel's socket buffers hold (tcp_wmem:
 # up to 4 MiB) and a stalled subscriber's buffer (journal.SUBSCRIBER_BUFFER events), so
