@@ -106,7 +106,7 @@ class SandboxPool:
         if state is not None and state.status == "failed" and cid not in self._starting:
             raise SandboxError(
                 ErrorCode.BOOT_FAILED,
-                f"The sandbox failed to start: {state.detail}. "
+                f"The sandbox failed to start: {state.detail.rstrip('.')}. "
                 "Restart it (POST /api/conversations/{cid}/sandbox/restart) once that is fixed.",
             )
         starting = self._starting.get(cid)
