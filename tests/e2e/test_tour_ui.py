@@ -8,7 +8,7 @@ import re
 import time
 from pathlib import Path
 
-from playwright.async_api import Browser, expect
+from playwright.async_api import Browser, Locator, Page, expect
 
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
@@ -63,6 +63,19 @@ async def test_time_waiting_for_approval_is_shown_apart_from_run_time(
         await shot(page, "tour-8-approval-wait")
 
 
+async def expect_focused(page: Page, locator: Locator) -> None:
+    """`to_be_focused`, saying on failure where the focus was: on another element (the
+    shortcut did not move it), or out of the page (the browser took the key itself)."""
+    try:
+        await expect(locator).to_be_focused()
+    except AssertionError as failure:
+        where = await page.evaluate(
+            "() => ({active: document.activeElement && (document.activeElement.id || "
+            "document.activeElement.tagName), pageHasFocus: document.hasFocus()})"
+        )
+        raise AssertionError(f"{failure}\nfocus was at: {where}") from None
+
+
 async def test_search_finds_a_message_and_opens_its_conversation_there(
     tmp_path: Path, browser: Browser
 ) -> None:
@@ -79,7 +92,7 @@ async def test_search_finds_a_message_and_opens_its_conversation_there(
         await expect(page.get_by_label("Message")).to_be_focused()
         await page.keyboard.press("Control+k")
         box = page.get_by_role("searchbox", name="Search conversations")
-        await expect(box).to_be_focused()
+        await expect_focused(page, box)
         await box.fill("OKAPI")
         results = page.get_by_role("list", name="Search results")
         hits = results.get_by_role("button")
