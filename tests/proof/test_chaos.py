@@ -33,8 +33,8 @@ import httpx
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
-from burrow.runs.compaction import SUMMARY_PROMPT
 from tests.api.harness import ADMIN_PASSWORD, log_in, serve_process, sse_events
+from tests.api.test_compaction import is_summary_call
 from tests.fakes.openai_server import (
     MODEL,
     FakeOpenAIServer,
@@ -125,7 +125,7 @@ class Chaos:
     def respond(self, body: dict[str, Any]) -> StreamReply | None:
         """Summary calls get a slow summary whenever they come (a restarted run may compact
         first); every other call takes the queue's next reply."""
-        if body["messages"][0]["content"] != SUMMARY_PROMPT:
+        if not is_summary_call(body):
             return None
         if (seen := self.summary_seen) is not None:
             self.loop.call_soon_threadsafe(seen.set)
@@ -368,9 +368,7 @@ async def next_message_works(chaos: Chaos, cid: str, number: int) -> None:
     # Nothing the person said is lost, compacted or not: the run's last model request
     # holds every user message verbatim.
     said = [e["data"]["content"] for e in events if e["type"] == "user.message"]
-    request = next(
-        b for b in reversed(chaos.model.requests) if b["messages"][0]["content"] != SUMMARY_PROMPT
-    )
+    request = next(b for b in reversed(chaos.model.requests) if not is_summary_call(b))
     sent = [m["content"] for m in request["messages"] if m["role"] == "user"]
     assert [m for m in said if m not in sent] == [], "a user message is missing from the context"
     # No tool ran twice: each token at most once in each counter, never an unapproved one.
