@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import uvicorn
 from burrow.api.app import create_app
 from burrow.config import Settings
 from burrow.llm.base import Provider
+from burrow.ports import free_port
 from burrow.services import Services, open_services
 
 
@@ -56,13 +56,6 @@ def report(
         figure |= {"higher_is_better": unit.endswith("/s"), "target": target}
         with open(out, "a") as f:
             f.write(json.dumps(figure) + "\n")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 BENCH_PASSWORD = "bench-admin-password"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+
+from burrow.ports import free_port
 
 ADMIN = "admin"
 START_TIMEOUT = 60.0
@@ -32,7 +33,7 @@ async def embedded_server(
     data_dir: Path, model: str, env: dict[str, str] | None = None
 ) -> AsyncIterator[Embedded]:
     data_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - once, before the server
-    port, preview_port = _free_port(), _free_port()
+    port, preview_port = free_port(), free_port()
     password = secrets.token_urlsafe(16)
     log = data_dir / "server.log"
     environ = {**os.environ, **(env or {})}
@@ -73,9 +74,3 @@ async def _healthy(base_url: str, process: asyncio.subprocess.Process, log: Path
                 pass
             await asyncio.sleep(0.1)
     raise RuntimeError(f"The eval's server was not healthy after {START_TIMEOUT:.0f} s ({log})")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])

@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from burrow.api.forwarded import TrustedProxies
 from burrow.cli import server_config
 from burrow.config import Settings
 from burrow.llm.base import Provider
+from burrow.ports import free_port
 from burrow.preview.proxy import build_proxy
 from burrow.services import Services, open_services
 
@@ -77,13 +77,6 @@ def _healthy(base: str) -> bool:
         return httpx.get(f"{base}/api/health", timeout=1).status_code == 200
     except httpx.TransportError:
         return False
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @dataclass

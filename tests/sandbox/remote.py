@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from burrow.ports import free_port
 from tests.conftest import unavailable
 
 START_SECONDS = 20.0
@@ -34,18 +34,12 @@ class SandboxHost:
         return {"api_key": self.api_key, "api_url": self.url, "sandbox_url": self.url}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def sandbox_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxHost]:
     """`burrow sandbox-host` on a free port with its own data directory and API key."""
     if importlib.util.find_spec("burrow.sandbox_host") is None:
         unavailable("burrow sandbox-host (not in this tree yet)")
-    port = _free_port()
+    port = free_port()
     data_dir: Path = tmp_path_factory.mktemp("sandbox-host")
     key = "e2b_" + secrets.token_hex(20)
     env = {
