@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 
@@ -21,6 +20,7 @@ from burrow.llm.base import (
 )
 from burrow.llm.openai_compat import OpenAICompatProvider, list_models
 from burrow.llm.openai_wire import wire_messages
+from burrow.ports import free_port
 from tests.fakes import (
     FakeOpenAIServer,
     StreamReply,
@@ -294,10 +294,7 @@ async def test_first_token_timeout(fake_openai: FakeOpenAIServer) -> None:
 
 
 async def test_unreachable_server() -> None:
-    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    base_url = f"http://127.0.0.1:{port}/v1"
+    base_url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     with pytest.raises(ModelError) as caught:
         await collect(OpenAICompatProvider("m", KEY, base_url).stream(HELLO, []))
     assert caught.value.retryable
