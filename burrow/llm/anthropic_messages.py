@@ -3,8 +3,9 @@ thinking (sent back with its signatures), prompt caching."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,10 +85,12 @@ class AnthropicProvider:
             max_tokens=self.max_tokens,
             thinking=self.thinking,
         )
-        async for event in guard(self._attempt(body), self.limits, self.base_url):
-            yield event
+        guarded = guard(self._attempt(body), self.limits, self.base_url)
+        async with contextlib.aclosing(guarded) as events:
+            async for event in events:
+                yield event
 
-    async def _attempt(self, body: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+    async def _attempt(self, body: dict[str, Any]) -> AsyncGenerator[StreamEvent, None]:
         reader = _Reader()
         try:
             async with self._client() as client:

@@ -8,6 +8,7 @@ messages, a new run or a restarted server.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Sequence
 
 from burrow.llm.base import Message, ScriptedTurn, StreamEvent, ToolSpec
@@ -49,8 +50,10 @@ class DemoProvider:
         self, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> AsyncIterator[StreamEvent]:
         turn = next_turn(messages, {tool.name for tool in tools})
-        async for event in play(turn, messages, chunk_delay=self.chunk_delay):
-            yield event
+        replay = play(turn, messages, chunk_delay=self.chunk_delay)
+        async with contextlib.aclosing(replay) as events:
+            async for event in events:
+                yield event
 
 
 def since_last_user(messages: Sequence[Message]) -> tuple[str, list[Message]]:

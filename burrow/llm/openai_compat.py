@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
 
 import openai
@@ -79,15 +80,18 @@ class OpenAICompatProvider:
             request["tools"] = wire_tools(tools)
         if self.include_usage:
             request["stream_options"] = {"include_usage": True}
-        async for event in guard(self._attempt(request), self.limits, self.base_url):
-            yield event
+        guarded = guard(self._attempt(request), self.limits, self.base_url)
+        async with contextlib.aclosing(guarded) as events:
+            async for event in events:
+                yield event
 
-    async def _attempt(self, request: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+    async def _attempt(self, request: dict[str, Any]) -> AsyncGenerator[StreamEvent, None]:
         started = False
         try:
-            async for event in self._events(request):
-                started = True
-                yield event
+            async with contextlib.aclosing(self._events(request)) as events:
+                async for event in events:
+                    started = True
+                    yield event
         except ModelError as exc:
             redacted = self._redacted(exc)
             if redacted is exc:
@@ -113,7 +117,7 @@ class OpenAICompatProvider:
                 f"({exc.msg} at position {exc.pos}): {self._snippet(exc.doc)}"
             ) from exc
 
-    async def _events(self, request: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+    async def _events(self, request: dict[str, Any]) -> AsyncGenerator[StreamEvent, None]:
         indexes = ToolCallIndexes()
         finish_reason: str | None = None
         usage: Usage | None = None

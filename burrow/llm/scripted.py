@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import secrets
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,8 +75,10 @@ class ScriptedProvider:
         self.requests.append(list(messages))
         self.tool_requests.append(list(tools))
         turn, number = self._turn(messages)
-        async for event in play(turn, messages, chunk_delay=self.chunk_delay, number=number):
-            yield event
+        replay = play(turn, messages, chunk_delay=self.chunk_delay, number=number)
+        async with contextlib.aclosing(replay) as events:
+            async for event in events:
+                yield event
 
 
 class RoutedScripts:
@@ -108,8 +111,9 @@ class RoutedScripts:
                     f"the file has {len(self.scripts)} prompts."
                 )
             turn, index = ScriptedTurn(text=quoted[0]), 0
-        async for event in play(turn, messages, number=index):
-            yield event
+        async with contextlib.aclosing(play(turn, messages, number=index)) as events:
+            async for event in events:
+                yield event
 
 
 _MARKED_CALL = re.compile(r"^call_[0-9a-f]+_t(\d+)_\d+$")
@@ -147,7 +151,7 @@ def arguments_text(arguments: dict[str, Any] | str) -> str:
 
 async def play(
     turn: ScriptedTurn, messages: Sequence[Message], *, chunk_delay: float = 0.0, number: int = 0
-) -> AsyncIterator[StreamEvent]:
+) -> AsyncGenerator[StreamEvent, None]:
     """Stream one turn the way a real server would: thinking, text, tool calls, usage, done."""
     delay = turn.delay or chunk_delay
 

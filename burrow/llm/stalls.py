@@ -8,7 +8,7 @@ happens is `RetryingProvider`'s call, which knows whether anything was shown.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
 from burrow.llm.base import Done, ModelError, StreamEvent, Usage
@@ -25,7 +25,7 @@ class StallLimits:
 
 async def guard(
     events: AsyncIterator[StreamEvent], limits: StallLimits, where: str
-) -> AsyncIterator[StreamEvent]:
+) -> AsyncGenerator[StreamEvent, None]:
     """`events`, failing with a retryable `ModelError` when a deadline passes."""
     started = False
     try:
