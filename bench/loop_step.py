@@ -6,6 +6,11 @@ the same way) and the same no-op tool called by a bare loop that journals nothin
 difference is what the loop adds: the journal writes, context projection, hooks and event
 fan-out of every step. It is measured for runs of 10, 100 and 1,000 steps; the ratio of the
 1,000-step figure to the 10-step one shows whether a step gets dearer as the run grows.
+
+A step makes two durable journal commits (the answer with the first tool.started, before the
+tool runs; tool.finished, before the next model call reads it). Their floor is measured in
+the same run and printed beside the overhead: the same two appends, one after the other, on
+a journal of their own, with no loop around them. What exceeds it is the loop's own work.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import p50, report
 from burrow.llm.base import Message, Pricing, ScriptedTurn, StreamEvent, ToolCall, ToolSpec
 from burrow.llm.scripted import ScriptedProvider
+from burrow.runs import events as ev
 from burrow.runs.budget import Budget, BudgetHook
 from burrow.runs.compaction import CompactionPolicy, Compactor
 from burrow.runs.context import ModelContext
@@ -126,10 +132,42 @@ async def agent_loop(data: Path, steps: int) -> list[float]:
     return step_seconds(provider.calls)
 
 
+async def commit_floor(data: Path, steps: int) -> list[float]:
+    """Seconds per step of the step's two journal appends alone (`data`: an empty directory),
+    each the shape the loop writes: three events before the tool, one after it."""
+    db = await open_database(f"sqlite+aiosqlite:///{data / 'floor.db'}")
+    user = await AccountStore(db).get_or_create("bench")
+    cid = (await ConversationStore(db).create(user.id, "bench")).id
+    journal = Journal(EventStore(db))
+    answer = ev.AssistantMessage(
+        content="", thinking="", tool_calls=[ev.ToolCall(id="c", name="noop", arguments={})]
+    )
+    before_tool = [
+        ev.make(answer, "r"),
+        ev.make(ev.UsageReported(prompt_tokens=1, completion_tokens=1), "r"),
+        ev.make(
+            ev.ToolStarted(
+                call_id="c", name="noop", arguments={}, kind=ev.ToolKind(**NoopTool.kind.as_event())
+            ),
+            "r",
+        ),
+    ]
+    after_tool = ev.make(ev.ToolFinished(call_id="c", is_error=False, output="ok"), "r")
+    seconds = []
+    for _ in range(steps):
+        started = time.perf_counter()
+        await journal.append(cid, *before_tool)
+        await journal.append(cid, after_tool)
+        seconds.append(time.perf_counter() - started)
+    await db.close()
+    return seconds[-LAST_STEPS:]
+
+
 async def main() -> None:
     # Rounds interleave the run lengths, so a busy spell of the machine falls on all of them
     # alike; medians of step durations, so its pauses do not count.
     bare: dict[int, list[float]] = {steps: [] for steps in STEP_COUNTS}
+    floor: list[float] = []
     agent: dict[int, list[float]] = {steps: [] for steps in STEP_COUNTS}
     with tempfile.TemporaryDirectory() as tmp:
         for round_ in range(ROUNDS):
@@ -139,6 +177,7 @@ async def main() -> None:
                     folder = Path(tmp) / f"{steps}-{round_}-{i}"
                     folder.mkdir()
                     agent[steps] += await agent_loop(folder, steps)
+                    floor += await commit_floor(folder, min(steps, LAST_STEPS))
     figures: dict[int, float] = {}
     for steps in STEP_COUNTS:
         base, step = p50(bare[steps]), p50(agent[steps])
@@ -149,6 +188,12 @@ async def main() -> None:
             flush=True,
         )
     first, last = STEP_COUNTS[0], STEP_COUNTS[-1]
+    commits = p50(floor) * 1000
+    print(
+        f"  of which the step's two journal commits, measured alone: {commits:.3f} ms; "
+        f"the loop's own work at {last} steps: {figures[last] - commits:.3f} ms",
+        flush=True,
+    )
     report(
         f"agent loop overhead per step, {last} steps",
         figures[last],
