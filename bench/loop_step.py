@@ -40,7 +40,7 @@ from burrow.runs.loop import SYSTEM_PROMPT, AgentRun, RunEnv
 from burrow.sandbox.backend import Sandbox
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
-from burrow.store.database import open_database
+from burrow.store.database import Database, open_database
 from burrow.store.events import EventStore
 from burrow.tools.base import ToolContext, ToolKind, ToolResult
 
@@ -103,12 +103,17 @@ async def bare_loop(steps: int) -> list[float]:
     return step_seconds(provider.calls)
 
 
-async def agent_loop(data: Path, steps: int) -> list[float]:
-    """Seconds per step of a whole run, journal and all (`data`: an empty directory)."""
-    db = await open_database(f"sqlite+aiosqlite:///{data / 'loop.db'}")
+async def new_journal(path: Path) -> tuple[Database, Journal, str]:
+    """A journal on a new SQLite file, and one conversation in it."""
+    db = await open_database(f"sqlite+aiosqlite:///{path}")
     user = await AccountStore(db).get_or_create("bench")
     cid = (await ConversationStore(db).create(user.id, "bench")).id
-    journal = Journal(EventStore(db))
+    return db, Journal(EventStore(db)), cid
+
+
+async def agent_loop(data: Path, steps: int) -> list[float]:
+    """Seconds per step of a whole run, journal and all (`data`: an empty directory)."""
+    db, journal, cid = await new_journal(data / "loop.db")
     provider = TimedProvider(script(steps))
     env = RunEnv(
         journal=journal,
@@ -135,10 +140,7 @@ async def agent_loop(data: Path, steps: int) -> list[float]:
 async def commit_floor(data: Path, steps: int) -> list[float]:
     """Seconds per step of the step's two journal appends alone (`data`: an empty directory),
     each the shape the loop writes: three events before the tool, one after it."""
-    db = await open_database(f"sqlite+aiosqlite:///{data / 'floor.db'}")
-    user = await AccountStore(db).get_or_create("bench")
-    cid = (await ConversationStore(db).create(user.id, "bench")).id
-    journal = Journal(EventStore(db))
+    db, journal, cid = await new_journal(data / "floor.db")
     answer = ev.AssistantMessage(
         content="", thinking="", tool_calls=[ev.ToolCall(id="c", name="noop", arguments={})]
     )

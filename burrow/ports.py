@@ -11,22 +11,40 @@ twice by this process.
 
 from __future__ import annotations
 
+import functools
 import random
 import socket
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 _EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 _LOWEST = 10_000  # below this sit well-known services (PostgreSQL, Redis, dev servers)
+_TRIES_BELOW = 1_000  # random tries below the ephemeral range before the kernel chooses
 _handed_out: set[int] = set()
 _lock = threading.Lock()
 
 
+@functools.cache
 def _ephemeral_low() -> int:
     try:
         return int(_EPHEMERAL_RANGE.read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return 32_768  # Linux's default
+
+
+def _candidates() -> Iterator[int]:
+    """Random ports below the ephemeral range, then (a host whose range starts low, or a
+    crowded one) the kernel's own choices."""
+    high = _ephemeral_low() - 1
+    if high > _LOWEST:
+        for _ in range(_TRIES_BELOW):
+            yield random.randint(_LOWEST, high)
+    while True:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        yield port  # closed first: it is probed again
 
 
 def _free_now(port: int) -> bool:
@@ -40,19 +58,7 @@ def _free_now(port: int) -> bool:
 
 def free_port() -> int:
     """A port nothing listens on now, outside the ephemeral range, new to this process."""
-    high = _ephemeral_low() - 1
     with _lock:
-        for _ in range(1_000):
-            port = random.randint(_LOWEST, high) if high > _LOWEST else 0
-            if port and port not in _handed_out and _free_now(port):
-                _handed_out.add(port)
-                return port
-        # A host whose ephemeral range starts low (or is crowded): fall back to the kernel's
-        # choice, still never the same port twice.
-        while True:
-            with socket.socket() as probe:
-                probe.bind(("127.0.0.1", 0))
-                port = int(probe.getsockname()[1])
-            if port not in _handed_out:
-                _handed_out.add(port)
-                return port
+        port = next(p for p in _candidates() if p not in _handed_out and _free_now(p))
+        _handed_out.add(port)
+        return port

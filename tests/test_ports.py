@@ -29,3 +29,14 @@ def test_a_port_something_listens_on_is_skipped(monkeypatch: pytest.MonkeyPatch)
         draws = iter([busy_port, spare_port])
         monkeypatch.setattr("burrow.ports.random.randint", lambda low, high: next(draws))
         assert free_port() == spare_port
+
+
+def test_without_room_below_the_ephemeral_range_the_kernel_chooses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("burrow.ports._ephemeral_low", lambda: 1024)
+    ports = [free_port() for _ in range(200)]
+    assert len(set(ports)) == len(ports)
+    for port in ports:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", port))
