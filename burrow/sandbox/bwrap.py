@@ -3,6 +3,8 @@
 Nothing is visible unless it is bound here: the base system read-only, a curated part of
 /etc (never shadow files, /root or the server's data directory), the sandbox's own
 workspace read-write, and the agent package read-only. The environment is cleared.
+Under a root server the sandbox's ids are a subordinate range (idmap.py), never the
+host's root; /proc's host-wide writable files are read-only besides.
 """
 
 from __future__ import annotations
@@ -62,8 +64,19 @@ SANDBOX_ENV = {
 
 TMP_SIZE_BYTES = 512 << 20
 
-# The agent's start: sys.argv is ["-c", "--listen-fd", N, "--workspace", DIR].
-AGENT_START = "import sys; from agent.server import main; main(sys.argv[1:])"
+# /proc entries that act on the whole host (sysctls, SysRq, IRQ affinity, buses, file
+# systems' knobs): read-only inside, where present. The uid range already makes the
+# kernel refuse them; this stays true if a mapping ever goes wrong.
+PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
+
+# The agent's start: sys.argv is ["-c", "--listen-fd", N, "--workspace", DIR]. Isolated
+# (-I: no PYTHON* variables, no user site, and no current directory on sys.path): its
+# modules come from its own read-only mount and the base system, never the workspace.
+AGENT_START = (
+    f"import sys; sys.path[:0] = [{SANDBOX_AGENT_ROOT!r}]; "
+    "from agent.server import main; main(sys.argv[1:])"
+)
+AGENT_FLAGS = ("-I", "-S", "-B")  # -S: no site (faster, nothing from site-packages)
 
 
 def find_bwrap() -> str:
@@ -112,6 +125,7 @@ def build_argv(
     tmp_size_bytes: int = TMP_SIZE_BYTES,
     resolv_conf: Path | None = None,
     env: dict[str, str] | None = None,
+    userns_block_fd: int | None = None,
 ) -> list[str]:
     """The full command that starts the sandbox with its agent listening on `listen_fd`.
 
@@ -119,16 +133,23 @@ def build_argv(
     it afterwards (see network.py), which needs the pid that `info_fd` reports, and its
     own resolver (`resolv_conf`), as the host's may sit on an address the sandbox must
     not reach. `env` adds to the sandbox's environment (the allowlisting proxy's address).
+    With `userns_block_fd`, bwrap waits on it until the host has mapped the user
+    namespace of the child that `info_fd` names onto the uid range (idmap.write_maps).
     """
+    if userns_block_fd is not None:
+        # The host writes the mapping; bwrap refuses --disable-userns with it, so the
+        # seccomp filter refuses new user namespaces instead (clone, clone3, unshare).
+        users = ["--unshare-user", "--userns-block-fd", str(userns_block_fd)]
+    else:
+        users = ["--unshare-user", "--disable-userns"]  # no nested user namespace
     argv = [
         bwrap,
-        "--unshare-user",
+        *users,
         "--unshare-pid",
         "--unshare-ipc",
         "--unshare-uts",
         "--unshare-net",
         "--unshare-cgroup",
-        "--disable-userns",  # no nested user namespace to regain capabilities in
         "--cap-drop",
         "ALL",
         "--die-with-parent",
@@ -156,9 +177,10 @@ def build_argv(
         argv += ["--info-fd", str(info_fd)]
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]
+    argv += ["--proc", "/proc"]
+    for path in PROC_READ_ONLY:
+        argv += ["--ro-bind-try", path, path]
     argv += [
-        "--proc",
-        "/proc",
         "--dev",
         "/dev",
         # /dev is a tmpfs the sandbox could fill: only a bounded /dev/shm stays writable.
@@ -189,14 +211,46 @@ def build_argv(
         SANDBOX_AGENT_ROOT,
         "--",
         python,
-        "-E",  # ignore PYTHON* variables
-        "-S",  # no site: faster start, and nothing from site-packages
-        "-B",
+        *AGENT_FLAGS,
         "-c",  # not `-m agent`: runpy and what it imports cost the boot milliseconds
-        AGENT_START,  # the package `agent` is found in the cwd, /.burrow
+        AGENT_START,
         "--listen-fd",
         str(listen_fd),
         "--workspace",
         SANDBOX_WORKSPACE,
     ]
     return argv
+
+
+# Waits for the host's line on the gate fd (given: the host is still moving the process
+# into its cgroups and mounting the workspace), then execs bwrap with an empty environment
+# and its bare name as argv[0]: pid 1's command line and environ are the sandbox's to read.
+_LAUNCH = (
+    'if [ "$1" != - ]; then read -r _ <&"$1" || exit 125; eval "exec $1<&-"; fi; shift; '
+    'exec -c -a "${1##*/}" "$@"'
+)
+
+
+def launch_command(
+    argv: list[str], *, as_uid: tuple[str, int] | None, gate_fd: int | None
+) -> list[str]:
+    """How the host starts `argv` (bwrap's): as_uid = (setpriv's path, the range's root)
+    drops root and every group before anything of bwrap runs; after the gate if there is
+    one. bash, not sh: dash redirects only fds 0-9."""
+    gate = "-" if gate_fd is None else str(gate_fd)
+    command = ["/bin/bash", "-c", _LAUNCH, "burrow-launch", gate, *argv]
+    if as_uid is not None:
+        setpriv, uid = as_uid
+        command = [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", *command]
+    return command
+
+
+def find_setpriv() -> str:
+    found = shutil.which("setpriv") or shutil.which("setpriv", path="/usr/bin:/bin")
+    if found:
+        return found
+    raise SandboxError(
+        ErrorCode.BOOT_FAILED,
+        "setpriv is missing: the local sandbox starts bubblewrap as its own unprivileged "
+        "uid with it; install util-linux (`apt-get install util-linux`).",
+    )

@@ -104,6 +104,21 @@ class SandboxCgroup:
         """`cgroup.procs` of each directory: a process writes its pid there to join."""
         return [str(path / "cgroup.procs") for path in self.dirs.values()]
 
+    def join(self, pid: int) -> None:
+        """Move `pid` (the launcher, waiting at its gate) into the cgroups, before it
+        execs bwrap: no process of the sandbox starts outside them. The host does it, as
+        the launcher already runs as the sandbox's unprivileged uid. The first move into a
+        cgroup costs the kernel an RCU grace period (~15 ms): call it in a thread, beside
+        the rest of the boot's preparation."""
+        try:
+            for procs in self.procs_files():
+                _write(Path(procs), pid)
+        except OSError as exc:
+            raise SandboxError(
+                ErrorCode.BOOT_FAILED,
+                f"Could not move the sandbox into its cgroup ({exc.filename}): {exc.strerror}.",
+            ) from None
+
     def usage(self) -> Usage:
         if self.v2:
             d = self.dirs["unified"]
@@ -152,25 +167,6 @@ def name_for(workspace: Path) -> str:
     """A sandbox's cgroup name: a hash of its workspace's host path, unique per data
     directory too, so two servers (or test runs) on one host never share a cgroup."""
     return hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]
-
-
-def joining_command(procs_files: list[str], argv: list[str], gate_fd: int | None) -> list[str]:
-    """`argv` run by a shell that first moves itself into the cgroups, then execs it: no
-    process of the sandbox starts outside them. The first move into a cgroup costs the
-    kernel an RCU grace period (~15 ms), so the shell does it while the host prepares the
-    rest, and waits for a line on `gate_fd` (if given) before it execs, with an empty
-    environment (`exec -c`: bash's own PWD and SHLVL would show the server's working
-    directory in the sandbox's /proc/1/environ). (A preexec_fn would also force a full
-    fork of the server, ~20 ms; a shell spawns in ~1 ms.)"""
-    script = (
-        'g=$1; shift; for f in "$@"; do [ "$f" = -- ] && break; echo 0 > "$f" || exit 125; done; '
-        'while [ "$1" != -- ]; do shift; done; shift; '
-        'if [ "$g" != - ]; then read -r _ <&"$g" || exit 125; eval "exec $g<&-"; fi; '
-        'exec -c -a "${1##*/}" "$@"'
-    )
-    gate = "-" if gate_fd is None else str(gate_fd)
-    # bash, not sh: dash redirects only fds 0-9
-    return ["/bin/bash", "-c", script, "burrow-cgroup", gate, *procs_files, "--", *argv]
 
 
 def _v2_has_controllers(root: Path) -> bool:

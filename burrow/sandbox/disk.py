@@ -18,10 +18,11 @@ from burrow.sandbox.backend import ErrorCode, SandboxError
 
 
 class WorkspaceDisk:
-    def __init__(self, image: Path, mountpoint: Path, size_mb: int) -> None:
+    def __init__(self, image: Path, mountpoint: Path, size_mb: int, owner: int) -> None:
         self.image = image
         self.mountpoint = mountpoint
         self.size_mb = size_mb
+        self.owner = owner  # uid and gid of the file system's root: the sandbox's root
 
     @property
     def mounted(self) -> bool:
@@ -42,9 +43,10 @@ class WorkspaceDisk:
                     "move its files away or set BURROW_SANDBOX_DISK_MB=0.",
                 )
             await asyncio.to_thread(_sparse_file, self.image, self.size_mb << 20)
+            owner = f"{self.owner}:{self.owner}"
             await _run(
                 "mkfs.ext4", "-q", "-F", "-m", "0",
-                "-E", "lazy_itable_init=1,lazy_journal_init=1,root_owner=0:0",
+                "-E", f"lazy_itable_init=1,lazy_journal_init=1,root_owner={owner}",
                 str(self.image),
             )  # fmt: skip
         await _run(

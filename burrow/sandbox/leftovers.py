@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import errno
 import fcntl
 import logging
@@ -33,13 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from burrow.sandbox import cgroups
+from burrow.sandbox.mounts import detach, mount_sources, mount_targets, umount
 
 log = logging.getLogger(__name__)
 
 LOCK_NAME = "sandboxes.lock"
 LOOP_CLR_FD = 0x4C01
 SYS_BLOCK = Path("/sys/block")
-MOUNTINFO = Path("/proc/self/mountinfo")
 AUTOCLEAR_WAIT_SECONDS = 1.0  # the kernel detaches a loop device after its last unmount
 
 
@@ -117,7 +116,7 @@ class Leftovers:
             reaped.cgroups = 1
         while str(workspace) in mount_targets():
             try:
-                _umount(str(workspace))
+                umount(str(workspace))
             except OSError as exc:
                 if exc.errno == errno.EBUSY:
                     reaped.adopted.append(sandbox_id)
@@ -257,22 +256,23 @@ def reap_runtime_dir(lock: int) -> bool:
             return False
     except OSError:
         return False
+    return remove_runtime_dir(path)
+
+
+def remove_runtime_dir(path: Path) -> bool:
+    """Remove a runtime directory, never through a mount: a server killed mid-boot leaves
+    a workspace bound in its stage (stage.py), whose files are the workspace's. Such
+    binds are detached first; a mount that stays keeps the directory in place."""
+    for target in sorted(
+        (t for t in mount_targets() if Path(t).is_relative_to(path)), reverse=True
+    ):
+        with contextlib.suppress(OSError):
+            detach(target)
+    if any(Path(t).is_relative_to(path) for t in mount_targets()):
+        log.warning("%s still has mounts under it: left in place", path)
+        return False
     shutil.rmtree(path, ignore_errors=True)
     return True
-
-
-def mount_targets() -> list[str]:
-    """Mount points of this mount namespace, one entry per mount (stacked ones repeat)."""
-    return [fields[4] for fields in _mountinfo()]
-
-
-def mount_sources() -> set[str]:
-    sources = set()
-    for fields in _mountinfo():
-        rest = fields[fields.index("-") + 1 :]
-        if len(rest) > 1:
-            sources.add(rest[1])
-    return sources
 
 
 def loop_devices() -> dict[str, str]:
@@ -285,26 +285,3 @@ def loop_devices() -> dict[str, str]:
                     backing = (entry / "loop" / "backing_file").read_text().rstrip("\n")
                     found[f"/dev/{entry.name}"] = backing
     return found
-
-
-def _mountinfo() -> list[list[str]]:
-    try:
-        lines = MOUNTINFO.read_text().splitlines()
-    except OSError:
-        return []
-    return [[_unescape(f) for f in line.split(" ")] for line in lines]
-
-
-def _unescape(field_text: str) -> str:
-    # mountinfo writes space, tab, newline and backslash in paths as octal escapes
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field_text)
-
-
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _umount(target: str) -> None:
-    """umount(2) directly: a `umount` process per mount would cost ~5 ms each."""
-    if _libc.umount2(target.encode(), 0) != 0:
-        code = ctypes.get_errno()
-        raise OSError(code, os.strerror(code), target)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from burrow.sandbox import bwrap, cgroups, network, seccomp
+from burrow.sandbox import bwrap, cgroups, idmap, network, seccomp
 from burrow.sandbox.allowlist import DomainAllowlist
 from burrow.sandbox.backend import (
     Capabilities,
@@ -55,8 +55,10 @@ from burrow.sandbox.client import (
 )
 from burrow.sandbox.disk import WorkspaceDisk
 from burrow.sandbox.egress_proxy import AllowlistProxy, ProxyLimits
-from burrow.sandbox.leftovers import Reaper
+from burrow.sandbox.idmap import IdRange
+from burrow.sandbox.leftovers import Reaper, remove_runtime_dir
 from burrow.sandbox.network import NetworkPolicy, egress_unavailable
+from burrow.sandbox.stage import Stage, open_to
 
 SANDBOX_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 STDERR_TAIL_LINES = 20
@@ -82,6 +84,11 @@ class BootPlan:
     resolv_conf: Path | None
     allowlist: DomainAllowlist | None = None  # egress only through the allowlisting proxy
     proxy_limits: ProxyLimits | None = None
+    # Under a root server: the sandbox's uid range, setpriv's path and where bwrap, running
+    # as that range's root, finds the workspace (stage.py). None: bwrap maps our own uid.
+    ids: IdRange | None = None
+    setpriv: str = ""
+    stage: Stage | None = None
 
     @property
     def slirp(self) -> bool:
@@ -160,32 +167,38 @@ class LocalSandbox:
         await self.stop()
         self._status, self.detail, self._stopping = "starting", "", False
         self._stderr_tail.clear()
-        # With cgroups, the disk is mounted while the cgroup-joining shell waits at its gate.
-        overlap_disk = plan.limits is not None and self.disk is not None
+        # With cgroups, the launcher waits at its gate while the host moves it into them
+        # and readies the workspace (disk, ownership, stage) at the same time.
+        gated = plan.limits is not None
         try:
-            await self._prepare(plan, mount_disk=not overlap_disk)
+            await self._prepare(plan, ready_workspace=not gated)
         except SandboxError as exc:
             await self.stop()
             self._fail(exc.message)
             raise SandboxError(ErrorCode.BOOT_FAILED, f"Sandbox {self.id}: {exc.message}") from None
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         fds: list[int] = []
-        info_read = gate_write = -1
+        info_read = gate_write = block_write = -1
         try:
             listener.bind(str(self.socket_path))
+            os.chmod(self.socket_path, 0o600)  # the stage is passable by the uid range
             listener.listen(128)
             fds.append(listener.fileno())
             seccomp_fd = None
             if plan.seccomp_filter is not None:
                 seccomp_fd = seccomp.filter_fd(plan.seccomp_filter)
                 fds.append(seccomp_fd)
-            info_fd = None
-            if plan.network == "egress":  # slirp4netns and the proxy need the sandbox's pid
+            info_fd = block_read = None
+            # The sandbox's pid: for the uid map, slirp4netns and the proxy.
+            if plan.network == "egress" or plan.ids is not None:
                 info_read, info_fd = os.pipe()
                 fds.append(info_fd)
+            if plan.ids is not None:
+                block_read, block_write = os.pipe()
+                fds.append(block_read)
             argv = bwrap.build_argv(
                 plan.bwrap,
-                workspace=self.workspace_dir,
+                workspace=plan.stage.path_for(self.id) if plan.stage else self.workspace_dir,
                 listen_fd=listener.fileno(),
                 python=plan.python,
                 agent_dir=plan.agent_dir,
@@ -194,15 +207,16 @@ class LocalSandbox:
                 tmp_size_bytes=(plan.limits.tmp_mb << 20) if plan.limits else bwrap.TMP_SIZE_BYTES,
                 resolv_conf=plan.resolv_conf if plan.slirp else None,
                 env=network.proxy_env() if plan.allowlist is not None else None,
+                userns_block_fd=block_read,
             )
             argv, args_fd = bwrap.hide_options(argv)
             fds.append(args_fd)
-            if self.cgroup is not None:
-                gate_read = None
-                if overlap_disk:
-                    gate_read, gate_write = os.pipe()
-                    fds.append(gate_read)
-                argv = cgroups.joining_command(self.cgroup.procs_files(), argv, gate_read)
+            gate_read = None
+            if gated:
+                gate_read, gate_write = os.pipe()
+                fds.append(gate_read)
+            as_uid = (plan.setpriv, plan.ids.root) if plan.ids is not None else None
+            argv = bwrap.launch_command(argv, as_uid=as_uid, gate_fd=gate_read)
             self._process = await asyncio.create_subprocess_exec(
                 # argv[0] too is visible in /proc/1/cmdline: the name, not the host path.
                 os.path.basename(argv[0]),
@@ -221,8 +235,9 @@ class LocalSandbox:
                 start_new_session=True,
             )
         except OSError as exc:
-            if gate_write >= 0:
-                os.close(gate_write)
+            for fd in (gate_write, block_write):
+                if fd >= 0:
+                    os.close(fd)
             self._fail(f"could not start bubblewrap: {exc}")
             raise SandboxError(ErrorCode.BOOT_FAILED, f"Sandbox {self.id}: {self.detail}") from exc
         finally:
@@ -232,10 +247,14 @@ class LocalSandbox:
         process = self._process
         if gate_write >= 0:
             try:
-                assert self.disk is not None
-                await self.disk.mount()
+                assert self.cgroup is not None
+                await asyncio.gather(
+                    asyncio.to_thread(self.cgroup.join, process.pid), self._ready_workspace(plan)
+                )
                 os.write(gate_write, b"go\n")
             except SandboxError as exc:
+                if block_write >= 0:
+                    os.close(block_write)
                 await self.stop()
                 self._fail(exc.message)
                 raise SandboxError(
@@ -250,6 +269,9 @@ class LocalSandbox:
         try:
             async with asyncio.timeout(plan.boot_timeout):
                 pid = await self._sandbox_pid(info_read) if info_read >= 0 else 0
+                if plan.ids is not None:
+                    idmap.write_maps(pid, plan.ids)
+                    os.write(block_write, b"1")
                 await self.client.handshake(plan.boot_timeout)
                 # The network after the handshake: bwrap has set up loopback by then (while
                 # slirp4netns configured the namespace at the same time, bwrap's own set-up
@@ -260,7 +282,7 @@ class LocalSandbox:
                     await self._egress.start(pid)
                 if plan.allowlist is not None:
                     await self._start_proxy(pid, plan.allowlist, plan.proxy_limits)
-        except (SandboxError, TimeoutError) as exc:
+        except (SandboxError, TimeoutError, OSError) as exc:
             reason = await self._boot_failure(process, exc)
             await self.stop()
             self._fail(reason)
@@ -268,20 +290,50 @@ class LocalSandbox:
         finally:
             if info_read >= 0:
                 os.close(info_read)
+            if block_write >= 0:
+                os.close(block_write)
+            if plan.stage is not None:  # bwrap holds its own mount of the workspace now
+                plan.stage.release(self.id)
         self._status = "ready"
 
-    async def _prepare(self, plan: BootPlan, *, mount_disk: bool) -> None:
-        """The workspace (its disk, when quotas are on) and the cgroups, before bwrap."""
+    async def _prepare(self, plan: BootPlan, *, ready_workspace: bool) -> None:
+        """The workspace (unless the launcher's gate waits for it) and the cgroups."""
         self.limits = plan.limits
-        # 0700 like the data directory above it (the sandbox runs as this same user).
-        self.workspace_dir.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.workspace_dir.mkdir(mode=0o700, exist_ok=True)
-        if self.disk is not None and mount_disk:
-            await self.disk.mount()
+        if ready_workspace:
+            await self._ready_workspace(plan)
         self.socket_path.unlink(missing_ok=True)
         if plan.limits is not None:
             self.cgroup = cgroups.SandboxCgroup(cgroups.name_for(self.workspace_dir), plan.limits)
             await asyncio.to_thread(self.cgroup.create)
+
+    async def _ready_workspace(self, plan: BootPlan) -> None:
+        """Mounted (when quotas are on), owned by the sandbox's uid range, and bound where
+        bwrap can reach it."""
+        # 0700 like the data directory above it.
+        self.workspace_dir.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.workspace_dir.mkdir(mode=0o700, exist_ok=True)
+        if self.disk is not None:
+            await self.disk.mount()
+        if plan.ids is None or plan.stage is None:
+            return
+        moved = 0
+        if not idmap.owned_by(self.workspace_dir, plan.ids):  # new, or an older Burrow's
+            moved = await asyncio.to_thread(idmap.reown, self.workspace_dir, plan.ids)
+        if moved:
+            log.warning(
+                "sandbox %s: moved %d file(s) of its workspace to the sandbox's uid range "
+                "(%d..%d on the host)",
+                self.id,
+                moved,
+                plan.ids.start,
+                plan.ids.start + idmap.SIZE - 1,
+            )
+        try:
+            plan.stage.bind(self.id, self.workspace_dir)
+        except OSError as exc:
+            raise SandboxError(
+                ErrorCode.BOOT_FAILED, f"could not stage the workspace for bubblewrap: {exc}"
+            ) from None
 
     async def _sandbox_pid(self, info_read: int) -> int:
         info = b""
@@ -531,6 +583,8 @@ class LocalBackend:
         self._agent_dir: Path | None = None
         self._agent_lock = asyncio.Lock()
         self._seccomp_filter: bytes | None = None
+        self._ids: IdRange | None = None
+        self._ids_known = False
         self.reaper = Reaper(self.data_dir, self._locks, SANDBOX_ID)
         if network == "egress" and self.allow_domains is None:
             missing = egress_unavailable()
@@ -596,12 +650,30 @@ class LocalBackend:
         if self.limits is None or not self.limits.disk_mb:
             return None
         image = self.data_dir / "workspaces" / f"{_checked_id(sandbox_id)}.img"
-        return WorkspaceDisk(image, self.workspace_dir(sandbox_id), self.limits.disk_mb)
+        ids = self.id_range()
+        owner = ids.root if ids is not None else os.getuid()
+        return WorkspaceDisk(image, self.workspace_dir(sandbox_id), self.limits.disk_mb, owner)
+
+    def id_range(self) -> IdRange | None:
+        """The host ids sandboxes run as (idmap.py); None when this server is not root."""
+        if not self._ids_known:
+            try:
+                self._ids = idmap.burrow_range()
+            except OSError as exc:
+                raise SandboxError(
+                    ErrorCode.BOOT_FAILED,
+                    f"Could not register the sandboxes' uid range in {exc.filename}: "
+                    f"{exc.strerror}. Add a line `burrow:<start>:65536` to /etc/subuid and "
+                    "/etc/subgid (an unused range), or run Burrow as a user other than root.",
+                ) from None
+            self._ids_known = True
+        return self._ids
 
     async def _plan(self, bwrap_bin: str, policy: NetworkPolicy | None) -> BootPlan:
         if self._seccomp_filter is None and self.seccomp:
             self._seccomp_filter = seccomp.build_filter()
         realised = self.network_plan(policy).policy
+        ids = self.id_range()
         return BootPlan(
             bwrap=bwrap_bin,
             python=self.python,
@@ -613,6 +685,9 @@ class LocalBackend:
             resolv_conf=network.resolv_conf(self._runtime_path()) if realised == "egress" else None,
             allowlist=self.allow_domains if realised == "egress" else None,
             proxy_limits=self.proxy_limits,
+            ids=ids,
+            setpriv=bwrap.find_setpriv() if ids is not None else "",
+            stage=Stage(self._runtime_path(), ids) if ids is not None else None,
         )
 
     async def destroy(self, sandbox_id: str) -> None:
@@ -646,7 +721,7 @@ class LocalBackend:
                     await sandbox.disk.unmount()
         self._sandboxes.clear()
         if self._owns_runtime_dir and self._runtime_dir is not None:
-            shutil.rmtree(self._runtime_dir, ignore_errors=True)
+            remove_runtime_dir(self._runtime_dir)
             self._runtime_dir = None
             self._agent_dir = None
         self.reaper.close()  # last: the sandboxes are stopped
@@ -670,6 +745,7 @@ class LocalBackend:
                     stderr=asyncio.subprocess.DEVNULL,
                 )
                 await compiling.wait()  # if it fails the agent only starts slower
+                _readable_by_all(target)  # bwrap reads it as the sandbox's uid
                 self._agent_dir = target
             return self._agent_dir
 
@@ -679,7 +755,18 @@ class LocalBackend:
             self._runtime_dir = Path(tempfile.mkdtemp(prefix="burrow-", dir="/tmp"))
             if self._owns_runtime_dir:
                 self.reaper.record_runtime_dir(self._runtime_dir)
+            ids = self.id_range()
+            if ids is not None:
+                open_to(self._runtime_dir, ids)
         return self._runtime_dir
+
+
+def _readable_by_all(root: Path) -> None:
+    """Directories 0755, files 0644, whatever the server's umask was."""
+    for directory, _, files in os.walk(root):
+        os.chmod(directory, 0o755)
+        for name in files:
+            os.chmod(os.path.join(directory, name), 0o644)
 
 
 def _checked_id(sandbox_id: str) -> str:

@@ -159,6 +159,7 @@ def resolv_conf(runtime_dir: Path) -> Path:
     path = runtime_dir / "resolv.conf"
     if not path.exists():
         path.write_text(f"nameserver {SLIRP_DNS}\n")
+        path.chmod(0o644)  # bwrap reads it as the sandbox's uid
     return path
 
 

@@ -4,7 +4,8 @@ A deny list, not an allow list: ordinary programs (compilers, package managers, 
 runtimes) must keep working, and the namespaces plus dropped capabilities are the main
 wall. The filter removes kernel attack surface that a build never needs — mount APIs,
 module loading, kexec, BPF, perf, keyrings, userfaultfd, io_uring, handle-based opens,
-vsock, netlink other than NETLINK_ROUTE — and terminal input injection (TIOCSTI). It also
+vsock, netlink other than NETLINK_ROUTE, new user namespaces — and terminal input
+injection (TIOCSTI). It also
 refuses every way into another process: the sandbox's init and its agent share the
 sandbox's uid, so ptrace, process_vm_*, pidfd_getfd and kcmp would let any command take
 the agent's socket or memory. The price: strace and gdb do not work inside a sandbox.
@@ -78,6 +79,13 @@ BLOCKED_X86_64 = {
     "memfd_secret": 447,
 }
 IOCTL_X86_64 = 16
+# New user namespaces (capabilities in a namespace of one's own: kernel surface, and bwrap's
+# --disable-userns cannot be had with a host-written uid map). unshare and setns are
+# refused above; clone with CLONE_NEWUSER here; clone3 hides its flags in memory a filter
+# cannot read, so it answers ENOSYS, and the C library falls back to clone.
+CLONE_X86_64 = 56
+CLONE3_X86_64 = 435
+CLONE_NEWUSER = 0x10000000
 BLOCKED_IOCTLS = {"TIOCSTI": 0x5412, "TIOCLINUX": 0x541C}
 SOCKET_X86_64 = 41
 AF_VSOCK = 40
@@ -87,10 +95,11 @@ NETLINK_ROUTE = 0
 
 # struct seccomp_data: nr (u32), arch (u32), instruction_pointer (u64), args[6] (u64)
 _NR, _ARCH, _ARG0_LOW, _ARG1_LOW, _ARG2_LOW = 0, 4, 16, 24, 32
-_LD_W_ABS, _JEQ_K, _JGE_K, _RET_K = 0x20, 0x15, 0x35, 0x06
+_LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
 _RET_ALLOW = 0x7FFF0000
 _RET_KILL_PROCESS = 0x80000000
 _RET_EPERM = 0x00050000 | errno.EPERM
+_RET_ENOSYS = 0x00050000 | errno.ENOSYS
 
 # An instruction whose jump targets are labels; a bare label marks the next instruction.
 _Insn = tuple[int, str | int, str | int, int]
@@ -114,8 +123,14 @@ def build_filter(machine: str | None = None) -> bytes:
     ]
     program += [(_JEQ_K, "deny", 0, n) for n in sorted(set(BLOCKED_X86_64.values()))]
     program += [
+        (_JEQ_K, "enosys", 0, CLONE3_X86_64),
+        (_JEQ_K, "clone", 0, CLONE_X86_64),
         (_JEQ_K, "ioctl", 0, IOCTL_X86_64),
         (_JEQ_K, "socket", "allow", SOCKET_X86_64),
+        # clone(flags, ...): no new user namespace.
+        "clone",
+        (_LD_W_ABS, 0, 0, _ARG0_LOW),
+        (_JSET_K, "deny", "allow", CLONE_NEWUSER),
         # ioctl: refuse the commands that inject input into (or steer) a terminal.
         "ioctl",
         (_LD_W_ABS, 0, 0, _ARG1_LOW),
@@ -132,6 +147,8 @@ def build_filter(machine: str | None = None) -> bytes:
         (_RET_K, 0, 0, _RET_ALLOW),
         "deny",
         (_RET_K, 0, 0, _RET_EPERM),
+        "enosys",
+        (_RET_K, 0, 0, _RET_ENOSYS),
     ]
     return _assemble(program)
 

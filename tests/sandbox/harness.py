@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from burrow.sandbox.backend import Backend, ExecChunk, ExecExit, ExecRequest, PtySession, Sandbox
-from burrow.sandbox.bwrap import AGENT_START
+from burrow.sandbox.bwrap import AGENT_FLAGS, AGENT_START
 from burrow.sandbox.cgroups import Limits
 from burrow.sandbox.local import LocalBackend, LocalSandbox
 
@@ -181,7 +181,8 @@ def agent_of(marker: bytes) -> tuple[str, int]:
     for pid in namespace_members(namespace):
         with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as f:
             argv = f.read().split(b"\0")
-            if argv[1:5] == [b"-E", b"-S", b"-B", b"-c"] and argv[5] == AGENT_START.encode():
+            flags = [flag.encode() for flag in (*AGENT_FLAGS, "-c", AGENT_START)]
+            if argv[1 : 1 + len(flags)] == flags:
                 return namespace, pid
     raise AssertionError(f"no agent in the sandbox of {marker!r}")
 

@@ -7,7 +7,9 @@ second sandbox must be unaffected (and the attacking sandbox still usable).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import re
 import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from burrow.sandbox import bwrap, idmap
 from burrow.sandbox.backend import SandboxError
 from burrow.sandbox.local import LocalBackend, LocalSandbox
 from burrow.sandbox.network import host_addresses
@@ -286,18 +289,148 @@ async def test_the_sandbox_init_and_agent_carry_nothing_of_the_host(
 
 FLOOD_THE_HOST = """
 import os
-with open("/proc/1/fd/2", "wb") as host_pipe:  # bwrap's stderr: the host reads it
-    for _ in range(40):
-        host_pipe.write(b"x" * 60000 + b"\\n")
-    host_pipe.write(b"y" * (2 << 20))
+try:
+    with open("/proc/1/fd/2", "wb") as host_pipe:  # bwrap's stderr: the host reads it
+        for _ in range(40):
+            host_pipe.write(b"x" * 60000 + b"\\n")
+        host_pipe.write(b"y" * (2 << 20))
+    outcome = "flooded"
+except PermissionError:
+    outcome = "refused"
+with open("flood.txt", "w") as note:
+    note.write(outcome)
 os.kill(os.getppid(), 9)  # the agent: the sandbox dies, its stderr becomes the reason
 """
 
 
 async def test_the_sandbox_cannot_flood_the_reason_of_its_death(pair: Pair) -> None:
+    """The reason is read from bwrap's stderr, bounded. Since sandboxes run as their own
+    uid range, that pipe (the host root's) does not even open from inside."""
     with pytest.raises(SandboxError):
         await run(pair.attacker, "python3", "-c", FLOOD_THE_HOST)
     assert pair.attacker.status == "failed" and "died" in pair.attacker.detail
     assert len(pair.attacker.detail) < 20 * 600, len(pair.attacker.detail)
+    note = pair.backend.workspace_dir("attacker") / "flood.txt"
+    assert await asyncio.to_thread(note.read_text) == "refused"
     check = await run(pair.bystander, "cat", "notes.txt")
     assert check.text == "bystander's notes"
+
+
+# Opens every file under the host-wide writable parts of /proc for writing, and writes
+# nothing: a successful open is the failure, so a vulnerable build changes nothing here.
+OPEN_PROC_FOR_WRITING = """
+import os
+opened, refused = [], 0
+for top in ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"):
+    paths = [top] if os.path.isfile(top) else [
+        os.path.join(d, f) for d, _, files in os.walk(top) for f in files]
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_WRONLY)
+        except OSError:
+            refused += 1
+        else:
+            os.close(fd)
+            opened.append(path)
+print(refused)
+for path in opened:
+    print(path)
+"""
+
+
+# Sysctls of the sandbox's own IPC and pid namespaces: their root may set them, for that
+# namespace alone (nothing of the host's). Only the read-only bind shuts these too.
+OWN_NAMESPACE_SYSCTLS = re.compile(
+    r"/proc/sys/(fs/mqueue/.*|kernel/(msg\w+|auto_msgmni|sem|shm\w+|ns_last_pid|pid_max))"
+)
+
+
+async def writable_proc_files(sandbox: LocalSandbox) -> list[str]:
+    result = await run(sandbox, "python3", "-c", OPEN_PROC_FOR_WRITING)
+    refused, *opened = result.text.splitlines()
+    assert int(refused) > 500, result.text + result.stderr.decode()  # /proc/sys was walked
+    return opened
+
+
+async def assert_proc_globals_refuse_writers(sandbox: LocalSandbox) -> None:
+    opened = await writable_proc_files(sandbox)
+    assert opened == [], f"writable from the sandbox: {opened[:20]}"
+
+
+async def test_proc_sys_and_sysrq_cannot_be_opened_for_writing(pair: Pair) -> None:
+    """Hardening finding 1: the sandbox's root was the host's kuid 0, which the kernel
+    lets write /proc/sys (kernel.core_pattern ran a command as host root)."""
+    await assert_proc_globals_refuse_writers(pair.attacker)
+    await assert_unaffected(pair)
+
+
+async def test_each_wall_alone_keeps_proc_sys_shut(
+    limited_backend: LocalBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The uid range alone (no read-only /proc binds) already makes the kernel refuse
+    every host-wide file: what stays writable is the sandbox's own namespaces' sysctls."""
+    monkeypatch.setattr(bwrap, "PROC_READ_ONLY", ())
+    sandbox = await limited_backend.create("uid-wall-only")
+    mounts = (await run(sandbox, "cat", "/proc/self/mountinfo")).text
+    assert " /proc/sys " not in mounts  # really without the second wall
+    opened = await writable_proc_files(sandbox)
+    host_wide = [path for path in opened if not OWN_NAMESPACE_SYSCTLS.fullmatch(path)]
+    assert host_wide == [], f"host-wide files writable without the read-only binds: {host_wide}"
+
+
+async def test_the_sandbox_root_is_an_unprivileged_host_uid(pair: Pair) -> None:
+    """ids 0-65535 inside map onto Burrow's subordinate range, never the host's root."""
+    ids = pair.backend.id_range()
+    assert ids is not None and ids.start >= idmap.FIRST
+    assert f"{idmap.NAME}:{ids.start}:{idmap.SIZE}" in registered_ranges()
+    maps = await run(pair.attacker, "sh", "-c", "cat /proc/self/uid_map /proc/self/gid_map")
+    assert maps.text.split() == ["0", str(ids.start), str(idmap.SIZE)] * 2
+    await run(pair.attacker, "sh", "-c", "sleep 31 & touch made-inside")
+    assert host_ids_of(b"sleep\x0031\x00") == [str(ids.start)] * 8  # real..fs uid, gid
+    made = pair.backend.workspace_dir("attacker") / "made-inside"
+    assert owner(made) == (ids.start, ids.start)
+    await assert_unaffected(pair)
+
+
+def registered_ranges() -> list[str]:
+    return Path("/etc/subuid").read_text().splitlines()
+
+
+def owner(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_uid, st.st_gid
+
+
+def host_ids_of(cmdline: bytes) -> list[str]:
+    """Uid and Gid of the process with this command line, as the host's /proc says."""
+    for pid in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if pid.name.isdigit() and pid.joinpath("cmdline").read_bytes() == cmdline:
+                status = pid.joinpath("status").read_text().splitlines()
+                ids = [line.split()[1:] for line in status if line.startswith(("Uid:", "Gid:"))]
+                return ids[0] + ids[1]
+    raise AssertionError(f"no process {cmdline!r} on the host")
+
+
+async def test_no_new_user_namespace_from_inside(pair: Pair) -> None:
+    """bwrap's --disable-userns cannot be had with a host-written uid map: the seccomp
+    filter refuses unshare, clone(CLONE_NEWUSER) and clone3 (the C library falls back)."""
+    probe = """
+import ctypes, os, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+for name, number, flags in [("unshare", 272, 0x10000000), ("clone", 56, 0x10000000 | 17),
+                            ("clone3", 435, 0)]:
+    result = libc.syscall(number, flags, 0, 0, 0, 0)
+    print(name, result, os.strerror(ctypes.get_errno()))
+print(subprocess.run(["echo", "spawned"], capture_output=True, text=True).stdout.strip())
+"""
+    result = await run(pair.attacker, "python3", "-c", probe)
+    assert result.text.splitlines() == [
+        "unshare -1 Operation not permitted",
+        "clone -1 Operation not permitted",
+        "clone3 -1 Function not implemented",
+        "spawned",
+    ], result.stderr
+    unshare = await run(pair.attacker, "unshare", "--user", "--map-root-user", "true")
+    assert unshare.exit.exit_code != 0
+    await assert_unaffected(pair)

@@ -16,6 +16,8 @@ import pytest
 from e2b import AsyncSandbox
 from e2b.exceptions import SandboxException
 
+from burrow.sandbox import idmap
+from tests.sandbox.test_escape import OPEN_PROC_FOR_WRITING
 from tests.sandbox_host.harness import API_KEY, OTHER_KEY, Host, sandbox_host
 
 pytestmark = pytest.mark.timeout(120)
@@ -334,3 +336,17 @@ async def test_a_hostile_service_behind_a_port(
     assert answer.status_code == 502
     assert "broke off" in answer.json()["message"]
     await assert_responsive(api)
+
+
+async def test_proc_sys_and_sysrq_cannot_be_opened_for_writing(sandbox: AsyncSandbox) -> None:
+    """An E2B client's code is sandboxed code too: every file under /proc/sys and
+    /proc/sysrq-trigger opened O_WRONLY (nothing written) is refused, and its root is an
+    unprivileged host uid (hardening finding 1)."""
+    probe = OPEN_PROC_FOR_WRITING.replace('"', '\\"')
+    result = await sandbox.commands.run(f'python3 -c "{probe}"')
+    refused, *opened = result.stdout.splitlines()
+    assert int(refused) > 500, result.stdout + result.stderr
+    assert opened == [], f"writable from an E2B sandbox: {opened[:20]}"
+    maps = await sandbox.commands.run("cat /proc/self/uid_map")
+    inside, host_start, count = maps.stdout.split()
+    assert inside == "0" and int(host_start) >= idmap.FIRST and count == str(idmap.SIZE)

@@ -26,7 +26,6 @@ RECV_BYTES = 64 * 1024
 # Commands running now (not terminals): the host keeps a busy sandbox from hibernating.
 # A list mutated by one append/pop is atomic under the GIL, without importing threading.
 _running: list[None] = []
-_undumpable: list[None] = []  # one element once prctl(PR_SET_DUMPABLE, 0) is done
 _workspace: list[Workspace] = []  # the file API, once a request needs it
 
 
@@ -70,8 +69,6 @@ def _dispatch(
     root: str,
 ) -> None:
     kind = request.kind
-    if kind in (protocol.SPAWN, protocol.PTY_OPEN, protocol.TUNNEL):
-        _make_undumpable()  # before the first command of the sandbox can run
     if kind == protocol.SPAWN:
         # Imported here so that the handshake, which gates sandbox readiness, does not
         # wait for subprocess and selectors to load.
@@ -128,15 +125,23 @@ def _files(root: str) -> Workspace:
 def _make_undumpable() -> None:
     """Close /proc/<agent>/mem, environ and fd to the sandbox's code, which runs as the
     same uid: without CAP_SYS_PTRACE nothing may touch an undumpable process (seccomp
-    refuses ptrace itself). Children are dumpable again once they exec. Done on the first
-    request that runs code, not at start-up: ctypes costs the boot ~3 ms."""
-    if not _undumpable:
-        import ctypes
+    refuses ptrace itself). Children are dumpable again once they exec. The first thing
+    the agent does; prctl through _ctypes alone (the ctypes package costs the boot ~3 ms)."""
+    import _ctypes
 
-        pr_set_dumpable = 4
-        if ctypes.CDLL(None, use_errno=True).prctl(pr_set_dumpable, 0, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
-        _undumpable.append(None)
+    class Libc:
+        _handle = _ctypes.dlopen(None, 2)  # type: ignore[arg-type]  # RTLD_NOW, the program
+
+    class Int(_ctypes._SimpleCData):  # type: ignore[type-arg]  # not generic at run time
+        _type_ = "i"
+
+    class Function(_ctypes.CFuncPtr):
+        _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
+        _restype_ = Int
+
+    pr_set_dumpable = 4
+    if Function(("prctl", Libc))(pr_set_dumpable, 0, 0, 0, 0) != 0:  # type: ignore[arg-type]
+        raise OSError(_ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
 
 def _next_frame(
@@ -160,10 +165,12 @@ def _send_quietly(conn: _socket.socket, data: bytes) -> None:
 def main(argv: list[str]) -> None:
     """`main(["--listen-fd", N, "--workspace", DIR])`: serve on the socket the host bound
     (bwrap.build_argv starts it)."""
+    _make_undumpable()
     options = dict(zip(argv[0::2], argv[1::2], strict=False))
     listen_fd = int(options["--listen-fd"])
     posix.set_inheritable(listen_fd, False)  # commands must never get the agent's socket
     listener = _socket.socket(fileno=listen_fd)
     root = options["--workspace"]  # a mount point of bwrap's: no symlink to resolve
-    posix.chdir(root)
+    # The agent's own working directory stays its read-only /.burrow: commands and
+    # terminals get the workspace (or their cwd) as theirs, never the agent.
     serve(listener, root)
