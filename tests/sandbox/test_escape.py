@@ -434,3 +434,56 @@ print(subprocess.run(["echo", "spawned"], capture_output=True, text=True).stdout
     unshare = await run(pair.attacker, "unshare", "--user", "--map-root-user", "true")
     assert unshare.exit.exit_code != 0
     await assert_unaffected(pair)
+
+
+# Modules a workspace could plant to run inside the agent: everything the agent imports
+# lazily (its file API, commands, terminals, tunnels) and the protocol's json.
+PLANTED_MODULES = (
+    "json", "subprocess", "selectors", "signal", "fcntl", "termios", "struct", "errno",
+    "stat", "os", "time", "agent", "pty", "select", "socket",
+)  # fmt: skip
+PLANT = "import os\nopen('/workspace/ran-{name}', 'w').close()\n"
+
+
+def agent_pid(sandbox: LocalSandbox) -> int:
+    """The agent as the host sees it: bwrap's child's child."""
+    assert sandbox._process is not None
+    parent = sandbox._process.pid
+    for _ in range(2):
+        parent = next(
+            int(entry.name)
+            for entry in Path("/proc").iterdir()
+            if entry.name.isdigit() and _ppid(entry) == parent
+        )
+    return parent
+
+
+def _ppid(entry: Path) -> int:
+    try:
+        stat = entry.joinpath("stat").read_text()
+    except OSError:
+        return -1
+    return int(stat[stat.rindex(")") + 2 :].split()[1])
+
+
+async def test_a_workspace_module_never_runs_in_the_agent(limited_backend: LocalBackend) -> None:
+    """Hardening finding 3: the agent ran `python3 -E -S -B -c` (the current directory on
+    sys.path) and chdir'd to /workspace before its lazy imports, so a planted `json.py`
+    ran inside it at its next boot. Now it runs isolated and never has the workspace as
+    its working directory."""
+    sandbox = await limited_backend.create("planted")
+    for name in PLANTED_MODULES:
+        await sandbox.write_file(f"{name}.py", PLANT.format(name=name).encode())
+    await sandbox.write_file("agent/__init__.py", PLANT.format(name="agent-package").encode())
+    await limited_backend.hibernate(sandbox)
+    sandbox = await limited_backend.create("planted")  # the next boot, over those files
+    await sandbox.write_file("touch.txt", b"a file request first")
+    pid = await asyncio.to_thread(agent_pid, sandbox)
+    cwd = await asyncio.to_thread(os.readlink, f"/proc/{pid}/cwd")
+    assert cwd == "/.burrow", cwd
+    assert (await run(sandbox, "python3", "-c", "print('a command')")).text == "a command\n"
+    pty = await sandbox.open_pty(80, 24)
+    pty.close()
+    await sandbox.read_file("touch.txt")
+    files = [entry.name for entry in await sandbox.list_dir(".")]
+    assert not [name for name in files if name.startswith("ran-")], files
