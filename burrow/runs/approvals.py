@@ -29,6 +29,7 @@ class Verdict:
     action: Literal["allow", "ask", "deny"]
     risk: Risk
     reason: str
+    read_only: bool = False  # an allowed call that must run behind the read-only wall
 
 
 def policy(mode: str, assessment: Assessment) -> Verdict:
@@ -38,8 +39,8 @@ def policy(mode: str, assessment: Assessment) -> Verdict:
     if assessment.forbidden:
         return Verdict("deny", risk, f"Refused: {reason} Burrow never runs such a command.")
     if mode == "read_only":
-        if risk == "safe":
-            return Verdict("allow", risk, reason)
+        if risk == "safe":  # a rating, not a wall: the sandbox enforces it too
+            return Verdict("allow", risk, reason, read_only=True)
         return Verdict(
             "deny",
             risk,
@@ -155,6 +156,7 @@ class Approvals(Hook):
             return None
         arguments = call.arguments
         verdict = await self.gate.review(run.cid, call.name, arguments, call.tool.kind)
+        call.read_only = verdict.read_only
         if verdict.action == "allow":
             return None
         if verdict.action == "deny":

@@ -77,6 +77,9 @@ class Call:
     raw: str  # the arguments as the model sent them
     arguments: dict[str, Any] | None  # parsed; None when `raw` is not a JSON object
     tool: Tool | None  # None when the model named a tool that does not exist
+    # Set by the approval gate in a read-only mode: the call runs behind the sandbox's
+    # read-only wall (ToolContext.read_only), whatever its rating said.
+    read_only: bool = False
 
 
 @dataclass

@@ -397,12 +397,14 @@ class AgentRun:
                 return ToolResult(output=refusal, is_error=True)
         started = time.monotonic()  # from here: approval waits are over
         try:
-            return await self._run_tool(call.tool, call.id, call.arguments)
+            return await self._run_tool(call.tool, call.id, call.arguments, call.read_only)
         finally:
             if not call.tool.kind.subloop:
                 self.tally.tool_seconds += time.monotonic() - started
 
-    async def _run_tool(self, tool: Tool, call_id: str, arguments: dict[str, Any]) -> ToolResult:
+    async def _run_tool(
+        self, tool: Tool, call_id: str, arguments: dict[str, Any], read_only: bool = False
+    ) -> ToolResult:
         async def on_output(stream: Literal["stdout", "stderr"], text: str) -> None:
             self._out.add(ev.ToolOutput(call_id=call_id, stream=stream, text=text))
 
@@ -415,6 +417,7 @@ class AgentRun:
             on_output=on_output,
             conversation_id=self.cid,
             preview_url=(lambda port: preview_url(self.cid, port)) if preview_url else None,
+            read_only=read_only,
         )
         try:
             return await tool.run(arguments, ctx)

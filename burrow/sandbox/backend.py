@@ -126,6 +126,10 @@ class ExecRequest:
     # A long-lived helper (an MCP server), not a command: it does not keep the sandbox from
     # hibernating, and hibernation ends it.
     background: bool = False
+    # The command (and all it starts) may change nothing but temporary files, enforced by
+    # the sandbox whatever the command says (agent/landlock.py); a backend that cannot
+    # enforce it refuses the command (NOT_SUPPORTED), never runs it unrestricted.
+    read_only: bool = False
 
 
 PreviewTransport = Literal["tunnel", "http"]

@@ -191,6 +191,7 @@ class AgentClient:
             stdin=request.stdin is not None,
             result_file=request.result_file,
             background=request.background,
+            read_only=request.read_only,
         )
         if isinstance(request.stdin, bytes):
             spawn += protocol.encode_frame(protocol.STDIN, request.stdin, eof=True)

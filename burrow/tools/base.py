@@ -77,6 +77,9 @@ class ToolContext:
     on_output: OutputSink = _discard  # live stdout/stderr text for `tool.output` events
     conversation_id: str = ""  # whose sandbox this is (names its preview addresses)
     preview_url: Callable[[int], str] | None = None  # port -> the preview's address (no token)
+    # The run is read-only (its mode): commands must run behind the sandbox's read-only
+    # wall (ExecRequest.read_only), not on the strength of a rating.
+    read_only: bool = False
 
 
 @dataclass

@@ -85,14 +85,18 @@ class BashTool:
             ctx.on_output, rate=ctx.limits.live_output_rate, limit=ctx.limits.live_output_max
         )
         try:
-            exit_event = await _run(sandbox, args.command, cwd, timeout, output, live)
+            exit_event = await _run(
+                sandbox, args.command, cwd, timeout, output, live, ctx.read_only
+            )
         except SandboxError as exc:
             if exc.code != ErrorCode.INVALID_CWD or ctx.shell.cwd is None:
                 raise
             notes.append(f"[{cwd} no longer exists; the command ran in {sandbox.workspace}]")
             ctx.shell.cwd = None
             cwd = sandbox.workspace
-            exit_event = await _run(sandbox, args.command, cwd, timeout, output, live)
+            exit_event = await _run(
+                sandbox, args.command, cwd, timeout, output, live, ctx.read_only
+            )
         await live.finish()
         if exit_event.result:
             recorded = exit_event.result.decode(errors="replace").strip()
@@ -136,6 +140,7 @@ async def _run(
     timeout: float,
     output: OutputBuffer,
     live: LiveOutput,
+    read_only: bool = False,
 ) -> ExecExit:
     """Stream the command's output to `output` and `live`; return its exit."""
     result_file = f"/tmp/.burrow-cwd-{uuid.uuid4().hex}"
@@ -145,6 +150,7 @@ async def _run(
         env=NON_INTERACTIVE,
         timeout=timeout,
         result_file=result_file,
+        read_only=read_only,
     )
     decoders = {
         "stdout": codecs.getincrementaldecoder("utf-8")(errors="replace"),

@@ -106,6 +106,10 @@ class Execution(Request):
             raise AgentError("invalid_cwd", f"Working directory {cwd} does not exist")
         env = dict(os.environ)
         env.update(self.header.get("env") or {})
+        if self.header.get("read_only"):
+            from .landlock import restrict_this_thread
+
+            restrict_this_thread()  # this request's own thread, which ends with it
         try:
             return subprocess.Popen(
                 argv,

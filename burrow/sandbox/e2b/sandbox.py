@@ -97,6 +97,13 @@ class E2BSandbox:
 
     async def exec(self, request: ExecRequest) -> AsyncIterator[ExecEvent]:
         self._check_ready()
+        if request.read_only:  # envd has no way to run a command read-only
+            raise SandboxError(
+                ErrorCode.NOT_SUPPORTED,
+                "The e2b backend cannot run a command read-only (its sandboxes have no such "
+                "wall), so read-only conversations run no commands there; use ask or auto "
+                "mode, or the local backend.",
+            )
         self._renew()
         counted = not request.background
         self._running += counted
