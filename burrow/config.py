@@ -189,6 +189,10 @@ class Settings(BaseSettings):
     max_sandboxes_per_user: int = 10
     """Live (not hibernated) sandboxes per user; at the cap the user's least recently used
     idle one is hibernated to make room; 0 = no cap."""
+    max_disk_mb_per_user: int = Field(default=20480, ge=0)
+    """MiB of disk all of a user's workspaces may take together (their disk images'
+    allocated blocks: needs BURROW_SANDBOX_LIMITS); a sandbox does not start while they
+    take more (429 disk_quota_exceeded); 0 = no cap."""
     tool_output_live_rate: int = Field(default=LIVE_BYTES_PER_SECOND, ge=1024)
     """Bytes per second of a tool call's output shown live (`tool.output`); the rest is
     elided with a marker. The model still gets the head and tail, the log file all of it."""

@@ -144,6 +144,8 @@ async def open_services(
         max_per_owner=settings.max_sandboxes_per_user,
         for_commands=chosen_secrets.sandbox,
         network_of=conversations.network_of,
+        disk_mb_per_owner=settings.max_disk_mb_per_user,
+        conversations_of=conversations.ids_of,
     )
     imports = RepoImports(journal, sandboxes)
     mcp = mcp_connections(settings, sandboxes, UserSecretStore(db, box))

@@ -1,6 +1,7 @@
 """Per-user caps on what runs at once, so one account cannot starve the others of CPU,
-memory and processes: concurrent runs (`BURROW_MAX_RUNS_PER_USER`) and live sandboxes
-(`BURROW_MAX_SANDBOXES_PER_USER`). Admins are not exempt: an admin's runaway script
+memory, processes and disk: concurrent runs (`BURROW_MAX_RUNS_PER_USER`), live sandboxes
+(`BURROW_MAX_SANDBOXES_PER_USER`) and the disk all of a user's workspaces take together
+(`BURROW_MAX_DISK_MB_PER_USER`). Admins are not exempt: an admin's runaway script
 starves everyone just the same, and an operator can raise the caps.
 """
 
@@ -40,4 +41,18 @@ class SandboxQuotaExceeded(QuotaExceeded, SandboxError):
             f"You already have {limit} live sandboxes, all busy running commands (the limit, "
             "BURROW_MAX_SANDBOXES_PER_USER): wait for a command to finish, or stop one, "
             "and try again.",
+        )
+
+
+class DiskQuotaExceeded(QuotaExceeded, SandboxError):
+    """A sandbox does not start while its owner's workspaces hold the disk quota."""
+
+    error_code = "disk_quota_exceeded"
+
+    def __init__(self, used: int, limit_mb: int) -> None:
+        super().__init__(
+            ErrorCode.UNAVAILABLE,
+            f"Your conversations' workspaces take {used >> 20} MiB of disk, your limit "
+            f"(BURROW_MAX_DISK_MB_PER_USER) is {limit_mb} MiB: delete conversations you no "
+            "longer need (or files in them), then try again.",
         )

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from burrow.runs.events import SandboxStatus, SandboxStatusChanged, make
 from burrow.runs.journal import Journal
-from burrow.runs.quotas import SandboxQuotaExceeded
+from burrow.runs.quotas import DiskQuotaExceeded, SandboxQuotaExceeded
 from burrow.sandbox.backend import (
     Backend,
     ErrorCode,
@@ -57,6 +57,8 @@ class SandboxPool:
         max_per_owner: int = 0,
         for_commands: Callable[[str, Sandbox], Sandbox] = lambda cid, sandbox: sandbox,
         network_of: Callable[[str], Awaitable[NetworkPolicy | None]] | None = None,
+        disk_mb_per_owner: int = 0,
+        conversations_of: Callable[[str], Awaitable[list[str]]] | None = None,
     ) -> None:
         self.backend = backend
         # What commands and terminals run on: the sandbox with the conversation's secrets.
@@ -65,6 +67,9 @@ class SandboxPool:
         self.max_per_owner = max_per_owner  # live sandboxes per owner (needs owner_of); 0: any
         self._owner_of = owner_of
         self._network_of = network_of  # the conversation's policy, read at each start
+        # Disk all of an owner's workspaces may take (needs owner_of and conversations_of).
+        self.disk_mb_per_owner = disk_mb_per_owner
+        self._conversations_of = conversations_of
         self._owners: dict[str, str] = {}  # cid -> owner, as learned (owners never change)
         self._live: dict[str, str] = {}  # cid -> owner, from admission until it stops
         self.terminals = TerminalRegistry(on_activity=self.touch)
@@ -271,8 +276,10 @@ class SandboxPool:
         least recently used sandbox that runs no command (files kept; it wakes on next use),
         as a person juggling conversations expects; refuse only when all of them are busy.
         Counting and admitting happen with no await between them, so concurrent starts
-        cannot all slip under the cap."""
-        if not self.max_per_owner or self._owner_of is None:
+        cannot all slip under the cap. First, the owner's workspaces must be under their
+        disk quota: a sandbox can grow only while it runs, so at worst an owner holds the
+        quota plus what their live sandboxes wrote since they started."""
+        if self._owner_of is None or not (self.max_per_owner or self.disk_mb_per_owner):
             return
         owner = self._owners.get(cid)
         if owner is None:
@@ -280,6 +287,13 @@ class SandboxPool:
             if owner is None:
                 return  # not a conversation (any more): nothing to count it against
             self._owners[cid] = owner
+        if self.disk_mb_per_owner and self._conversations_of is not None:
+            cids = await self._conversations_of(owner)
+            used = await asyncio.to_thread(self._disk_used, cids)
+            if used >= self.disk_mb_per_owner << 20:
+                raise DiskQuotaExceeded(used, self.disk_mb_per_owner)
+        if not self.max_per_owner:
+            return
         tried: set[str] = set()
         while True:
             others = [c for c, o in self._live.items() if o == owner and c != cid]
@@ -297,6 +311,9 @@ class SandboxPool:
                 f"hibernated to make room for another of your sandboxes (the limit is "
                 f"{self.max_per_owner} live at once); files kept, wakes on next use",
             )
+
+    def _disk_used(self, cids: list[str]) -> int:
+        return sum(self.backend.disk_used(cid) or 0 for cid in cids)
 
     def _stopped(self, cid: str) -> bool:
         """It died under us: no longer live, though still on the books until woken."""

@@ -308,6 +308,12 @@ class Backend(Protocol):
         id wakes it."""
         ...
 
+    def disk_used(self, sandbox_id: str) -> int | None:
+        """Bytes the sandbox's workspace takes on the host's disk now (blocks allocated),
+        whether it runs or not; None when this backend cannot tell (a remote one's disks
+        are its host's to bound). Cheap: per-user quotas sum it over many sandboxes."""
+        ...
+
     async def recover(self) -> None:
         """On start: reap (or adopt) what a dead server of the same data left behind, such
         as processes and mounts of its sandboxes; may finish in the background, but before

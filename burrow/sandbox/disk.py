@@ -12,9 +12,14 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import time
 from pathlib import Path
 
+from burrow.sandbox import mounts
 from burrow.sandbox.backend import ErrorCode, SandboxError
+
+MOUNT = ("mount", "-o", "loop,nosuid,nodev,noatime")
+RELEASE_WAIT_SECONDS = 5.0
 
 
 class WorkspaceDisk:
@@ -49,11 +54,24 @@ class WorkspaceDisk:
                 "-E", f"lazy_itable_init=1,lazy_journal_init=1,root_owner={owner}",
                 str(self.image),
             )  # fmt: skip
-        await _run(
-            "mount", "-o", "loop,nosuid,nodev,noatime", str(self.image), str(self.mountpoint)
-        )
+        await self._mount_loop()
         if fresh:
             shutil.rmtree(self.mountpoint / "lost+found", ignore_errors=True)
+
+    async def _mount_loop(self) -> None:
+        """mount -o loop, once more while the image's previous loop device is still being
+        released: a server killed with its sandbox running leaves the sandbox's mount
+        namespace to die after it, and its loop device goes only then (a restart that
+        booted the sandbox at once saw `boot_failed` for a moment)."""
+        deadline = time.monotonic() + RELEASE_WAIT_SECONDS
+        while True:
+            try:
+                await _run(*MOUNT, str(self.image), str(self.mountpoint))
+                return
+            except SandboxError:
+                if not mounts.loops_of(self.image) or time.monotonic() > deadline:
+                    raise
+            await asyncio.sleep(0.05)
 
     async def unmount(self) -> None:
         if self.mounted:

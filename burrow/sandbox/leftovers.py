@@ -32,13 +32,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from burrow.sandbox import cgroups
-from burrow.sandbox.mounts import detach, mount_sources, mount_targets, umount
+from burrow.sandbox.mounts import (
+    detach,
+    loop_devices,
+    loops_of,
+    mount_sources,
+    mount_targets,
+    umount,
+)
 
 log = logging.getLogger(__name__)
 
 LOCK_NAME = "sandboxes.lock"
 LOOP_CLR_FD = 0x4C01
-SYS_BLOCK = Path("/sys/block")
 AUTOCLEAR_WAIT_SECONDS = 1.0  # the kernel detaches a loop device after its last unmount
 
 
@@ -106,7 +112,7 @@ class Leftovers:
         reaped = Reaped()
         workspace = self.workspaces / sandbox_id
         image = self.workspaces / f"{sandbox_id}.img"
-        attached = _loops_of(image)
+        attached = loops_of(image)
         cgroup = self._cgroup(workspace)
         if not attached and not cgroup.exists() and str(workspace) not in mount_targets():
             return reaped  # nothing of it is left (a new sandbox): each check read once
@@ -124,16 +130,8 @@ class Leftovers:
             reaped.mounts += 1
         if not reaped.adopted:
             _detach_loops(image)
-        reaped.loops = len(attached - _loops_of(image))
+        reaped.loops = len(attached - loops_of(image))
         return reaped
-
-
-def _loops_of(image: Path) -> set[str]:
-    return {
-        dev
-        for dev, backing in loop_devices().items()
-        if backing.removesuffix(" (deleted)") == str(image)
-    }
 
 
 def _detach_loops(image: Path) -> None:
@@ -142,7 +140,7 @@ def _detach_loops(image: Path) -> None:
     attach and mount left, or a release the kernel has not finished."""
     deadline = time.monotonic() + AUTOCLEAR_WAIT_SECONDS
     while True:
-        stale = _loops_of(image) - mount_sources()
+        stale = loops_of(image) - mount_sources()
         if not stale or time.monotonic() > deadline:
             break
         time.sleep(0.02)  # autoclear runs right after the unmount: give it a moment
@@ -221,6 +219,20 @@ class Reaper:
                     self.record_runtime_dir(self._runtime_dir)
         return self._lock is not None
 
+    def sweep_stopped(self) -> Reaped:
+        """At shutdown, once every sandbox of ours is stopped: whatever is still mounted,
+        attached or in a cgroup under the data directory is nobody's (a `mount` a killed
+        server had started finished after the start-up sweep, say). Blocking: in a thread."""
+        total = Reaped()
+        if self._lock is None:
+            return total  # another live process's sandboxes, or none ever booted
+        for sandbox_id in sorted(self.leftovers.sandbox_ids()):
+            if self._valid_id.fullmatch(sandbox_id):
+                total.add(self.leftovers.reap(sandbox_id))
+        if total:
+            log.warning("reaped at shutdown what no sandbox held: %s", total.describe())
+        return total
+
     def close(self) -> None:
         """Stop the sweep and let go of the lock (after the sandboxes are stopped)."""
         if self.sweep is not None:
@@ -273,15 +285,3 @@ def remove_runtime_dir(path: Path) -> bool:
         return False
     shutil.rmtree(path, ignore_errors=True)
     return True
-
-
-def loop_devices() -> dict[str, str]:
-    """/dev/loopN -> its backing file, for every attached loop device."""
-    found = {}
-    with contextlib.suppress(OSError):
-        for entry in SYS_BLOCK.iterdir():
-            if entry.name.startswith("loop"):
-                with contextlib.suppress(OSError):
-                    backing = (entry / "loop" / "backing_file").read_text().rstrip("\n")
-                    found[f"/dev/{entry.name}"] = backing
-    return found

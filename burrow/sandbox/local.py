@@ -654,6 +654,17 @@ class LocalBackend:
         owner = ids.root if ids is not None else os.getuid()
         return WorkspaceDisk(image, self.workspace_dir(sandbox_id), self.limits.disk_mb, owner)
 
+    def disk_used(self, sandbox_id: str) -> int | None:
+        """The workspace image's allocated blocks (sparse: what was written); a plain
+        directory workspace (no disk quotas) is not measured, as walking it would cost."""
+        disk = self._disk(sandbox_id)
+        if disk is None:
+            return None
+        try:
+            return disk.image.stat().st_blocks * 512
+        except FileNotFoundError:
+            return 0
+
     def id_range(self) -> IdRange | None:
         """The host ids sandboxes run as (idmap.py); None when this server is not root."""
         if not self._ids_known:
@@ -720,6 +731,9 @@ class LocalBackend:
                 with contextlib.suppress(SandboxError):
                     await sandbox.disk.unmount()
         self._sandboxes.clear()
+        if self.reaper.sweep is not None:  # a server's backend: nothing may outlive it
+            self.reaper.sweep.cancel()
+            await asyncio.to_thread(self.reaper.sweep_stopped)
         if self._owns_runtime_dir and self._runtime_dir is not None:
             remove_runtime_dir(self._runtime_dir)
             self._runtime_dir = None

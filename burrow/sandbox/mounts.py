@@ -6,12 +6,14 @@ mount(2) and umount2(2) directly through libc: a `mount` process per call would 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import re
 from pathlib import Path
 
 MOUNTINFO = Path("/proc/self/mountinfo")
+SYS_BLOCK = Path("/sys/block")
 MS_BIND = 0x1000
 MS_PRIVATE = 1 << 18
 MNT_DETACH = 2
@@ -46,6 +48,27 @@ def mount_sources() -> set[str]:
         if len(rest) > 1:
             sources.add(rest[1])
     return sources
+
+
+def loop_devices() -> dict[str, str]:
+    """/dev/loopN -> its backing file, for every attached loop device."""
+    found = {}
+    with contextlib.suppress(OSError):
+        for entry in SYS_BLOCK.iterdir():
+            if entry.name.startswith("loop"):
+                with contextlib.suppress(OSError):
+                    backing = (entry / "loop" / "backing_file").read_text().rstrip("\n")
+                    found[f"/dev/{entry.name}"] = backing
+    return found
+
+
+def loops_of(image: Path) -> set[str]:
+    """The loop devices backed by `image` (one that is being released still counts)."""
+    return {
+        dev
+        for dev, backing in loop_devices().items()
+        if backing.removesuffix(" (deleted)") == str(image)
+    }
 
 
 def _check(result: int, target: object) -> None:

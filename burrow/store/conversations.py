@@ -111,6 +111,11 @@ class ConversationStore:
         owner: str | None = await self._db.run(lambda conn: conn.execute(query).scalar())
         return owner
 
+    async def ids_of(self, owner_id: str) -> list[str]:
+        """Every conversation id of the owner (per-user disk quota: all, not a page)."""
+        query = sa.select(conversations.c.id).where(conversations.c.owner_id == owner_id)
+        return await self._db.run(lambda conn: list(conn.execute(query).scalars()))
+
     async def network_of(self, cid: str) -> Literal["none", "egress"] | None:
         """The sandbox's network policy (None: the server's default)."""
         query = sa.select(conversations.c.network).where(conversations.c.id == cid)

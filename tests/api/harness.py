@@ -45,12 +45,14 @@ def serve_process(
     env: dict[str, str] | None = None,
     *,
     stderr: IO[bytes] | None = None,
+    start_seconds: list[float] | None = None,
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """A real `burrow serve` child process, healthy; yields it and its base URL.
 
     For tests that must kill the server outright or call it from blocking code; `env`
     adds settings (BURROW_...) to its environment; `stderr` collects what the server
-    prints there (default: the test's own stderr).
+    prints there (default: the test's own stderr); `start_seconds` gets how long it took
+    from the spawn to its first healthy answer.
     """
     port = free_port()
     env = {**os.environ, "BURROW_ADMIN_PASSWORD": ADMIN_PASSWORD, **(env or {})}
@@ -58,14 +60,17 @@ def serve_process(
     command = [sys.executable, "-m", "burrow.cli", "serve", "--port", str(port)]
     command += ["--preview-port", str(free_port())]
     command += ["--data-dir", str(data_dir), "--model", model]
+    spawned = time.monotonic()
     process = subprocess.Popen(command, env=env, stderr=stderr)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
+        deadline = spawned + 30
         while not _healthy(base):
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"burrow serve did not become healthy (exit {process.poll()})")
-            time.sleep(0.05)
+            time.sleep(0.02)
+        if start_seconds is not None:
+            start_seconds.append(time.monotonic() - spawned)
         yield process, base
     finally:
         process.kill()

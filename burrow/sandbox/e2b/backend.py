@@ -155,6 +155,10 @@ class E2BBackend:
                         return info.sandbox_id
         return None
 
+    def disk_used(self, sandbox_id: str) -> int | None:
+        """Unknown here: the remote host bounds its sandboxes' disks itself."""
+        return None
+
     async def hibernate(self, sandbox: Sandbox) -> None:
         """Pause it: with its memory (processes resume where they were) or files only."""
         own = self._sandboxes.get(sandbox.id)
