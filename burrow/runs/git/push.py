@@ -13,6 +13,7 @@ the answer names the URL pushed to.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from dataclasses import dataclass
 
@@ -29,7 +30,7 @@ from burrow.runs.git.remote import (
     check_url,
     git_options,
 )
-from burrow.sandbox.backend import NetworkPolicy, Sandbox
+from burrow.sandbox.backend import NetworkPolicy, Sandbox, SandboxError
 from burrow.sandbox.masking import SecretMask
 
 BUNDLES = ".burrow/outputs"  # Burrow's own folder: never committed, checkpointed or listed
@@ -138,7 +139,8 @@ async def commit_and_push(
             result = await push_sandbox.push(clean, remote, branch, credential)
     finally:
         path = f"{sandbox.workspace}/{bundle}"
-        await between_sandboxes.run_in(sandbox, 'rm -f "$1"', path, what="Removing the bundle")
+        with contextlib.suppress(SandboxError):  # stopped: it stays in .burrow/outputs, unused
+            await between_sandboxes.run_in(sandbox, 'rm -f "$1"', path, what="Removing it")
     if not result.ok:
         raise _failure(result, mask)
     return Pushed(

@@ -17,13 +17,16 @@ same data directory and is reaped like any other sandbox's.
 from __future__ import annotations
 
 import contextlib
+import logging
 import secrets
 from collections.abc import AsyncIterator
 from typing import Protocol
 
 from burrow.runs.git.in_sandbox import GitResult, run_git
 from burrow.runs.git.remote import CREDENTIAL_ENV, Remote, git_options
-from burrow.sandbox.backend import NetworkPolicy, Sandbox
+from burrow.sandbox.backend import NetworkPolicy, Sandbox, SandboxError
+
+log = logging.getLogger(__name__)
 
 BUNDLE = "push.bundle"  # the one file from the workspace, at the push sandbox's workspace
 REPO = "repo.git"
@@ -66,7 +69,10 @@ async def push_sandbox(
     try:
         yield await maker.create(sandbox_id, network=network)
     finally:
-        await maker.destroy(sandbox_id)
+        try:
+            await maker.destroy(sandbox_id)
+        except SandboxError as exc:  # the push's own outcome stands; the reaper has the rest
+            log.warning("could not destroy push sandbox %s: %s", sandbox_id, exc.message)
 
 
 def env(sandbox: Sandbox) -> dict[str, str]:
