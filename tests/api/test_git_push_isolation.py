@@ -171,19 +171,20 @@ async def test_planted_git_config_never_reaches_a_credentialed_push(
             f"/api/conversations/{cid}/git/push", json={"branch": branch, "secret": "GIT_TOKEN"}
         )
 
-        # The push reached the real server, by the configured URL, with the credential.
+        # Nothing but the real server heard of it: not the attacker's proxy, the sandbox's
+        # own listener, the planted helpers or ssh command.
+        proxied = git_remote.decoy_log.read_text().removeprefix(decoy_before)
+        assert proxied == "", proxied
+        _, heard = await shell(srv, cid, f"cat {LISTENER_LOG} {STOLEN_LOG} 2>&1")
+        assert heard.count("No such file") == 2, heard
+        token = base64.b64encode(f"x-access-token:{PASSWORD}".encode()).decode()
+        assert PASSWORD not in heard and token not in heard
+        # And the push reached the real server, by the configured URL, with the credential.
         assert pushed.status_code == 200, pushed.text
         assert pushed.json()["url"] == git_remote.url and pushed.json()["committed"] is True
         bare = str(git_remote.bare)
         assert pushed.json()["commit"] == sh("git", "--git-dir", bare, "rev-parse", branch).strip()
         assert sh("git", "--git-dir", bare, "show", f"{branch}:README.md").endswith("planted\n")
-        # And nothing else heard of it: the attacker's proxy, the sandbox's own listener,
-        # the planted helpers and ssh command.
-        assert git_remote.decoy_log.read_text() == decoy_before
-        code, heard = await shell(srv, cid, f"cat {LISTENER_LOG} {STOLEN_LOG} 2>&1")
-        assert "No such file" in heard and "HTTP/1.1" not in heard, heard
-        token = base64.b64encode(f"x-access-token:{PASSWORD}".encode()).decode()
-        assert PASSWORD not in heard and token not in heard
         code, environ = await shell(srv, cid, "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'")
         assert PASSWORD not in environ
         assert push_sandboxes(srv) == set()
