@@ -131,6 +131,9 @@ async def commit_and_push(
     bundle = f"{BUNDLES}/push-{secrets.token_hex(8)}.bundle"
     try:
         committed = await _commit_and_bundle(sandbox, branch, bundle, message, author)
+        size = (await sandbox.stat(bundle)).size
+        if size > max_bytes:  # said before a sandbox is made for it
+            raise _too_large(TooLarge(size, max_bytes))
         async with push_sandbox.push_sandbox(maker, sandbox.id, network) as clean:
             await _copy_bundle(sandbox, bundle, clean, max_bytes)
             fetched = await push_sandbox.fetch_bundle(clean, branch)
@@ -171,13 +174,17 @@ async def _copy_bundle(origin: Sandbox, bundle: str, target: Sandbox, max_bytes:
         await copy_file(
             origin, bundle, target, destination, what="Copying the branch", max_bytes=max_bytes
         )
-    except TooLarge as exc:
-        raise GitFailed(
-            "push_too_large",
-            f"The branch's history is {exc.size / 2**20:.1f} MB as a bundle, over the "
-            f"{exc.limit / 2**20:g} MB a push copies (BURROW_GIT_PUSH_MAX_MB): raise the "
-            "limit, or push from the terminal.",
-        ) from None
+    except TooLarge as exc:  # it grew since: the sandbox's code rewrote it
+        raise _too_large(exc) from None
+
+
+def _too_large(exc: TooLarge) -> GitFailed:
+    return GitFailed(
+        "push_too_large",
+        f"The branch's history is {exc.size / 2**20:.1f} MB as a git bundle, over the "
+        f"{exc.limit / 2**20:g} MB a push copies: push a branch with less history, or ask "
+        "the operator to raise BURROW_GIT_PUSH_MAX_MB.",
+    )
 
 
 def _failure(result: GitResult, mask: SecretMask) -> GitFailed:
