@@ -34,16 +34,17 @@ HOME = "home"  # empty: no ~/.gitconfig, no ~/.config/git
 # What git may read besides `-c`: nothing outside the repository `git init` made here.
 ISOLATED_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
 
-# $1 the bundle, $2 the branch, then git's -c options. An empty repository (no template:
-# no hooks, no info/ files) and the branch fetched from the bundle; its commit on stdout.
+# $1 the bundle, $2 the branch, $3 the repository, $4 HOME, then git's -c options. An empty
+# repository (no template: no hooks, no info/ files) and the branch fetched from the
+# bundle; its commit on stdout.
 FETCH_BUNDLE = r"""
 set -eu
-bundle=$1; branch=$2; shift 2
-mkdir -p home
-git init -q --bare --template= repo.git
-git --git-dir=repo.git "$@" fetch -q --no-tags --no-write-fetch-head -- "$bundle" \
+bundle=$1; branch=$2; repo=$3; home=$4; shift 4
+mkdir -p "$home"
+git init -q --bare --template= "$repo"
+git --git-dir="$repo" "$@" fetch -q --no-tags --no-write-fetch-head -- "$bundle" \
   "refs/heads/$branch:refs/heads/$branch"
-git --git-dir=repo.git rev-parse --verify "refs/heads/$branch^{commit}"
+git --git-dir="$repo" rev-parse --verify "refs/heads/$branch^{commit}"
 """
 
 
@@ -71,7 +72,7 @@ async def push_sandbox(
     finally:
         try:
             await maker.destroy(sandbox_id)
-        except SandboxError as exc:  # the push's own outcome stands; the reaper has the rest
+        except SandboxError as exc:  # the push's own outcome stands; the log names the rest
             log.warning("could not destroy push sandbox %s: %s", sandbox_id, exc.message)
 
 
@@ -81,9 +82,11 @@ def env(sandbox: Sandbox) -> dict[str, str]:
 
 async def fetch_bundle(sandbox: Sandbox, branch: str) -> GitResult:
     """The branch from the bundle at `BUNDLE` into `REPO`; stdout is its commit."""
-    options = [*git_options(None, with_credential=False), "-c", "protocol.file.allow=always"]
-    argv = ["sh", "-c", FETCH_BUNDLE, "burrow-fetch", f"{sandbox.workspace}/{BUNDLE}", branch]
-    return await run_git(sandbox, [*argv, *options], env(sandbox))
+    root = sandbox.workspace
+    argv = ["sh", "-c", FETCH_BUNDLE, "burrow-fetch", f"{root}/{BUNDLE}", branch]
+    argv += [f"{root}/{REPO}", f"{root}/{HOME}", *git_options(None, with_credential=False)]
+    # A bundle is read through git's `file` transport, which git_options turns off.
+    return await run_git(sandbox, [*argv, "-c", "protocol.file.allow=always"], env(sandbox))
 
 
 async def push(sandbox: Sandbox, remote: Remote, branch: str, credential: str | None) -> GitResult:
