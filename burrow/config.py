@@ -158,6 +158,9 @@ class Settings(BaseSettings):
     git_author_name: str = "Burrow"
     git_author_email: str = "burrow@localhost"
     """Author and committer of the commits `git/push` makes."""
+    git_push_max_mb: float = Field(default=512.0, gt=0)
+    """The largest branch (MB, as a git bundle of its history) `git/push` copies into the
+    fresh sandbox it pushes from."""
     mcp_allow_urls: str = ""
     """URL prefixes (comma-separated) of MCP servers the host may reach although they are
     not on the public internet (loopback, private ranges, this host, Burrow's own ports),

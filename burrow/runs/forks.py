@@ -14,22 +14,14 @@ from __future__ import annotations
 
 import secrets
 
+from burrow.runs.between_sandboxes import copy_file, run_in
 from burrow.runs.checkpoints import STORE
 from burrow.runs.closing import ending
 from burrow.runs.journal import projection_change
 from burrow.runs.runtime import RunActive, Runtime
-from burrow.sandbox.backend import (
-    ErrorCode,
-    ExecExit,
-    ExecRequest,
-    Sandbox,
-    SandboxError,
-    closing_exec,
-)
 from burrow.store.forks import ForkStore
 from burrow.store.records import Conversation, NewEvent
 
-CHUNK_BYTES = 16 << 20  # of the bundle per copy: memory held, well under a frame's limit
 FORKED = "The conversation was forked while this was open."
 
 
@@ -79,31 +71,12 @@ async def fork(runtime: Runtime, store: ForkStore, source: Conversation, run_id:
 async def _copy_workspace(runtime: Runtime, source: str, checkpoint: str, target: str) -> None:
     name = f"{STORE}/fork-{secrets.token_hex(8)}.bundle"
     origin = await runtime.sandboxes.get(source)
+    what = "Copying the workspace into the fork"
     try:
         await runtime.checkpoints.export(source, checkpoint, f"{origin.workspace}/{name}")
-        size = (await origin.stat(name)).size
         copy = await runtime.sandboxes.get(target)
         path = f"{copy.workspace}/{name}"
-        await _run(copy, 'mkdir -p "${1%/*}" && : > "$1"', path)
-        offset = 0
-        while offset < size:
-            chunk = await origin.read_file(name, offset, min(CHUNK_BYTES, size - offset))
-            if not chunk:
-                raise SandboxError(ErrorCode.INTERNAL, "The fork's bundle shrank while copied.")
-            await _run(copy, 'cat >> "$1"', path, stdin=chunk)
-            offset += len(chunk)
+        await copy_file(origin, name, copy, path, what=what)
         await runtime.checkpoints.import_bundle(target, path)
     finally:
-        await _run(origin, 'rm -f "$1"', f"{origin.workspace}/{name}")
-
-
-async def _run(sandbox: Sandbox, script: str, arg: str, stdin: bytes | None = None) -> None:
-    request = ExecRequest(argv=["sh", "-c", script, "sh", arg], stdin=stdin, timeout=120)
-    async with closing_exec(sandbox.exec(request)) as events:
-        async for item in events:
-            if isinstance(item, ExecExit) and item.exit_code != 0:
-                raise SandboxError(
-                    ErrorCode.INTERNAL,
-                    f"Copying the workspace into the fork failed (exit {item.exit_code}): "
-                    "the fork's sandbox needs room on its disk.",
-                )
+        await run_in(origin, 'rm -f "$1"', f"{origin.workspace}/{name}", what=what)

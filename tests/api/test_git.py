@@ -273,7 +273,8 @@ async def test_clone_push_and_pull_request_through_the_egress_fence(
             assert echoed.status_code == 502 and "Bearer ****" in echoed.text
             assert GITHUB_TOKEN not in echoed.text
 
-            # A rewrite planted in .git/config sends the push to the decoy: without the secret.
+            # A rewrite planted in .git/config is never read by the push (it runs in a
+            # sandbox of its own): the push goes to origin, and the decoy hears nothing.
             server = git_remote.url.split("/")[2]
             await shell(
                 srv, cid, f"git config url.http://{server}:8081/.insteadOf http://{server}/"
@@ -282,8 +283,9 @@ async def test_clone_push_and_pull_request_through_the_egress_fence(
                 f"/api/conversations/{cid}/git/push",
                 json={"branch": "burrow/change", "secret": "GIT_TOKEN"},
             )
-            assert diverted.status_code == 502, diverted.text
-            assert "user=None" in git_remote.decoy_log.read_text()  # asked, and got nothing
+            assert diverted.status_code == 200, diverted.text
+            assert diverted.json()["url"] == git_remote.url
+            assert git_remote.decoy_log.read_text() == ""
             assert "user=x-access-token" not in git_remote.decoy_log.read_text()
 
             # The secrets are nowhere: config, journal (JSON and SSE), the git server's log.

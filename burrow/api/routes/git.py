@@ -1,8 +1,9 @@
 """A repository in (`repo` of a new conversation) and out (push a branch, open a pull request).
 
-Git runs in the conversation's sandbox, so it needs the sandbox's egress; the GitHub API
-call is the server's own. A secret named here is looked up among the caller's secrets and
-given to that one git process or API call only.
+Git runs in sandboxes, so it needs the sandbox's egress: a clone in the conversation's, a
+push's commit there too and its credentialed `git push` in a fresh sandbox of its own
+(`runs/git/push_sandbox.py`); the GitHub API call is the server's own. A secret named here
+is looked up among the caller's secrets and given to that one git process or API call only.
 """
 
 from __future__ import annotations
@@ -100,11 +101,15 @@ async def push(body: GitPush, conversation: ConversationDep, svc: ServicesDep) -
     await require_idle(svc, conversation.id)
     require_egress(svc, conversation, "Pushing")
     credential = await secret_value(svc, conversation.owner_id, body.secret)
-    sandbox = await svc.runtime.sandboxes.get(conversation.id)
+    pool = svc.runtime.sandboxes
+    sandbox = await pool.get(conversation.id)
     settings = svc.settings
     try:
         pushed = await commit_and_push(
             sandbox,
+            maker=pool.backend,
+            network=await pool.network_of(conversation.id),
+            max_bytes=int(settings.git_push_max_mb * 2**20),
             branch=body.branch,
             remote_name=body.remote,
             message=body.message or default_message(conversation),

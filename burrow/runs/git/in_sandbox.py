@@ -1,6 +1,7 @@
-"""Running git inside a conversation's sandbox: one exec, its output collected.
+"""Running git inside a sandbox (a conversation's, or a push's own): one exec, its output
+collected.
 
-Git always runs in the sandbox, never on the host: a clone or a push reaches the network
+Git always runs in a sandbox, never on the host: a clone or a push reaches the network
 through the sandbox's egress fence like any command the agent runs.
 """
 

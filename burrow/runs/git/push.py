@@ -1,20 +1,28 @@
-"""Taking the workspace out: commit it to a branch and push that branch, from the sandbox.
+"""Taking the workspace out: commit it to a branch and push that branch, in two sandboxes.
 
-The remote's URL is read from the repository as configured, checked like a clone's, and
-pushed to by URL with the credential scoped to its host (see `git_remote`): a rewrite the
-agent planted in `.git/config` (`url.*.insteadOf`) sends the push elsewhere without the
-secret, and a remote pointing at a local path is refused. The remote's URL itself is the
-repository's, which the agent can change: the answer names the URL pushed to. Burrow's own
-`.burrow/outputs` and `.burrow/services` are left out of the commit.
+In the conversation's sandbox, with no credential anywhere, the working tree is committed
+to the branch (Burrow's own `.burrow/outputs` and `.burrow/services` left out) and the
+branch written as a git bundle; the bundle is read out through the sandbox API (at most
+BURROW_GIT_PUSH_MAX_MB) and pushed from a fresh sandbox of its own (`push_sandbox`), the
+only place the credential ever is. The remote's URL is read from the repository as
+configured (not through `url.*.insteadOf`), checked like a clone's, and pushed to by URL
+with the credential scoped to its host (see `git_remote`); a remote pointing at a local
+path is refused. The remote's URL itself is the repository's, which the agent can change:
+the answer names the URL pushed to.
 """
 
 from __future__ import annotations
 
+import contextlib
+import secrets
 from dataclasses import dataclass
 
+from burrow.runs import between_sandboxes
+from burrow.runs.between_sandboxes import TooLarge, copy_file
+from burrow.runs.git import push_sandbox
 from burrow.runs.git.in_sandbox import GitResult, run_git
+from burrow.runs.git.push_sandbox import SandboxMaker
 from burrow.runs.git.remote import (
-    CREDENTIAL_ENV,
     GitRefused,
     Remote,
     check_ref,
@@ -22,14 +30,17 @@ from burrow.runs.git.remote import (
     check_url,
     git_options,
 )
-from burrow.sandbox.backend import Sandbox
+from burrow.sandbox.backend import NetworkPolicy, Sandbox, SandboxError
 from burrow.sandbox.masking import SecretMask
 
-# $1 branch, $2 URL, $3 message, $4 author name, $5 author email, then git's -c options.
-# Exit codes name the step that failed: 21 switching branch, 22 committing, else the push.
-COMMIT_AND_PUSH = r"""
+BUNDLES = ".burrow/outputs"  # Burrow's own folder: never committed, checkpointed or listed
+
+# $1 branch, $2 the bundle to write, $3 message, $4 author name, $5 author email, then
+# git's -c options. Exit codes name the step that failed: 21 switching branch, 22
+# committing, 23 writing the bundle.
+COMMIT_AND_BUNDLE = r"""
 set -u
-branch=$1; url=$2; message=$3; name=$4; email=$5; shift 5
+branch=$1; bundle=$2; message=$3; name=$4; email=$5; shift 5
 export GIT_AUTHOR_NAME=$name GIT_AUTHOR_EMAIL=$email
 export GIT_COMMITTER_NAME=$name GIT_COMMITTER_EMAIL=$email
 current=$(git symbolic-ref -q --short HEAD || true)
@@ -46,13 +57,14 @@ if ! git diff --cached --quiet; then
   echo committed >&2
 fi
 git rev-parse -q --verify HEAD >/dev/null || { echo "nothing to push: no commit" >&2; exit 22; }
-git "$@" push --porcelain --no-verify -- "$url" "refs/heads/$branch:refs/heads/$branch"
+mkdir -p "${bundle%/*}" && git "$@" bundle create -q "$bundle" "refs/heads/$branch" || exit 23
 """
 
 
 class GitFailed(Exception):
     """A git step failed; `code` says which (no_repository, no_remote, checkout_failed,
-    commit_failed, push_rejected, push_failed), `message` is git's own, masked."""
+    commit_failed, bundle_failed, push_too_large, push_rejected, push_failed), `message`
+    is git's own, masked."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
@@ -102,28 +114,76 @@ async def remote_of(sandbox: Sandbox, name: str) -> Remote:
 async def commit_and_push(
     sandbox: Sandbox,
     *,
+    maker: SandboxMaker,
+    network: NetworkPolicy | None,
     branch: str,
     remote_name: str,
     message: str,
     author: Author,
     credential: str | None,
+    max_bytes: int,
 ) -> Pushed:
+    """Commit in `sandbox`, push from a fresh sandbox `maker` makes with `network`; the
+    branch's bundle may have at most `max_bytes`."""
     check_ref(branch, "branch")
     remote = await remote_of(sandbox, remote_name)
     mask = SecretMask([credential] if credential else [])
-    argv = ["bash", "-c", COMMIT_AND_PUSH, "burrow-push", branch, remote.url, message]
-    argv += [author.name, author.email, *git_options(remote, with_credential=bool(credential))]
-    env = {CREDENTIAL_ENV: credential} if credential else {}
-    result = await run_git(sandbox, argv, env)
+    bundle = f"{BUNDLES}/push-{secrets.token_hex(8)}.bundle"
+    try:
+        committed = await _commit_and_bundle(sandbox, branch, bundle, message, author)
+        size = (await sandbox.stat(bundle)).size
+        if size > max_bytes:  # said before a sandbox is made for it
+            raise _too_large(TooLarge(size, max_bytes))
+        async with push_sandbox.push_sandbox(maker, sandbox.id, network) as clean:
+            await _copy_bundle(sandbox, bundle, clean, max_bytes)
+            fetched = await push_sandbox.fetch_bundle(clean, branch)
+            if not fetched.ok:
+                raise GitFailed("bundle_failed", mask.text(fetched.message()))
+            result = await push_sandbox.push(clean, remote, branch, credential)
+    finally:
+        path = f"{sandbox.workspace}/{bundle}"
+        with contextlib.suppress(SandboxError):  # stopped: it stays in .burrow/outputs, unused
+            await between_sandboxes.run_in(sandbox, 'rm -f "$1"', path, what="Removing it")
     if not result.ok:
         raise _failure(result, mask)
-    head = await run_git(sandbox, ["git", "rev-parse", "HEAD"])
     return Pushed(
         branch=branch,
         remote=remote_name,
         url=remote.url,
-        commit=head.stdout.strip(),
-        committed="committed" in result.stderr.splitlines(),
+        commit=fetched.stdout.strip(),
+        committed=committed,
+    )
+
+
+async def _commit_and_bundle(
+    sandbox: Sandbox, branch: str, bundle: str, message: str, author: Author
+) -> bool:
+    """Whether a new commit was made; the branch is then in the bundle at `bundle`."""
+    path = f"{sandbox.workspace}/{bundle}"
+    argv = ["bash", "-c", COMMIT_AND_BUNDLE, "burrow-commit", branch, path, message]
+    argv += [author.name, author.email, *git_options(None, with_credential=False)]
+    result = await run_git(sandbox, argv)
+    if not result.ok:
+        raise _failure(result, SecretMask([]))
+    return "committed" in result.stderr.splitlines()
+
+
+async def _copy_bundle(origin: Sandbox, bundle: str, target: Sandbox, max_bytes: int) -> None:
+    destination = f"{target.workspace}/{push_sandbox.BUNDLE}"
+    try:
+        await copy_file(
+            origin, bundle, target, destination, what="Copying the branch", max_bytes=max_bytes
+        )
+    except TooLarge as exc:  # it grew since: the sandbox's code rewrote it
+        raise _too_large(exc) from None
+
+
+def _too_large(exc: TooLarge) -> GitFailed:
+    return GitFailed(
+        "push_too_large",
+        f"The branch's history is {exc.size / 2**20:.1f} MB as a git bundle, over the "
+        f"{exc.limit / 2**20:g} MB a push copies: push a branch with less history, or ask "
+        "the operator to raise BURROW_GIT_PUSH_MAX_MB.",
     )
 
 
@@ -133,6 +193,8 @@ def _failure(result: GitResult, mask: SecretMask) -> GitFailed:
         return GitFailed("checkout_failed", message)
     if result.exit_code == 22:
         return GitFailed("commit_failed", message)
+    if result.exit_code == 23:
+        return GitFailed("bundle_failed", message)
     # --porcelain marks a ref the remote refused with "!" (non-fast-forward, protected).
     if any(line.startswith("!") for line in result.stdout.splitlines()):
         return GitFailed("push_rejected", mask.text(result.stdout.strip() + "\n" + message))
