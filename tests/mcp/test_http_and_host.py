@@ -220,3 +220,36 @@ async def test_an_idle_conversations_host_server_is_stopped(tmp_path: Path) -> N
                 await asyncio.sleep(0.05)
         states = {s["name"]: s for s in (await srv.client.get("/api/mcp/servers")).json()}
         assert states["local"]["status"] == "connected"
+
+
+async def test_dot_segments_cannot_climb_out_of_a_listed_prefix(tmp_path: Path) -> None:
+    """`BURROW_MCP_ALLOW_URLS=<server>/allowed/` admits that path only: `/allowed/../mcp`
+    (the client resolves it to `/mcp`) and `/allowed/%2e%2e/mcp` are refused before any
+    byte is sent, with the chosen secret in their headers."""
+    async with http_server(tmp_path) as (url, seen):
+        origin = url.removesuffix("/mcp")
+        headers = {"Authorization": "Bearer ${API_TOKEN}"}
+        write_config(
+            tmp_path / "data",
+            {
+                "plain": {"url": f"{origin}/allowed/../mcp", "headers": headers},
+                "encoded": {"url": f"{origin}/allowed/%2e%2e/mcp", "headers": headers},
+            },
+        )
+        provider = ScriptedProvider([ScriptedTurn(text="Hi.")])
+        async with running_server(
+            tmp_path / "data", lambda: provider, mcp_allow_urls=f"{origin}/allowed/"
+        ) as srv:
+            await srv.client.put("/api/secrets/API_TOKEN", json={"value": TOKEN})
+            cid = await srv.create_conversation()
+            chosen = await srv.client.patch(
+                f"/api/conversations/{cid}", json={"secrets": ["API_TOKEN"]}
+            )
+            assert chosen.status_code == 200, chosen.text
+            run = await srv.send(cid, "hi")
+            assert (await srv.run_finished(cid, run["run_id"]))["data"]["status"] == "completed"
+            warnings = _warnings(await srv.events(cid))
+        assert set(warnings) == {"plain", "encoded"}
+        assert all("'..' segment" in w for w in warnings.values()), warnings
+        assert not [s.name for s in provider.tool_requests[0] if s.name.startswith("mcp__")]
+        assert not seen  # refused before any byte was sent
