@@ -224,7 +224,9 @@ def mcp_connections(
 ) -> McpConnections:
     async def secrets_of(cid: str) -> tuple[str, dict[str, str]] | None:
         found = await secrets.of_conversation(cid)
-        return None if found is None else (found.owner_id, found.values)
+        if found is None:
+            return None
+        return found.owner_id, {n: found.values[n] for n in found.chosen if n in found.values}
 
     return McpConnections(
         settings.data_dir,
