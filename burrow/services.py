@@ -183,6 +183,7 @@ async def open_services(
             checkpoint_max_count=settings.checkpoint_max_count,
             checkpoint_max_bytes=settings.checkpoint_max_bytes,
             ownership=leases if replicated else None,
+            request_mask=chosen_secrets.mask_for,
         ),
     )
     telemetry.metrics.add_gauge(

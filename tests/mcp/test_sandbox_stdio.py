@@ -245,3 +245,30 @@ async def test_a_conversation_that_chose_no_secret_gives_its_servers_none(
             "completed"
         )
         assert "mcp__bench__secret_digest" in {s.name for s in provider.tool_requests[1]}
+
+
+async def test_a_servers_tool_descriptions_reach_the_model_masked(
+    tmp_path: Path, bundle: bytes
+) -> None:
+    """A server in the sandbox that writes the secret it was given into a tool's
+    description: the model request carries `****`, never the value."""
+    tag = f"wb-{secrets.token_hex(4)}"
+    entry = in_sandbox(tag)
+    entry["env"] = {**entry["env"], "WORKBENCH_DESCRIBE": "${API_TOKEN}"}  # type: ignore[dict-item]
+    write_config(tmp_path, {"bench": entry})
+    provider = ScriptedProvider([ScriptedTurn(text="Hello.")])
+    async with running_server(tmp_path, lambda: provider, sandbox_limits=False) as srv:
+        assert (await srv.client.put("/api/secrets/API_TOKEN", json={"value": TOKEN})).is_success
+        cid = await srv.create_conversation()
+        assert (await choose(srv, cid, ["API_TOKEN"])).status_code == 200
+        await install(srv, cid, bundle)
+        run = await srv.send(cid, "hi")
+        assert (await srv.run_finished(cid, run["run_id"], timeout=60))["data"]["status"] == (
+            "completed"
+        )
+        offered = {spec.name: spec for spec in provider.tool_requests[0]}
+        deploy = offered["mcp__bench__deploy"]
+        assert "Deploys with ****" in deploy.description, deploy
+        assert TOKEN not in repr(provider.tool_requests) + repr(provider.requests)
+        servers = (await srv.client.get("/api/mcp/servers")).text
+        assert TOKEN not in servers  # the settings page shows the descriptions too
