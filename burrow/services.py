@@ -134,7 +134,13 @@ async def open_services(
     telemetry = open_telemetry(span_processor)
     journal.observers.append(telemetry.timeline)
     profiles = ProfileStore(db)
-    models = ModelSettings(model_config(settings), SettingsStore(db), box, redactor)
+    models = ModelSettings(
+        model_config(settings),
+        SettingsStore(db),
+        box,
+        redactor,
+        env_key_any_url=settings.provider_env_key_any_url,
+    )
     await models.load()
     sandboxes = SandboxPool(
         backend or make_backend(settings, remote_ids=RemoteSandboxStore(db)),
