@@ -52,6 +52,10 @@ class Settings(BaseSettings):
         default=None,
         validation_alias=AliasChoices("ANTHROPIC_BASE_URL", "BURROW_ANTHROPIC_BASE_URL"),
     )
+    provider_env_key_any_url: bool = False
+    """Send `OPENAI_API_KEY` / `ANTHROPIC_API_KEY` also to a base URL changed on the settings
+    page; default: only to `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` (or the provider's own
+    API), so a web administrator cannot read the operator's key from a server of theirs."""
     model_first_token_timeout: float = 180.0
     """Seconds a model may take to start answering before the call is retried."""
     model_idle_timeout: float = 120.0

@@ -134,7 +134,13 @@ async def open_services(
     telemetry = open_telemetry(span_processor)
     journal.observers.append(telemetry.timeline)
     profiles = ProfileStore(db)
-    models = ModelSettings(model_config(settings), SettingsStore(db), box, redactor)
+    models = ModelSettings(
+        model_config(settings),
+        SettingsStore(db),
+        box,
+        redactor,
+        env_key_any_url=settings.provider_env_key_any_url,
+    )
     await models.load()
     sandboxes = SandboxPool(
         backend or make_backend(settings, remote_ids=RemoteSandboxStore(db)),
@@ -185,6 +191,7 @@ async def open_services(
             checkpoint_max_count=settings.checkpoint_max_count,
             checkpoint_max_bytes=settings.checkpoint_max_bytes,
             ownership=leases if replicated else None,
+            request_mask=chosen_secrets.mask_for,
         ),
     )
     telemetry.metrics.add_gauge(
@@ -226,7 +233,9 @@ def mcp_connections(
 ) -> McpConnections:
     async def secrets_of(cid: str) -> tuple[str, dict[str, str]] | None:
         found = await secrets.of_conversation(cid)
-        return None if found is None else (found.owner_id, found.values)
+        if found is None:
+            return None
+        return found.owner_id, {n: found.values[n] for n in found.chosen if n in found.values}
 
     return McpConnections(
         settings.data_dir,

@@ -3,6 +3,13 @@
 API keys are kept encrypted in the settings table and only decrypted here, on their way
 to the provider; they are never journaled, never returned in full, never given to a
 sandbox. Each provider (openai, anthropic) has its own key and base URL.
+
+A key goes only to the URL it was meant for: changing the base URL on the settings page
+drops the stored key (unless a new one comes with it, or the URL goes back to the
+operator's), and the environment's key (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`) is sent
+only to the environment's base URL unless `BURROW_PROVIDER_ENV_KEY_ANY_URL` allows any.
+Otherwise a web administrator could point the URL at a server of their own and read the
+key from its first request.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from dataclasses import dataclass, replace
 from burrow.llm.base import ModelError, Pricer, Provider, Usage
 from burrow.llm.catalog import ModelInfo, describe, known_models
 from burrow.llm.factory import (
+    KEY_VARIABLES,
     PROVIDERS,
     Endpoint,
     ModelConfig,
@@ -23,6 +31,7 @@ from burrow.store.secrets import Redactor, SecretBox, mask
 from burrow.store.settings import SettingsStore
 
 MODEL = "model.name"
+DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 # (api key, base URL) rows per provider; OpenAI's keep their first names.
 ROWS = {
     "openai": ("model.api_key", "model.base_url"),
@@ -56,15 +65,29 @@ class ProbeResult:
     models: list[str] | None = None
 
 
+ANY_URL = "BURROW_PROVIDER_ENV_KEY_ANY_URL"
+
+
 class ModelSettings:
     def __init__(
-        self, defaults: ModelConfig, store: SettingsStore, box: SecretBox, redactor: Redactor
+        self,
+        defaults: ModelConfig,
+        store: SettingsStore,
+        box: SecretBox,
+        redactor: Redactor,
+        *,
+        env_key_any_url: bool = False,
     ) -> None:
         self._defaults = defaults
         self._redactor = redactor
         self._store = store
         self._box = box
+        self._env_key_any_url = env_key_any_url
         self._config = defaults
+        # provider -> the changed base URL its key is not sent to (the environment's key,
+        # withheld; or the stored one, dropped at the change while this process ran)
+        self._no_key_for: dict[str, str] = {}
+        self._dropped: dict[str, str] = {}
         self._provider: tuple[ModelConfig, Provider] | None = None
         self._chosen: dict[ModelConfig, Provider] = {}  # providers of conversations' models
 
@@ -72,11 +95,13 @@ class ModelSettings:
         stored = await self._store.all()
         config = self._defaults
         saved: set[str] = set()  # the OpenAI-compatible settings saved here (errors name them)
+        self._no_key_for = dict(self._dropped)
         if stored.get(MODEL):
             config = replace(config, model=stored[MODEL])
             saved.add("model")
         for provider, (key_row, url_row) in ROWS.items():
-            endpoint = config.endpoint(provider)
+            endpoint = home = config.endpoint(provider)
+            self._redactor.add(home.api_key)
             if url_row in stored:
                 endpoint = replace(endpoint, base_url=stored[url_row] or None)
                 if provider == "openai":
@@ -85,6 +110,13 @@ class ModelSettings:
                 endpoint = replace(endpoint, api_key=self._box.open(str(stored[key_row])))
                 if provider == "openai":
                     saved.add("api_key")
+            elif (
+                endpoint.api_key
+                and not _same_url(endpoint.base_url, home.base_url)
+                and not self._env_key_any_url
+            ):
+                self._no_key_for[provider] = endpoint.base_url or DEFAULT_URLS[provider]
+                endpoint = replace(endpoint, api_key=None)
             config = _with_endpoint(config, provider, endpoint)
             self._redactor.add(endpoint.api_key)
         self._config = replace(config, on_settings_page=frozenset(saved))
@@ -123,9 +155,17 @@ class ModelSettings:
         key_row, url_row = ROWS[provider]
         values: dict[str, str | None] = {}
         if base_url is not None:
-            values[url_row] = base_url.strip() or None
+            url = base_url.strip() or None
+            values[url_row] = url
+            current = self._config.endpoint(provider).base_url
+            home = self._defaults.endpoint(provider).base_url
+            if not _same_url(url, current) and not _same_url(url, home):
+                values[key_row] = None  # the stored key was meant for another server
+                if self._config.endpoint(provider).api_key:
+                    self._dropped[provider] = url or DEFAULT_URLS[provider]
         if api_key is not None:
             values[key_row] = self._box.seal(api_key.strip()) if api_key.strip() else None
+            self._dropped.pop(provider, None)
         await self._store.put(values)
         await self.load()
         return self.provider_view(provider)
@@ -199,15 +239,45 @@ class ModelSettings:
             from burrow.llm.anthropic_messages import list_models
         else:
             from burrow.llm.openai_compat import list_models
-        if not endpoint.api_key and not (provider == "openai" and endpoint.base_url):
-            variable = "ANTHROPIC_API_KEY" if provider == "anthropic" else "OPENAI_API_KEY"
-            return ProbeResult(False, f"No API key for {provider}: set one here or {variable}.")
+        why = self._why_no_key(provider)
+        if not endpoint.api_key and (provider == "anthropic" or not endpoint.base_url):
+            # Nothing to ask without a key (a keyless server is an OpenAI-compatible one).
+            variable = KEY_VARIABLES[provider]
+            return ProbeResult(
+                False, why or f"No API key for {provider}: set one here or {variable}."
+            )
         try:
             names = await list_models(endpoint.api_key or "", endpoint.base_url)
         except ModelError as exc:
-            return ProbeResult(False, self._redactor.apply(exc.message))
+            detail = self._redactor.apply(exc.message)
+            return ProbeResult(False, f"{why} Without a key: {detail}" if why else detail)
         offered = f"{len(names)} model{'' if len(names) == 1 else 's'} offered"
+        if why is not None:
+            return ProbeResult(True, f"{why} Without a key: {offered}.", names)
         return ProbeResult(True, f"{provider}: the key works; {offered}.", names)
+
+    def _why_no_key(self, provider: str) -> str | None:
+        """Why `provider` has no key although one was set before or in the environment."""
+        endpoint = self._config.endpoint(provider)
+        changed_to = self._no_key_for.get(provider)
+        if endpoint.api_key or changed_to is None:
+            return None
+        variable = KEY_VARIABLES[provider]
+        home = self._defaults.endpoint(provider).base_url or DEFAULT_URLS[provider]
+        env = (
+            f" ({variable} is sent only to {home}; {ANY_URL}=true lets the operator send it "
+            "to any URL)"
+            if self._defaults.endpoint(provider).api_key
+            else ""
+        )
+        return (
+            f"No API key was used: the base URL changed: enter the key for {changed_to} here{env}."
+        )
+
+
+def _same_url(a: str | None, b: str | None) -> bool:
+    """Whether two base URLs name the same server (a trailing slash aside)."""
+    return (a or "").rstrip("/") == (b or "").rstrip("/")
 
 
 def _with_endpoint(config: ModelConfig, provider: str, endpoint: Endpoint) -> ModelConfig:

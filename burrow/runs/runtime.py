@@ -45,12 +45,14 @@ from burrow.runs.hooks import Hook, PreviewOpened, SystemPrompt
 from burrow.runs.instructions import ProjectInstructions
 from burrow.runs.journal import Journal, Subscription
 from burrow.runs.loop import AgentRun, LoopConfig, RunEnv
+from burrow.runs.masked_requests import MaskedProvider
 from burrow.runs.profiles import DEFAULT_PROFILE, ProfileLookup, ProfileMissing, ToolAllowlist
 from burrow.runs.quotas import RunQuotaExceeded
 from burrow.runs.sandboxes import SandboxPool
 from burrow.runs.skills import Skills
 from burrow.runs.subagents import DEFAULT_MAX_SUBAGENTS, Subagents, SubagentSetup
 from burrow.runs.window import estimate
+from burrow.sandbox.masking import SecretMask
 from burrow.store.conversations import ConversationStore
 from burrow.store.events import ConversationGone
 from burrow.store.leases import Claim
@@ -147,6 +149,8 @@ class RuntimeOptions:
     checkpoint_max_count: int = DEFAULT_MAX_COUNT  # the oldest past these are pruned
     checkpoint_max_bytes: int = DEFAULT_MAX_BYTES
     ownership: RunOwnership | None = None  # several replicas: who runs what
+    # A conversation's secret mask (runs/secrets.py), applied to every model request.
+    request_mask: Callable[[str], Awaitable[SecretMask]] | None = None
 
     def compaction(self, model: str | None) -> CompactionPolicy:
         return CompactionPolicy(self.context_window(model), self.compact_at)
@@ -481,17 +485,25 @@ class Runtime:
         models, chosen = self.options.models, conversation.model
         if models is None:
             return _Model(
-                _LazyProvider(self._provider),
+                self._masked(conversation.id, _LazyProvider(self._provider)),
                 self.options.pricing,
                 self.options.compaction(chosen),
                 vision=False,
             )
         return _Model(
-            _LazyProvider(lambda: models.provider_for(chosen)),
+            self._masked(conversation.id, _LazyProvider(lambda: models.provider_for(chosen))),
             models.pricing_for(chosen),
             self.options.compaction(chosen),
             vision=models.describe(chosen).vision,
         )
+
+    def _masked(self, cid: str, provider: Provider) -> Provider:
+        """The one provider every request of the conversation goes through (its runs,
+        subagents, compactions), masking the whole request on its way out."""
+        mask = self.options.request_mask
+        if mask is None:
+            return provider
+        return MaskedProvider(provider, lambda: mask(cid))
 
     async def _context(self, cid: str) -> ModelContext:
         # The projection of earlier runs is kept, so a run only reads what is new.

@@ -111,6 +111,10 @@ class ConversationSecrets:
         mask = self._masks[cid] = SecretMask([*found.values.values(), *self._given[cid]])
         return Exposure(env, mask)
 
+    async def owner_mask(self, owner_id: str) -> SecretMask:
+        """Every value of `owner_id`'s secrets, for what a route shows outside the journal."""
+        return SecretMask((await self._store.values(owner_id)).values())
+
     def mask(self, cid: str) -> SecretMask:
         """The latest known mask, without a lookup."""
         return self._masks.get(cid) or SecretMask()

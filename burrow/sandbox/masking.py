@@ -41,6 +41,7 @@ class SecretMask:
 
     def __init__(self, values: Iterable[str] = ()) -> None:
         forms = tuple(sorted({v for value in values for v in _variants(value)}))
+        self.forms = forms  # what is replaced, in order: equal forms mask alike
         self._bytes = [f.encode() for f in forms]
         self._text: re.Pattern[str] | None = None
         self._raw: re.Pattern[bytes] | None = None

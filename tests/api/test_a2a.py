@@ -408,3 +408,65 @@ async def test_a_task_over_its_time_is_stopped(tmp_path: Path) -> None:
         events = await srv.events(task["contextId"])
         [finished] = [e for e in events if e["type"] == "run.finished"]
         assert finished["data"]["status"] == "canceled"
+
+
+@contextlib.asynccontextmanager
+async def traversing_peer() -> AsyncIterator[tuple[str, list[tuple[str, str, str]]]]:
+    """A peer on 127.0.0.1 whose card names an endpoint that climbs out of `/trusted/`
+    (`/trusted/../admin/a2a`). Yields its URL and (method, raw path, Authorization) of every
+    request it got."""
+    seen: list[tuple[str, str, str]] = []
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+
+    async def anything(request: Request) -> Response:
+        raw = request.scope.get("raw_path", b"").decode()
+        seen.append((request.method, raw, request.headers.get("authorization", "")))
+        if request.method == "GET":
+            return JSONResponse({"name": "peer", "url": f"{base}/trusted/../admin/a2a"})
+        task = {"kind": "task", "status": {"state": "completed"}, "artifacts": [
+            {"artifactId": "a", "parts": [{"kind": "text", "text": "admin reached"}]}
+        ]}  # fmt: skip
+        return JSONResponse({"jsonrpc": "2.0", "id": 1, "result": task})
+
+    app = Starlette(routes=[Route("/{path:path}", anything, methods=["GET", "POST"])])
+    server = uvicorn.Server(uvicorn.Config(app, "127.0.0.1", port, log_level="warning"))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    try:
+        yield base, seen
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 30)
+
+
+async def test_dot_segments_cannot_climb_out_of_a_listed_prefix(tmp_path: Path) -> None:
+    """Listing `<peer>/trusted/` trusts that path only: an endpoint (from a card) or a URL
+    (from the model) with `..` or `%2e%2e` after the prefix is refused, so neither the
+    connection nor the owner's token reaches `/admin`."""
+    token = "peer-token-" + "d" * 12
+    async with traversing_peer() as (peer, seen):
+        targets = [f"{peer}/trusted", f"{peer}/trusted/%2e%2e/admin", f"{peer}/trusted/./x/../.."]
+        model = ScriptedProvider(
+            [
+                ScriptedTurn(tool_calls=[("delegate", {"agent_url": t, "message": "x"})])
+                for t in targets
+            ]
+            + [ScriptedTurn(text="done")]
+        )
+        listed = f"{peer}/trusted/"
+        async with running_server(tmp_path, lambda: model, a2a_allow_urls=listed) as srv:
+            await _trust(srv, token)
+            cid = await _auto_conversation(srv)
+            run = await srv.send(cid, "delegate to the peer")
+            await srv.run_finished(cid, run["run_id"], timeout=60)
+            results = _tool_results(await srv.events(cid), "delegate")
+    assert len(results) == len(targets)
+    for result in results:
+        assert result["is_error"] and result["output"].startswith("Refused:"), result
+        assert "'..'" in result["output"] and "admin reached" not in result["output"]
+    # Only the listed card was fetched; nothing under /admin, no token anywhere.
+    assert seen == [("GET", "/trusted/.well-known/agent-card.json", "")], seen

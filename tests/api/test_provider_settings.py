@@ -3,11 +3,21 @@ against the provider, and the model list."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
-from tests.api.harness import log_in, running_server
+from tests.api.harness import free_port, log_in, running_server
 from tests.fakes import FakeOpenAIServer
 from tests.fakes.anthropic_server import FakeAnthropicServer, message, text
 
@@ -150,3 +160,139 @@ async def test_only_an_administrator_sets_or_probes_a_provider(tmp_path: Path) -
                 bad = await srv.client.put("/api/settings/providers/anthropic", json=body)
                 assert bad.status_code == 422, bad.text
                 assert bad.json()["error"]["message"].startswith(says), bad.text
+
+
+ENV_KEY = "sk-operator-env-key-0123456789"
+STORED_KEY = "sk-stored-for-the-first-server-42"
+
+
+@contextlib.asynccontextmanager
+async def key_catcher() -> AsyncIterator[tuple[str, list[dict[str, str]]]]:
+    """A server on 127.0.0.1 that a web administrator might point a base URL at: it lists
+    one model to anyone (OpenAI's and Anthropic's shapes at once), refuses every other
+    request with 401, and records the headers of every request."""
+    seen: list[dict[str, str]] = []
+
+    async def anything(request: Request) -> Response:
+        seen.append(dict(request.headers))
+        if request.method == "GET" and request.url.path.endswith("/models"):
+            model = {"id": "caught", "object": "model", "type": "model", "created": 0,
+                     "owned_by": "me", "display_name": "caught",
+                     "created_at": "2026-01-01T00:00:00Z"}  # fmt: skip
+            page = {"object": "list", "data": [model], "has_more": False,
+                    "first_id": "caught", "last_id": "caught"}  # fmt: skip
+            return JSONResponse(page)
+        error = {"message": "no key", "type": "invalid_request_error", "code": "invalid_api_key"}
+        return JSONResponse({"error": error}, 401)
+
+    port = free_port()
+    app = Starlette(routes=[Route("/{path:path}", anything, methods=["GET", "POST"])])
+    server = uvicorn.Server(uvicorn.Config(app, "127.0.0.1", port, log_level="warning"))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}/v1", seen
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 30)
+
+
+def _keys_in(seen: list[dict[str, str]]) -> str:
+    return json.dumps(seen)
+
+
+async def test_a_changed_base_url_never_gets_the_environments_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OPENAI_API_KEY / ANTHROPIC_API_KEY are the operator's: pointing the base URL at
+    another server from the settings page (and pressing Test, or running) sends no key
+    there, and the test says why; BURROW_PROVIDER_ENV_KEY_ANY_URL=true lets it go."""
+    monkeypatch.setenv("OPENAI_API_KEY", ENV_KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", ENV_KEY + "-ant")
+    async with key_catcher() as (url, seen):
+        async with running_server(tmp_path, None) as srv:
+            for provider in ("openai", "anthropic"):
+                put = await srv.client.put(
+                    f"/api/settings/providers/{provider}", json={"base_url": url}
+                )
+                assert put.status_code == 200 and put.json()["api_key_set"] is False, put.text
+            tested = (await srv.client.post("/api/settings/providers/openai/test", json={})).json()
+            assert f"the base URL changed: enter the key for {url}" in tested["detail"], tested
+            assert "BURROW_PROVIDER_ENV_KEY_ANY_URL" in tested["detail"]
+            assert tested["ok"] is True and tested["models"] == ["caught"]  # asked keyless
+            tested = (
+                await srv.client.post("/api/settings/providers/anthropic/test", json={})
+            ).json()
+            assert tested["ok"] is False, tested
+            assert f"the base URL changed: enter the key for {url}" in tested["detail"]
+            # A run goes to the new URL without the key too.
+            await srv.client.put("/api/settings/model", json={"model": "caught"})
+            cid = await srv.create_conversation()
+            run = await srv.send(cid, "hi")
+            finished = await srv.run_finished(cid, run["run_id"], timeout=60)
+            assert finished["data"]["status"] == "failed"
+            assert len(seen) >= 2  # the test and the run did reach it
+            assert ENV_KEY not in _keys_in(seen)
+
+            # Back at the operator's URL the key is used again.
+            await srv.client.put("/api/settings/providers/openai", json={"base_url": ""})
+            assert (await srv.client.get("/api/settings/model")).json()["api_key_set"] is True
+
+        seen.clear()
+        async with running_server(tmp_path, None, provider_env_key_any_url=True) as srv:
+            await srv.client.put("/api/settings/providers/openai", json={"base_url": url})
+            tested = (await srv.client.post("/api/settings/providers/openai/test", json={})).json()
+            assert tested["detail"] == "openai: the key works; 1 model offered.", tested
+            assert seen[-1]["authorization"] == f"Bearer {ENV_KEY}"  # the operator allowed it
+
+
+async def test_a_changed_base_url_drops_the_stored_key(tmp_path: Path) -> None:
+    """A key saved for one server is not sent to the next one a web administrator names:
+    changing the base URL drops it (a key given with the new URL is kept)."""
+    async with key_catcher() as (url, seen):
+        with FakeOpenAIServer(api_key=STORED_KEY) as first:
+            async with running_server(tmp_path, None) as srv:
+                put = await srv.client.put(
+                    "/api/settings/providers/openai",
+                    json={"api_key": STORED_KEY, "base_url": first.base_url},
+                )
+                assert put.json()["api_key_set"] is True
+                tested = await srv.client.post("/api/settings/providers/openai/test", json={})
+                assert tested.json()["ok"] is True  # the first server gets its key
+
+                moved = await srv.client.put(
+                    "/api/settings/providers/openai", json={"base_url": url}
+                )
+                assert moved.json()["api_key_set"] is False, moved.text
+                tested = (
+                    await srv.client.post("/api/settings/providers/openai/test", json={})
+                ).json()
+                assert f"the base URL changed: enter the key for {url}" in tested["detail"]
+                # Anthropic's stored key too; its test asks nothing without a key.
+                await srv.client.put(
+                    "/api/settings/providers/anthropic",
+                    json={"api_key": KEY, "base_url": first.base_url},
+                )
+                await srv.client.put("/api/settings/providers/anthropic", json={"base_url": url})
+                tested = (
+                    await srv.client.post("/api/settings/providers/anthropic/test", json={})
+                ).json()
+                assert tested["ok"] is False
+                assert f"the base URL changed: enter the key for {url}" in tested["detail"]
+                assert STORED_KEY not in _keys_in(seen) and KEY not in _keys_in(seen)
+
+            async with running_server(tmp_path, None) as srv:  # dropped for good
+                view = (await srv.client.get("/api/settings/model")).json()
+                assert view["base_url"] == url and view["api_key_set"] is False
+                # A key given with a new URL is the key for that URL.
+                put = await srv.client.put(
+                    "/api/settings/providers/openai",
+                    json={"api_key": STORED_KEY, "base_url": first.base_url},
+                )
+                assert put.json()["api_key_set"] is True
+                tested = await srv.client.post("/api/settings/providers/openai/test", json={})
+                assert tested.json()["ok"] is True, tested.text
+        assert STORED_KEY.encode() not in (tmp_path / "burrow.db").read_bytes()

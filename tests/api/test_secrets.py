@@ -225,3 +225,37 @@ async def test_a_terminal_gets_the_secret_and_masks_it_live_and_in_scrollback(
         async with connect(ws_url(srv, cid, later), additional_headers=headers) as ws:
             await ws.send(b'echo "token=${TOKEN:-un""set}"\n')
             assert b"token=unset" in await read_until(ws, b"token=unset", timeout=10)
+
+
+async def test_the_system_prompt_reaches_the_model_masked(tmp_path: Path) -> None:
+    """AGENTS.md and the workspace's skill descriptions join the system prompt straight from
+    the sandbox, not through the journal: a command that wrote the secret into them must
+    not have it sent to the provider. The whole request is masked on its way out."""
+    write = (
+        'printf "Deploy with %s\\n" "$TOKEN" > AGENTS.md; mkdir -p .burrow/skills/ship; '
+        'printf -- "---\\nname: ship\\ndescription: Ship using %s\\n---\\nbody\\n" "$TOKEN" '
+        "> .burrow/skills/ship/SKILL.md"
+    )
+    with FakeOpenAIServer() as fake:
+        fake.enqueue(
+            tool_call_reply([("bash", {"command": write})]),
+            text_reply("Wrote them."),
+            text_reply("Read them."),
+        )
+        provider = OpenAICompatProvider("fake-model", "sk-test-key-0000", fake.base_url)
+        async with running_server(tmp_path, lambda: provider) as srv:
+            assert (await put_secret(srv.client, "TOKEN", VALUE)).status_code == 200
+            cid = await srv.create_conversation()
+            assert (await choose(srv, cid, ["TOKEN"])).status_code == 200
+            for message in ("write the notes", "now follow them"):
+                run = await srv.send(cid, message)
+                done = await srv.run_finished(cid, run["run_id"], timeout=60)
+                assert done["data"]["status"] == "completed", done
+            sandbox = await srv.services.runtime.sandboxes.get(cid)
+            assert VALUE.encode() in await sandbox.read_file("AGENTS.md")  # really written
+        third = fake.requests[2]
+        system = third["messages"][0]
+        assert system["role"] == "system", system
+        assert "Deploy with ****" in system["content"], system
+        assert "Ship using ****" in system["content"], system
+        assert VALUE not in json.dumps(fake.requests)

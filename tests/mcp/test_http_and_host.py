@@ -19,6 +19,7 @@ import uvicorn
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
 from tests.api.harness import free_port, running_server
+from tests.api.test_secrets import choose
 from tests.mcp.conftest import BUNDLE_DIR, WORKBENCH, install, processes_tagged, write_config
 from tests.mcp.workbench import build
 
@@ -85,6 +86,7 @@ async def test_http_server_needs_an_explicit_entry_for_loopback(tmp_path: Path) 
         async with running_server(tmp_path / "data", lambda: provider, mcp_allow_urls=url) as srv:
             await srv.client.put("/api/secrets/API_TOKEN", json={"value": TOKEN})
             cid = await srv.create_conversation()
+            await choose(srv, cid, ["API_TOKEN"])
             run = await srv.send(cid, "hi")
             assert (await srv.run_finished(cid, run["run_id"]))["data"]["status"] == "completed"
             events = await srv.events(cid)
@@ -146,6 +148,7 @@ async def test_host_server_gets_no_burrow_environment_and_leaves_nothing(
     async with running_server(tmp_path, lambda: provider) as srv:
         await srv.client.put("/api/secrets/API_TOKEN", json={"value": TOKEN})
         cid = await srv.create_conversation()
+        await choose(srv, cid, ["API_TOKEN"])
         run = await srv.send(cid, "hi")
         assert (await srv.run_finished(cid, run["run_id"]))["data"]["status"] == "completed"
         events = await srv.events(cid)
@@ -220,3 +223,76 @@ async def test_an_idle_conversations_host_server_is_stopped(tmp_path: Path) -> N
                 await asyncio.sleep(0.05)
         states = {s["name"]: s for s in (await srv.client.get("/api/mcp/servers")).json()}
         assert states["local"]["status"] == "connected"
+
+
+async def test_dot_segments_cannot_climb_out_of_a_listed_prefix(tmp_path: Path) -> None:
+    """`BURROW_MCP_ALLOW_URLS=<server>/allowed/` admits that path only: `/allowed/../mcp`
+    (the client resolves it to `/mcp`) and `/allowed/%2e%2e/mcp` are refused before any
+    byte is sent, with the chosen secret in their headers."""
+    async with http_server(tmp_path) as (url, seen):
+        origin = url.removesuffix("/mcp")
+        headers = {"Authorization": "Bearer ${API_TOKEN}"}
+        write_config(
+            tmp_path / "data",
+            {
+                "plain": {"url": f"{origin}/allowed/../mcp", "headers": headers},
+                "encoded": {"url": f"{origin}/allowed/%2e%2e/mcp", "headers": headers},
+            },
+        )
+        provider = ScriptedProvider([ScriptedTurn(text="Hi.")])
+        async with running_server(
+            tmp_path / "data", lambda: provider, mcp_allow_urls=f"{origin}/allowed/"
+        ) as srv:
+            await srv.client.put("/api/secrets/API_TOKEN", json={"value": TOKEN})
+            cid = await srv.create_conversation()
+            await choose(srv, cid, ["API_TOKEN"])
+            run = await srv.send(cid, "hi")
+            assert (await srv.run_finished(cid, run["run_id"]))["data"]["status"] == "completed"
+            warnings = _warnings(await srv.events(cid))
+        assert set(warnings) == {"plain", "encoded"}
+        assert all("'..' segment" in w for w in warnings.values()), warnings
+        assert not [s.name for s in provider.tool_requests[0] if s.name.startswith("mcp__")]
+        assert not seen  # refused before any byte was sent
+
+
+async def test_http_headers_get_only_chosen_secrets_and_only_at_listed_urls(
+    tmp_path: Path,
+) -> None:
+    """mcp.json is a web administrator's to edit: `${NAME}` in an HTTP server's headers is
+    filled only from the secrets the conversation chose, and only for a URL listed in
+    BURROW_MCP_ALLOW_URLS (the operator's); a public URL gets no secret at all."""
+    async with http_server(tmp_path) as (url, seen):
+        public = "https://203.0.113.7/mcp"  # TEST-NET-3: never contacted either way
+        write_config(
+            tmp_path / "data",
+            {
+                "web": {"url": url, "headers": {"Authorization": "Bearer ${API_TOKEN}"}},
+                "public": {"url": public, "headers": {"X-Api-Key": "${API_TOKEN}"}},
+            },
+        )
+        provider = ScriptedProvider([ScriptedTurn(text="Hi."), ScriptedTurn(text="Hi.")])
+        async with running_server(tmp_path / "data", lambda: provider, mcp_allow_urls=url) as srv:
+            await srv.client.put("/api/secrets/API_TOKEN", json={"value": TOKEN})
+            chose_none = await srv.create_conversation("chose none")
+            run = await srv.send(chose_none, "hi")
+            assert (await srv.run_finished(chose_none, run["run_id"]))["data"]["status"] == (
+                "completed"
+            )
+            warnings = _warnings(await srv.events(chose_none))
+            assert "API_TOKEN" in warnings["web"] and "choose" in warnings["web"], warnings
+            assert "sent only to URLs listed in BURROW_MCP_ALLOW_URLS" in warnings["public"]
+            assert public in warnings["public"]
+            assert not seen  # the listed server got nothing from a conversation that chose none
+
+            chose_it = await srv.create_conversation("chose it")
+            assert (await choose(srv, chose_it, ["API_TOKEN"])).status_code == 200
+            run = await srv.send(chose_it, "hi")
+            assert (await srv.run_finished(chose_it, run["run_id"]))["data"]["status"] == (
+                "completed"
+            )
+            warnings = _warnings(await srv.events(chose_it))
+            assert set(warnings) == {"public"}, warnings  # chosen, still not for a public URL
+            assert "BURROW_MCP_ALLOW_URLS" in warnings["public"]
+            assert seen and seen[0][b"authorization"] == f"Bearer {TOKEN}".encode()
+            events = await srv.events(chose_it)
+            assert TOKEN not in str(events)

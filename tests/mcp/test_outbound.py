@@ -52,3 +52,38 @@ def test_burrows_own_port_and_other_schemes_are_refused_before_resolving() -> No
             policy.check_url(url)
     policy.check_url("https://mcp.example.com/mcp")
     UrlPolicy(["http://127.0.0.1:8420/"], own_ports={8420}).check_url("http://127.0.0.1:8420/x")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9000/mcp/../admin",
+        "http://127.0.0.1:9000/mcp/./../admin",
+        "http://127.0.0.1:9000/mcp/%2e%2e/admin",
+        "http://127.0.0.1:9000/mcp/%2E%2e/admin",
+        "http://127.0.0.1:9000/mcp/.%2e/admin",
+        "http://127.0.0.1:9000/mcp/%252e%252e/admin",
+        "http://127.0.0.1:9000/mcp/..%2fadmin",
+        "http://127.0.0.1:9000/mcp/..",
+        "http://127.0.0.1:9000/mcp/..\\admin",
+    ],
+)
+def test_dot_segments_after_a_listed_prefix_are_refused(url: str) -> None:
+    policy = UrlPolicy(["http://127.0.0.1:9000/mcp/"])
+    assert not policy.explicitly_allowed(url)
+    with pytest.raises(UrlRefused, match=r"'\.\.' segment"):
+        policy.check_url(url)
+    with pytest.raises(UrlRefused, match="not a public address"):
+        policy.check_address(url, "127.0.0.1")
+
+
+def test_dots_inside_a_segment_or_the_query_are_ordinary() -> None:
+    policy = UrlPolicy(["http://127.0.0.1:9000/mcp/"])
+    for url in (
+        "http://127.0.0.1:9000/mcp/v1..2/x",
+        "http://127.0.0.1:9000/mcp/.well-known/x",
+        "http://127.0.0.1:9000/mcp/x?next=../admin",
+        "http://127.0.0.1:9000/mcp/a%20b",
+    ):
+        assert policy.explicitly_allowed(url), url
+        policy.check_url(url)

@@ -14,6 +14,7 @@ from typing import Any
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
 from tests.api.harness import RunningServer, running_server
+from tests.api.test_secrets import choose
 from tests.mcp.conftest import in_sandbox, install, processes_tagged, write_config
 
 TOKEN = "mcp-test-token-" + "q" * 12
@@ -64,6 +65,7 @@ async def test_sandbox_server_tools_risk_and_secrets(tmp_path: Path, bundle: byt
         put = await srv.client.put("/api/secrets/API_TOKEN", json={"value": TOKEN})
         assert put.status_code == 200, put.text
         cid = await srv.create_conversation()
+        await choose(srv, cid, ["API_TOKEN"])  # ${NAME} expands from chosen secrets only
         await install(srv, cid, bundle)
         run = await srv.send(cid, "use the workbench")
 
@@ -206,3 +208,67 @@ async def test_missing_secret_and_crashing_server_are_warnings(
     finally:
         del os.environ["NOT_SET_ANYWHERE"]
     await _wait_until(lambda: not processes_tagged(tag))
+
+
+async def test_a_conversation_that_chose_no_secret_gives_its_servers_none(
+    tmp_path: Path, bundle: bytes
+) -> None:
+    """`${NAME}` for a server in the sandbox expands only from the secrets the conversation
+    chose: the owner's other secrets never reach an MCP process's environment."""
+    tag = f"wb-{secrets.token_hex(4)}"
+    entry = in_sandbox(tag)
+    entry["env"] = {**entry["env"], "TOKEN": "${API_TOKEN}"}  # type: ignore[dict-item]
+    write_config(tmp_path, {"bench": entry})
+    provider = ScriptedProvider([ScriptedTurn(text="Hello."), ScriptedTurn(text="Hello.")])
+    async with running_server(tmp_path, lambda: provider, sandbox_limits=False) as srv:
+        for name, value in (("API_TOKEN", TOKEN), ("OTHER", "other-value-" + "o" * 12)):
+            assert (await srv.client.put(f"/api/secrets/{name}", json={"value": value})).is_success
+        cid = await srv.create_conversation()
+        assert (await choose(srv, cid, ["OTHER"])).status_code == 200  # not API_TOKEN
+        await install(srv, cid, bundle)
+        run = await srv.send(cid, "hi")
+        assert (await srv.run_finished(cid, run["run_id"], timeout=60))["data"]["status"] == (
+            "completed"
+        )
+        warnings = {
+            e["data"]["server"]: e["data"]["message"]
+            for e in await srv.events(cid)
+            if e["type"] == "mcp.warning"
+        }
+        assert "API_TOKEN" in warnings["bench"] and "choose" in warnings["bench"], warnings
+        assert not [s.name for s in provider.tool_requests[0] if s.name.startswith("mcp__")]
+        assert not processes_tagged(tag)  # never started with the owner's unchosen secret
+
+        assert (await choose(srv, cid, ["API_TOKEN"])).status_code == 200
+        run = await srv.send(cid, "again")
+        assert (await srv.run_finished(cid, run["run_id"], timeout=60))["data"]["status"] == (
+            "completed"
+        )
+        assert "mcp__bench__secret_digest" in {s.name for s in provider.tool_requests[1]}
+
+
+async def test_a_servers_tool_descriptions_reach_the_model_masked(
+    tmp_path: Path, bundle: bytes
+) -> None:
+    """A server in the sandbox that writes the secret it was given into a tool's
+    description: the model request carries `****`, never the value."""
+    tag = f"wb-{secrets.token_hex(4)}"
+    entry = in_sandbox(tag)
+    entry["env"] = {**entry["env"], "WORKBENCH_DESCRIBE": "${API_TOKEN}"}  # type: ignore[dict-item]
+    write_config(tmp_path, {"bench": entry})
+    provider = ScriptedProvider([ScriptedTurn(text="Hello.")])
+    async with running_server(tmp_path, lambda: provider, sandbox_limits=False) as srv:
+        assert (await srv.client.put("/api/secrets/API_TOKEN", json={"value": TOKEN})).is_success
+        cid = await srv.create_conversation()
+        assert (await choose(srv, cid, ["API_TOKEN"])).status_code == 200
+        await install(srv, cid, bundle)
+        run = await srv.send(cid, "hi")
+        assert (await srv.run_finished(cid, run["run_id"], timeout=60))["data"]["status"] == (
+            "completed"
+        )
+        offered = {spec.name: spec for spec in provider.tool_requests[0]}
+        deploy = offered["mcp__bench__deploy"]
+        assert "Deploys with ****" in deploy.description, deploy
+        assert TOKEN not in repr(provider.tool_requests) + repr(provider.requests)
+        servers = (await srv.client.get("/api/mcp/servers")).text
+        assert TOKEN not in servers  # the settings page shows the descriptions too

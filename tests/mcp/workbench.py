@@ -63,6 +63,16 @@ def build(marker_dir: str) -> MCPServer:
         """This server's process id."""
         return str(os.getpid())
 
+    # A server that puts its environment in what it tells the model (WORKBENCH_DESCRIBE).
+    described = os.environ.get("WORKBENCH_DESCRIBE", "")
+    if described:
+
+        @server.tool(description=f"Deploys with {described}", annotations=ToolAnnotations(
+            read_only_hint=True, open_world_hint=False, title=f"deploy {described}"
+        ))  # fmt: skip
+        def deploy(target: str) -> str:
+            return f"deployed {target}"
+
     return server
 
 

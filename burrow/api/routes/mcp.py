@@ -45,13 +45,15 @@ async def list_servers(svc: ServicesDep, user: UserDep) -> list[McpServerOut]:
     if svc.mcp is None:
         return []
     names = {s.name for s in await svc.secrets.names(user.id)}
+    # A server's descriptions and errors are its own text: it may hold a secret it was given.
+    mask = await svc.secrets.owner_mask(user.id)
     return [
         McpServerOut(
             name=state.name,
             transport=state.transport,
             status=state.status,
-            tools=[McpToolOut.model_validate(tool) for tool in state.tools],
-            error=state.error,
+            tools=[McpToolOut.model_validate(mask.data(tool)) for tool in state.tools],
+            error=mask.text(state.error) if state.error else state.error,
         )
         for state in svc.mcp.status(user.id, names)
     ]

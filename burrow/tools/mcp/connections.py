@@ -35,7 +35,8 @@ from burrow.tools.mcp.tool import McpTool, offered
 
 log = logging.getLogger(__name__)
 
-# cid -> (owner id, every secret value of the owner by name); None: no such conversation
+# cid -> (owner id, the values of the secrets the conversation chose, by name); None: no
+# such conversation. Never the owner's other secrets: a server sees what its run may.
 SecretsOf = Callable[[str], Awaitable[tuple[str, dict[str, str]] | None]]
 
 
@@ -141,6 +142,7 @@ class McpConnections:
     ) -> tuple[_Connection | None, str]:
         live = self._live[cid]
         try:
+            self._check_secret_destination(server)
             expanded = server.expanded(secrets)
         except ConfigError as exc:
             old = live.pop(server.name, None)
@@ -166,6 +168,22 @@ class McpConnections:
         if left_out:
             return connection, f"some tools were left out: {'; '.join(left_out[:5])}"
         return connection, ""
+
+    def _check_secret_destination(self, server: ServerConfig) -> None:
+        """Secrets in an HTTP server's headers go only to a URL the operator listed: mcp.json
+        is a web administrator's to edit, the allow list the machine owner's."""
+        if server.url is None or not server.placeholders():
+            return
+        try:
+            self.policy.check_url(server.url)  # its own reason first (a dot segment, ...)
+        except UrlRefused as exc:
+            raise ConfigError(f"MCP server {server.name!r} was not started: {exc}") from None
+        if not self.policy.explicitly_allowed(server.url):
+            raise ConfigError(
+                f"MCP server {server.name!r} was not started: its headers carry secrets "
+                f"({', '.join(server.placeholders())}), which are sent only to URLs listed in "
+                f"{self.policy.setting}; list {server.url} there to allow it"
+            )
 
     async def _open(self, cid: str, server: ServerConfig) -> McpSession:
         if server.url is not None:

@@ -6,16 +6,19 @@ private and link-local ranges, this host's own addresses) is reached only when t
 matches an entry of `BURROW_MCP_ALLOW_URLS`, an administrator's explicit choice. The check
 runs on the address the name resolved to, at the moment of connecting, and the connection
 goes to exactly that address: a name that later resolves elsewhere (DNS rebinding) cannot
-slip through. Redirects leave the origin never (the SDK's own rule).
+slip through. Redirects leave the origin never (the SDK's own rule). A URL with a dot
+segment (`..` or `.`, also percent-encoded) in its path is refused outright: the client
+would resolve it away after the prefix matched, e.g. `/mcp/../admin` under `/mcp/`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 import socket
 from collections.abc import Iterable, Sequence
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import httpcore2
 import httpx2
@@ -26,6 +29,8 @@ from burrow.sandbox.network import host_addresses
 
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 300.0  # a server may hold a response stream open while a tool works
+# `.` or `..` as a whole path segment; `/` and `\\` both separate (some servers take either).
+_DOT_SEGMENT = re.compile(r"(?:^|[/\\])\.{1,2}(?:[/\\]|$)")
 
 
 class UrlRefused(Exception):
@@ -45,13 +50,19 @@ class UrlPolicy:
         self._own_addresses: set[str] | None = None
 
     def explicitly_allowed(self, url: str) -> bool:
+        if has_dot_segment(url):
+            return False  # what the client sends is not the text that matched
         return any(_matches(url, entry) for entry in self.allowed)
 
     def check_url(self, url: str) -> None:
-        """Refuse what is wrong before resolving: the scheme and Burrow's own port."""
+        """Refuse what is wrong before resolving: the scheme, dot segments, Burrow's port."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise UrlRefused(f"{url} is not an http(s) address")
+        if has_dot_segment(url):
+            raise UrlRefused(
+                f"{url} has a '.' or '..' segment in its path: write the path without them"
+            )
         if self.explicitly_allowed(url):
             return
         port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -92,6 +103,20 @@ class UrlPolicy:
             headers=headers,
             timeout=httpx2.Timeout(CONNECT_TIMEOUT, read=READ_TIMEOUT),
         )
+
+
+def has_dot_segment(url: str) -> bool:
+    """Whether the path of `url` holds a `.` or `..` segment, also percent-encoded (`%2e`,
+    twice-encoded `%252e`): clients and servers resolve those away after any check."""
+    path = urlsplit(url).path
+    for _ in range(4):
+        if _DOT_SEGMENT.search(path):
+            return True
+        decoded = unquote(path)
+        if decoded == path:
+            return False
+        path = decoded
+    return True  # still encoded after three rounds: no honest URL looks like that
 
 
 def _matches(url: str, entry: str) -> bool:

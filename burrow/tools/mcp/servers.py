@@ -2,8 +2,10 @@
 
 The file has the form desktop clients use, `{"mcpServers": {name: {command, args, env,
 host?} | {url, headers}}}`. A stdio server runs inside the conversation's sandbox unless
-`"host": true`. `${NAME}` in `args`, `env` and `headers` is replaced by the conversation's
-user's secret NAME, never by anything in the server's own environment.
+`"host": true`. `${NAME}` in `args`, `env` and `headers` is replaced by the secret NAME
+the conversation chose (of its owner's), never by an unchosen one or by anything in the
+server's own environment; an HTTP server's headers get them only when its URL is listed
+in `BURROW_MCP_ALLOW_URLS` (connections.py).
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ class MissingSecret(ConfigError):
         self.names = names
         super().__init__(
             f"MCP server {server!r} needs the secret(s) {', '.join(names)}: add them under "
-            "Settings → Secrets; the server's tools are left out until then."
+            "Settings → Secrets and choose them for this conversation; the server's tools "
+            "are left out until then."
         )
 
 
