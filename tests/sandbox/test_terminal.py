@@ -63,6 +63,20 @@ async def test_a_hangup_kills_the_shell_and_its_jobs(any_sandbox: Sandbox) -> No
     assert await wait_for_no_processes(any_sandbox, "hangup-marker") == 0
 
 
+async def test_a_hangup_kills_jobs_that_ignore_it(any_sandbox: Sandbox) -> None:
+    """A job in its own process group that ignores SIGHUP (nohup, a trap) would outlive the
+    closed terminal if only the shell's group were signalled: the whole session goes."""
+    session = await any_sandbox.open_pty(80, 24)
+    ignoring = f"nohup {sleeper('nohup-marker')} >/dev/null 2>&1 &"
+    trapped = f"(trap '' HUP; exec {sleeper('trapped-marker')}) &"
+    await session.write(f"{ignoring} {trapped} echo STARTED-$((40+6))\n".encode())
+    await read_pty_until(session, b"STARTED-46")
+    assert await wait_for_no_processes(any_sandbox, "nohup-marker", within=0.2) == 1
+    session.close()
+    assert await wait_for_no_processes(any_sandbox, "nohup-marker") == 0
+    assert await wait_for_no_processes(any_sandbox, "trapped-marker") == 0
+
+
 async def test_tiocsti_cannot_inject_input_into_a_terminal(sandbox: LocalSandbox) -> None:
     await sandbox.write_file(
         "inject.py",

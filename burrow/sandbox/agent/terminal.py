@@ -3,7 +3,11 @@
 The shell leads a new session with the PTY as its controlling terminal, so the line
 discipline does what a terminal user expects: Ctrl-C (byte 0x03) sends SIGINT to the
 foreground job, a resize sends SIGWINCH. The connection is the session's lifetime: when
-the host hangs up, the session gets SIGHUP (then SIGKILL) like a closed terminal window.
+the host hangs up, every process of the session gets SIGHUP, and whatever of it is left
+once the shell is gone (or after a grace period) SIGKILL: background jobs run in process
+groups of their own, and a shell that exits on SIGHUP before passing it on to them, or a
+job that ignores it, would outlive the terminal. (A process that left the session with
+setsid is a daemon the user asked for; it lives until the sandbox stops.)
 """
 
 from __future__ import annotations
@@ -27,6 +31,20 @@ if TYPE_CHECKING:
 CHUNK_BYTES = 64 * 1024
 HANGUP_GRACE_SECONDS = 1.0
 DEFAULT_SHELL = ("/bin/bash", "--login")
+
+
+def _signal_session(session: int, signum: int) -> None:
+    """Every process whose session is `session` (the shell's pid), from /proc."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as file:
+                stat = file.read()
+            if int(stat[stat.rindex(b")") + 2 :].split()[3]) == session:
+                os.kill(int(entry), signum)
+        except (OSError, ValueError, IndexError):
+            pass  # gone meanwhile
 
 
 def _winsize(header: dict[str, Any]) -> bytes:
@@ -86,7 +104,7 @@ class Terminal(Request):
         for frame in self.backlog:
             self._on_frame(frame, pid, master)
         self.backlog.clear()
-        exited = False
+        exited = hung_up = False
         hangup_deadline = None
         try:
             while not exited:
@@ -99,16 +117,19 @@ class Terminal(Request):
                     elif key.fileobj is self.conn:
                         if not self._read_host(pid, master):
                             selector.unregister(self.conn)
-                            self._signal(pid, signal.SIGHUP)
+                            _signal_session(pid, signal.SIGHUP)
+                            hung_up = True
                             hangup_deadline = time.monotonic() + HANGUP_GRACE_SECONDS
                     elif mask & selectors.EVENT_WRITE and self.input:
                         self._write_input(master)
                     if key.fd == master and mask & selectors.EVENT_READ:
                         self._forward(master)
                 if hangup_deadline is not None and time.monotonic() > hangup_deadline:
-                    self._signal(pid, signal.SIGKILL)
+                    _signal_session(pid, signal.SIGKILL)
                     hangup_deadline = None
             _, status = os.waitpid(pid, 0)
+            if hung_up:  # the shell is gone: so is everything it started in its session
+                _signal_session(pid, signal.SIGKILL)
             while self._forward(master):
                 pass
             code = os.waitstatus_to_exitcode(status)
