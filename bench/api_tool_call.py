@@ -4,10 +4,13 @@ The server is a real `burrow serve` child process with a scripted model that ans
 once; this process is only its client, as a browser would be.
 
 Baseline, in the same run: a bare host spawn of `sh -c 'pwd && ls'`.
+
+    .venv/bin/python bench/api_tool_call.py [--runs 60]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import subprocess
@@ -36,30 +39,33 @@ async def bare_spawn() -> float:
     return time.perf_counter() - started
 
 
-def start_server(data: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(data: Path, runs: int) -> tuple[subprocess.Popen[bytes], str]:
     turn = {"tool_calls": [{"name": "bash", "arguments": {"command": COMMAND}}]}
     script = data / "script.json"
-    script.write_text(json.dumps([turn, {"text": "ok"}] * (RUNS + WARMUP)))
+    script.write_text(json.dumps([turn, {"text": "ok"}] * (runs + WARMUP)))
     server, base = spawn_serve(data, f"scripted:{script}", quiet=True)
     wait_healthy(server, base, poll=0.025)
     return server, base
 
 
 async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=RUNS)
+    runs = parser.parse_args().runs
     with tempfile.TemporaryDirectory() as tmp:
-        server, base = start_server(Path(tmp))
+        server, base = start_server(Path(tmp), runs)
         try:
-            samples = await measure(base)
+            samples = await measure(base, runs)
         finally:
             server.terminate()
             server.wait(10)
-    bare = [await bare_spawn() for _ in range(RUNS)]
+    bare = [await bare_spawn() for _ in range(runs)]
     total, baseline = p50(samples) * 1000, p50(bare) * 1000
     report("bash `pwd && ls`, API to tool.finished", total, "ms", "bare spawn", baseline, "+5 ms")
     print(f"  overhead p50 {total - baseline:.2f} ms, p90 total {pct(samples, 0.9) * 1000:.2f} ms")
 
 
-async def measure(base: str) -> list[float]:
+async def measure(base: str, runs: int) -> list[float]:
     async with httpx.AsyncClient(base_url=base, timeout=30) as client:
         login = {"username": "admin", "password": BENCH_PASSWORD}
         assert (await client.post("/api/auth/login", json=login)).status_code == 200
@@ -78,7 +84,7 @@ async def measure(base: str) -> list[float]:
 
         reader = asyncio.create_task(follow())
         samples = []
-        for index in range(RUNS + WARMUP):
+        for index in range(runs + WARMUP):
             started = time.perf_counter()
             await client.post(f"/api/conversations/{cid}/messages", json={"content": "go"})
             done = await asyncio.wait_for(finished.get(), 30)
