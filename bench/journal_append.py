@@ -24,8 +24,8 @@ from burrow.runs.events import ToolOutput, make
 from burrow.runs.journal import Journal
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
-from burrow.store.database import open_database
 from burrow.store.events import EventStore
+from burrow.store.migrate import open_database
 from burrow.store.records import Event, NewEvent, ProjectionChange
 
 N = 20_000

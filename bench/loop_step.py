@@ -40,8 +40,9 @@ from burrow.runs.loop import SYSTEM_PROMPT, AgentRun, RunEnv
 from burrow.sandbox.backend import Sandbox
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
-from burrow.store.database import Database, open_database
+from burrow.store.database import Database
 from burrow.store.events import EventStore
+from burrow.store.migrate import open_database
 from burrow.tools.base import ToolContext, ToolKind, ToolResult
 
 STEP_COUNTS = (10, 100, 1000)

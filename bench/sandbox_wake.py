@@ -29,8 +29,8 @@ from burrow.sandbox.local import LocalBackend
 from burrow.sandbox.network import egress_unavailable
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
-from burrow.store.database import open_database
 from burrow.store.events import EventStore
+from burrow.store.migrate import open_database
 
 
 async def wake_ms(

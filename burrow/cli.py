@@ -183,7 +183,8 @@ def db(args: argparse.Namespace) -> int:
 
 async def _db(action: str, settings: Settings, message: str | None) -> int:
     from burrow.store import migrate
-    from burrow.store.database import connect, open_database
+    from burrow.store.database import connect
+    from burrow.store.migrate import open_database
 
     if action == "revision":
         if not message:

@@ -36,9 +36,10 @@ from burrow.store.accounts import AccountStore
 from burrow.store.approvals import ApprovalStore
 from burrow.store.commands import CommandStore
 from burrow.store.conversations import ConversationStore
-from burrow.store.database import Database, open_database
+from burrow.store.database import Database
 from burrow.store.leases import LeaseStore
 from burrow.store.login_failures import LoginFailureStore
+from burrow.store.migrate import open_database
 from burrow.store.notify import asyncpg_dsn
 from burrow.store.profiles import ProfileStore
 from burrow.store.records import User

@@ -12,7 +12,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from burrow.store.database import Database, open_database
+from burrow.store.database import Database
+from burrow.store.migrate import open_database
 
 PG_ADMIN_DSN = os.environ.get("BURROW_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 IN_CI = os.environ.get("CI") == "true"

@@ -147,20 +147,6 @@ def _sqlite_schema_change(engine: sa.Engine, fn: Callable[[sa.Connection], T]) -
             conn.invalidate()  # never hand back a connection with foreign keys off
 
 
-async def open_database(url: str, *, migrate: bool = True) -> Database:
-    """Connect, then bring the schema to this code's revision (`migrate`) or only check
-    that it is there; `burrow.store.migrate.SchemaError` says what to do otherwise."""
-    from burrow.store.migrate import ensure_schema
-
-    db = connect(url)
-    try:
-        await ensure_schema(db, upgrade=migrate)
-    except BaseException:
-        await db.close()
-        raise
-    return db
-
-
 def connect(url: str) -> Database:
     """Create the engines and apply connection pragmas; the schema is not looked at."""
     kwargs: dict[str, Any] = {}

@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
+from burrow.store.database import Database, connect
+
 if TYPE_CHECKING:
     from alembic.config import Config
     from alembic.script import ScriptDirectory
-
-    from burrow.store.database import Database
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 VERSIONS = MIGRATIONS / "versions"
@@ -100,10 +100,20 @@ async def ensure_schema(
         await db.run(lambda conn: _refuse_unless_at_head(conn, versions))
 
 
+async def open_database(url: str, *, migrate: bool = True) -> Database:
+    """Connect, then bring the schema to this code's revision (`migrate`) or only check
+    that it is there; `SchemaError` says what to do otherwise."""
+    db = connect(url)
+    try:
+        await ensure_schema(db, upgrade=migrate)
+    except BaseException:
+        await db.close()
+        raise
+    return db
+
+
 async def prepare_database(url: str, *, upgrade: bool = True) -> None:
     """`ensure_schema` on a connection of its own (`burrow serve`, before it listens)."""
-    from burrow.store.database import connect
-
     db = connect(url)
     try:
         await ensure_schema(db, upgrade=upgrade)
@@ -212,7 +222,6 @@ async def write_revision(
     """`burrow db revision`: autogenerate the next revision into `directory`, from how
     `metadata` (schema.py's) differs from what the migrations make, computed on a scratch
     SQLite database brought to head. Batch operations, so it runs on SQLite too."""
-    from burrow.store.database import open_database
 
     with tempfile.TemporaryDirectory() as scratch:
         db = await open_database(f"sqlite+aiosqlite:///{scratch}/scratch.db")

@@ -9,8 +9,8 @@ from burrow.runs.closing import OpenWork
 from burrow.runs.journal import Journal
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
-from burrow.store.database import open_database
 from burrow.store.events import EventStore
+from burrow.store.migrate import open_database
 
 
 async def test_open_calls_approvals_and_runs_are_closed_once(tmp_path: Path) -> None:

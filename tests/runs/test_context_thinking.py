@@ -11,8 +11,8 @@ from burrow.runs.context import ModelContext, thinking_blocks_data
 from burrow.runs.journal import Journal
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
-from burrow.store.database import open_database
 from burrow.store.events import EventStore
+from burrow.store.migrate import open_database
 
 BLOCKS = [
     ThinkingBlock("Check the tests first.", "EqoBCkgIARABGAIiQL+sig/with+slashes=="),

@@ -12,8 +12,8 @@ from burrow.runs import journal as journal_module
 from burrow.runs.journal import Journal
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
-from burrow.store.database import open_database
 from burrow.store.events import EventStore
+from burrow.store.migrate import open_database
 from burrow.store.records import Event, NewEvent
 
 

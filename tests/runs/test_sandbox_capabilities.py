@@ -17,8 +17,8 @@ from burrow.sandbox.backend import Sandbox
 from burrow.sandbox.local import LocalBackend
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
-from burrow.store.database import open_database
 from burrow.store.events import EventStore
+from burrow.store.migrate import open_database
 from tests.sandbox.harness import run
 
 # Each start appends a line to starts.log, then serves the workspace on port 8000.

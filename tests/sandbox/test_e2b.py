@@ -19,8 +19,8 @@ from burrow.sandbox.backend import ErrorCode, SandboxError
 from burrow.sandbox.e2b import E2BBackend
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
-from burrow.store.database import open_database
 from burrow.store.events import EventStore
+from burrow.store.migrate import open_database
 from burrow.store.remote_sandboxes import RemoteSandboxStore
 from tests.api.harness import running_server
 from tests.preview.harness import Preview

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
-from burrow.store.database import Database, open_database
+from burrow.store.database import Database
+from burrow.store.migrate import open_database
 from tests.store.main_fixture import PASSWORD, make_postgresql, make_sqlite
 
 

@@ -11,9 +11,9 @@ import pytest
 
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
-from burrow.store.database import Database, open_database
+from burrow.store.database import Database
 from burrow.store.events import EventStore
-from burrow.store.migrate import SchemaError, head_revision, read_state
+from burrow.store.migrate import SchemaError, head_revision, open_database, read_state
 from burrow.store.settings import SettingsStore
 from tests.api.harness import serve_process
 from tests.store.main_fixture import FIRST_MESSAGE, PASSWORD, TITLE, make_postgresql, make_sqlite

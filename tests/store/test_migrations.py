@@ -18,13 +18,14 @@ import pytest
 import sqlalchemy as sa
 from alembic.script import ScriptDirectory
 
-from burrow.store.database import Database, open_database
+from burrow.store.database import Database
 from burrow.store.migrate import (
     VERSIONS,
     SchemaError,
     alembic_config,
     ensure_schema,
     head_revision,
+    open_database,
     read_state,
     schema_diff,
     write_revision,
