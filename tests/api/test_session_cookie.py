@@ -9,12 +9,15 @@ attacker and the victim saves their secrets into the attacker's account.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import httpx
+from websockets.asyncio.client import connect
 
 from burrow.llm.scripted import ScriptedProvider
 from tests.api.harness import ADMIN_PASSWORD, RunningServer, log_in, running_server
+from tests.api.test_terminals import expect_refused, open_terminal, session_cookie, ws_url
 
 HTTPS = {"X-Forwarded-Proto": "https"}  # from 127.0.0.1, a trusted proxy in these tests
 
@@ -128,3 +131,17 @@ async def test_over_https_the_cookie_is_host_only_and_a_plain_one_admits_nobody(
             # Over plain http (localhost) the name stays burrow_session.
             plain = await browser.get("/api/me", headers={"Cookie": f"burrow_session={planted}"})
             assert plain.status_code == 200 and plain.json()["username"] == "mallory"
+
+
+async def test_a_terminal_socket_with_two_session_cookies_is_refused(tmp_path: Path) -> None:
+    async with running_server(tmp_path, lambda: ScriptedProvider([])) as srv:
+        victim = srv.client.cookies["burrow_session"]
+        planted = await _attacker_session(srv)
+        cid = await srv.create_conversation()
+        tid = await open_terminal(srv, cid)
+        both = {"Cookie": f"burrow_session={planted}; burrow_session={victim}"}
+        async with asyncio.timeout(10):  # an accepted socket would wait for output
+            await expect_refused(ws_url(srv, cid, tid), both, 4401)
+        # The victim's own cookie alone attaches, as before.
+        async with connect(ws_url(srv, cid, tid), additional_headers=session_cookie(srv.client)):
+            pass
