@@ -3,9 +3,10 @@
 A request for `{port}-{cid}.<preview domain>` that another page made is refused first
 (`origins.py`). Then it is admitted with a signed link token (`?burrow_token=`, good once,
 exchanged for a cookie scoped to that host and a redirect to the clean URL) or that
-cookie, checked against the conversation's owner; then it is forwarded, HTTP streamed both
-ways or WebSocket relayed, through the sandbox's tunnel to the port. Burrow's own
-credentials (its session cookie, Authorization) never reach the sandbox.
+cookie, checked against the conversation's owner and the Burrow sign-in the link was asked
+for under (once that has ended, refused); then it is forwarded, HTTP streamed both ways or
+WebSocket relayed, through the sandbox's tunnel to the port. Burrow's own credentials (its
+session cookie, Authorization) never reach the sandbox, nor can a service set them.
 """
 
 from __future__ import annotations
