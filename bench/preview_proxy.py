@@ -267,6 +267,9 @@ class BenchAccess:
     async def owns(self, user_id: str, cid: str) -> bool:
         return True
 
+    async def signed_in(self, user_id: str, session: str) -> bool:
+        return True
+
     async def sandbox(self, cid: str) -> Sandbox:
         return self._sandbox
 
@@ -302,7 +305,7 @@ async def main(count: int, mb: int, concurrency: int) -> None:
         options = {
             "socket": str(sandbox.socket_path),
             "host": hosts.host(CID, PORT),
-            "cookie": signer.mint("cookie", "u_bench", CID, PORT, ttl=3600),
+            "cookie": signer.mint("cookie", "u_bench", CID, PORT, ttl=3600, session="bench"),
             "proxy_port": proxy_port,
             "count": count,
             "mb": mb,

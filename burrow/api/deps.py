@@ -5,17 +5,18 @@ They take an `HTTPConnection`, so HTTP routes and WebSocket routes share them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends
 from starlette.requests import HTTPConnection
 
+from burrow.api import session_cookie
 from burrow.api.errors import ApiError, not_found
 from burrow.api.streams import StreamCap
 from burrow.services import Services
+from burrow.store.accounts import TokenKind
 from burrow.store.records import Conversation, User
-
-SESSION_COOKIE = "burrow_session"
 
 
 def services(connection: HTTPConnection) -> Services:
@@ -40,16 +41,36 @@ def bearer_token(connection: HTTPConnection) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-async def optional_user(connection: HTTPConnection, svc: ServicesDep) -> User | None:
-    """The caller from a session cookie or an `Authorization: Bearer` API token."""
+@dataclass(frozen=True)
+class Credential:
+    """What the request signs in with: a token, and the kinds it may be."""
+
+    token: str
+    kinds: tuple[TokenKind, ...]
+
+
+def credential(connection: HTTPConnection) -> Credential | None:
+    """An `Authorization: Bearer` token (an API token, or a session's), else the session
+    cookie; raises `DuplicateSessionCookie` (400) for two session cookies."""
     token = bearer_token(connection)
     if token is not None:
-        return await svc.accounts.user_for(token, "api") or await svc.accounts.user_for(
-            token, "session"
-        )
-    cookie = connection.cookies.get(SESSION_COOKIE)
-    if cookie:
-        return await svc.accounts.user_for(cookie, "session")
+        return Credential(token, ("api", "session"))
+    cookie = session_cookie.read(connection)
+    return Credential(cookie, ("session",)) if cookie else None
+
+
+CredentialDep = Annotated[Credential | None, Depends(credential)]
+
+
+async def optional_user(connection: HTTPConnection, svc: ServicesDep) -> User | None:
+    """The caller from a session cookie or an `Authorization: Bearer` API token."""
+    found = credential(connection)
+    if found is None:
+        return None
+    for kind in found.kinds:
+        user = await svc.accounts.user_for(found.token, kind)
+        if user is not None:
+            return user
     return None
 
 

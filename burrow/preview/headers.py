@@ -1,4 +1,5 @@
-"""What crosses the proxy: hop-by-hop headers dropped, Burrow's credentials stripped,
+"""What crosses the proxy: hop-by-hop headers dropped, Burrow's credentials stripped both
+ways (the browser's cookies going up, a service's `Set-Cookie` for them coming down),
 X-Forwarded-* added, the link token taken out of the URL (RFC 9110 §7.6.1)."""
 
 from __future__ import annotations
@@ -7,7 +8,10 @@ from burrow.preview.asgi import Scope
 
 COOKIE = "burrow_preview"
 TOKEN_PARAM = b"burrow_token"
-APP_COOKIES = (b"burrow_session", COOKIE.encode())  # never forwarded to a sandbox
+# Never forwarded to a sandbox, and never set by one: the app's session cookie under both
+# of its names (burrow/api/session_cookie.py) and the proxy's own.
+APP_COOKIES = (b"burrow_session", b"__Host-burrow_session", COOKIE.encode())
+_APP_COOKIES_LOWER = frozenset(name.lower() for name in APP_COOKIES)
 HOP_BY_HOP = frozenset(
     {
         b"connection",
@@ -124,7 +128,13 @@ def response_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, by
         lower = name.lower()
         if lower in HOP_BY_HOP or lower in listed:
             continue
-        if lower == b"set-cookie" and value.partition(b"=")[0].strip() == COOKIE.encode():
-            continue  # the service may not replace the proxy's own cookie
+        if (
+            lower == b"set-cookie"
+            and value.partition(b"=")[0].strip().lower() in _APP_COOKIES_LOWER
+        ):
+            # The service may not replace the proxy's cookie, nor plant an app session on
+            # a parent domain the app shares (`Domain=example.com`): it would sign the
+            # user's browser into the service author's account.
+            continue
         kept.append((lower, value))
     return kept

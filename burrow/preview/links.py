@@ -24,7 +24,8 @@ class PreviewLinks:
         """The clean address (what `preview.opened` carries; it admits no one by itself)."""
         return self.hosts.url(cid, port)
 
-    def signed_url(self, user_id: str, cid: str, port: int) -> str:
-        """The address for the owner's iframe: the token becomes a cookie on first load."""
-        token = self.signer.mint("link", user_id, cid, port, self.ttl)
+    def signed_url(self, user_id: str, cid: str, port: int, session: str) -> str:
+        """The address for the owner's iframe: the token becomes a cookie on first load.
+        `session` is the digest of the caller's sign-in: the preview closes when it ends."""
+        token = self.signer.mint("link", user_id, cid, port, self.ttl, session=session)
         return f"{self.hosts.url(cid, port)}?burrow_token={token}"

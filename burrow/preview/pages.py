@@ -46,11 +46,13 @@ def not_found() -> tuple[int, Headers, bytes]:
     return page(404, "Preview not found", "There is no such preview, or it is not yours.")
 
 
-SignInReason = Literal["private", "expired", "used"]
+SignInReason = Literal["private", "expired", "used", "signed_out"]
 _SIGN_IN_REASONS: dict[SignInReason, str] = {
     "private": "This preview is private.",
     "expired": "This preview link has expired.",
     "used": "This preview link has been used already; a link opens a preview once.",
+    "signed_out": "The Burrow sign-in this preview was opened under has ended (signed out, "
+    "password changed, or account disabled).",
 }
 
 
@@ -73,13 +75,21 @@ def foreign(reason: str) -> tuple[int, Headers, bytes]:
     )
 
 
-def too_many_links() -> tuple[int, Headers, bytes]:
-    status, headers, body = page(
-        503,
-        "Too many preview links at once",
-        "More preview links were opened in the last minutes than this server keeps track "
-        "of. Open the preview from Burrow again in a minute.",
-    )
+def too_many_links(*, everyone: bool) -> tuple[int, Headers, bytes]:
+    if everyone:
+        status, headers, body = page(
+            503,
+            "Too many preview links at once",
+            "More preview links were opened in the last minutes than this server keeps "
+            "track of. Open the preview from Burrow again in a minute.",
+        )
+    else:
+        status, headers, body = page(
+            429,
+            "Too many preview links at once",
+            "You opened more preview links in the last minutes than one person may. "
+            "Open the preview from Burrow again in a minute.",
+        )
     return status, [*headers, (b"retry-after", b"60")], body
 
 

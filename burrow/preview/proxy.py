@@ -3,9 +3,10 @@
 A request for `{port}-{cid}.<preview domain>` that another page made is refused first
 (`origins.py`). Then it is admitted with a signed link token (`?burrow_token=`, good once,
 exchanged for a cookie scoped to that host and a redirect to the clean URL) or that
-cookie, checked against the conversation's owner; then it is forwarded, HTTP streamed both
-ways or WebSocket relayed, through the sandbox's tunnel to the port. Burrow's own
-credentials (its session cookie, Authorization) never reach the sandbox.
+cookie, checked against the conversation's owner and the Burrow sign-in the link was asked
+for under (once that has ended, refused); then it is forwarded, HTTP streamed both ways or
+WebSocket relayed, through the sandbox's tunnel to the port. Burrow's own credentials (its
+session cookie, Authorization) never reach the sandbox, nor can a service set them.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ class PreviewAccess(Protocol):
 
     async def owns(self, user_id: str, cid: str) -> bool: ...
 
+    async def signed_in(self, user_id: str, session: str) -> bool:
+        """Whether the sign-in a grant was given under (`PreviewGrant.session`) is still
+        live and the user's. Called on every request: must answer from memory when it can."""
+        ...
+
     async def sandbox(self, cid: str) -> Sandbox:
         """The conversation's running sandbox, woken up when it hibernates."""
         ...
@@ -57,6 +63,11 @@ class ServicesAccess:
 
     async def owns(self, user_id: str, cid: str) -> bool:
         return await self._get().conversations.get(cid, owner_id=user_id) is not None
+
+    async def signed_in(self, user_id: str, session: str) -> bool:
+        # The accounts' own cache: a logout or a disable on this replica is seen at once.
+        user = await self._get().accounts.holder(session)
+        return user is not None and user.id == user_id
 
     async def sandbox(self, cid: str) -> Sandbox:
         return await self._get().runtime.sandboxes.get(cid)
@@ -155,29 +166,39 @@ class PreviewProxy:
                 return pages.sign_in_needed("private")
             if not await self._grants(grant, address):
                 return pages.not_found()
+            if not await self.access.signed_in(grant.user_id, grant.session):
+                return pages.sign_in_needed("signed_out")
             try:
-                if not self._spent.spend(grant.nonce, grant.expires):
+                if not self._spent.spend(grant.nonce, grant.expires, user=grant.user_id):
                     return pages.sign_in_needed("used")
-            except TooManyLinks:
-                return pages.too_many_links()
+            except TooManyLinks as full:
+                return pages.too_many_links(everyone=full.everyone)
             if scope["type"] == "websocket":
                 return _Admitted(grant)
             cookie = self.signer.mint(
-                "cookie", grant.user_id, grant.cid, grant.port, self.cookie_ttl
+                "cookie",
+                grant.user_id,
+                grant.cid,
+                grant.port,
+                self.cookie_ttl,
+                session=grant.session,
             )
             return _Exchange(cookie, headers.without_token(scope))
-        expired = False
+        why: pages.SignInReason = "private"
         for value in headers.cookies(scope, headers.COOKIE.encode()):
             try:
                 grant = self._verify_cookie(value.decode("latin-1"))
             except TokenExpired:
-                expired = True
+                why = "expired"
                 continue
             except TokenInvalid:
                 continue  # e.g. a cookie another preview host tossed onto the parent domain
-            if await self._grants(grant, address):
+            if not await self._grants(grant, address):
+                continue
+            if await self.access.signed_in(grant.user_id, grant.session):
                 return _Admitted(grant)
-        return pages.sign_in_needed("expired" if expired else "private")
+            why = "signed_out"
+        return pages.sign_in_needed(why)
 
     def _verify_cookie(self, cookie: str) -> PreviewGrant:
         grant = self._cookie_grants.get(cookie)

@@ -1,9 +1,12 @@
 """Signed preview grants: a short-lived link token, then a longer-lived host cookie.
 
-A grant names the user, the conversation and the port, and carries a random nonce (a
-link's is spent on first use, `spent.py`); it is HMAC-SHA256-signed with a key kept in
-the data directory (`preview.key`, 0600). The kind ("link" or "cookie") is part of what
-is signed, so one can never be used as the other.
+A grant names the user, the conversation and the port, the sign-in it was given under
+(the digest of the session or API token that asked for the link: the grant admits only
+while that sign-in lasts), and carries a random nonce (a link's is spent on first use,
+`spent.py`); it is HMAC-SHA256-signed with a key kept in the data directory
+(`preview.key`, 0600). The kind ("link" or "cookie") is part of what is signed, so one can
+never be used as the other. A grant without a sign-in (signed before grants had one) is
+refused: nothing could end it before its time.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ class PreviewGrant:
     cid: str
     port: int
     expires: float  # Unix time
-    nonce: str  # "" in cookies signed before nonces existed
+    nonce: str
+    session: str  # the token digest (burrow.store.accounts) of the sign-in it was given under
 
 
 def load_key(data_dir: Path) -> bytes:
@@ -62,13 +66,16 @@ class PreviewSigner:
     def __init__(self, key: bytes) -> None:
         self._key = key
 
-    def mint(self, kind: Kind, user_id: str, cid: str, port: int, ttl: float) -> str:
+    def mint(
+        self, kind: Kind, user_id: str, cid: str, port: int, ttl: float, *, session: str
+    ) -> str:
         payload = {
             "u": user_id,
             "c": cid,
             "p": port,
             "e": int(time.time() + ttl),
             "n": secrets.token_urlsafe(12),
+            "s": session,
         }
         body = _b64(json.dumps(payload, separators=(",", ":")).encode())
         return f"{body}.{_b64(self._sign(kind, body))}"
@@ -81,12 +88,19 @@ class PreviewSigner:
                 raise TokenInvalid("bad signature")
             raw = json.loads(base64.urlsafe_b64decode(_pad(body)))
             grant = PreviewGrant(
-                str(raw["u"]), str(raw["c"]), int(raw["p"]), float(raw["e"]), str(raw.get("n", ""))
+                str(raw["u"]),
+                str(raw["c"]),
+                int(raw["p"]),
+                float(raw["e"]),
+                str(raw.get("n", "")),
+                str(raw.get("s", "")),
             )
         except (binascii.Error, ValueError, KeyError, TypeError, UnicodeError):
             raise TokenInvalid("malformed token") from None
         if kind == "link" and not grant.nonce:
             raise TokenInvalid("a link without a nonce cannot be spent once")
+        if not grant.session:
+            raise TokenInvalid("a grant bound to no sign-in would outlive a logout")
         if grant.expires <= (time.time() if now is None else now):
             raise TokenExpired
         return grant

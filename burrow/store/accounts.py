@@ -239,23 +239,36 @@ class AccountStore:
         return token
 
     async def user_for(self, token: str, kind: TokenKind) -> User | None:
-        key = (token_digest(token), kind)
-        cached = self._verified.get(key)
-        if cached is not None and cached[1] > time.monotonic():
-            return cached[0]
+        return await self._holder(token_digest(token), (kind,))
+
+    async def holder(self, digest: str) -> User | None:
+        """The user of a live sign-in named by its digest (a browser session or an API
+        token), or None once it has ended: logged out, revoked, expired, user disabled."""
+        return await self._holder(digest, ("session", "api"))
+
+    async def _holder(self, digest: str, kinds: tuple[TokenKind, ...]) -> User | None:
+        for kind in kinds:
+            cached = self._verified.get((digest, kind))
+            if cached is not None and cached[1] > time.monotonic():
+                return cached[0]
         forgotten = self._forgotten
-        user = await self._lookup(key[0], kind)
-        if user is not None and forgotten == self._forgotten:
+        found = await self._lookup(digest, kinds)
+        if found is None:
+            return None
+        user, kind = found
+        if forgotten == self._forgotten:
             if len(self._verified) > 10_000:
                 self._verified.clear()
-            self._verified[key] = (user, time.monotonic() + SESSION_CACHE_SECONDS)
+            self._verified[(digest, kind)] = (user, time.monotonic() + SESSION_CACHE_SECONDS)
         return user
 
-    async def _lookup(self, digest: str, kind: TokenKind) -> User | None:
+    async def _lookup(
+        self, digest: str, kinds: tuple[TokenKind, ...]
+    ) -> tuple[User, TokenKind] | None:
         query = (
-            sa.select(users, sessions.c.expires_at)
+            sa.select(users, sessions.c.expires_at, sessions.c.kind)
             .join(sessions, sessions.c.user_id == users.c.id)
-            .where(sessions.c.token_hash == digest, sessions.c.kind == kind)
+            .where(sessions.c.token_hash == digest, sessions.c.kind.in_(kinds))
         )
         row = await self._db.run(lambda conn: conn.execute(query).first())
         if row is None or row.disabled:
@@ -265,7 +278,7 @@ class AccountStore:
             expires = expires if expires.tzinfo else expires.replace(tzinfo=UTC)
             if expires < datetime.now(UTC):
                 return None
-        return User(id=row.id, username=row.username, is_admin=row.is_admin)
+        return User(id=row.id, username=row.username, is_admin=row.is_admin), row.kind
 
     async def revoke(self, token: str) -> None:
         digest = token_digest(token)

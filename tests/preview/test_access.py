@@ -12,11 +12,17 @@ import websockets
 from websockets.asyncio.client import connect
 
 from burrow.preview.links import PreviewLinks
+from burrow.store.accounts import token_digest
 from tests.preview.harness import Preview
 
 
 def _links(preview: Preview) -> PreviewLinks:
     return PreviewLinks.from_settings(preview.server.services.settings)
+
+
+def _session(preview: Preview) -> str:
+    """The digest of the test client's sign-in, which grants are bound to."""
+    return token_digest(preview.server.client.cookies["burrow_session"])
 
 
 async def _owner_id(preview: Preview) -> str:
@@ -47,16 +53,17 @@ async def test_no_token_and_no_cookie_gets_the_explanation(preview: Preview) -> 
 async def test_an_expired_link_or_cookie_is_refused(preview: Preview) -> None:
     await preview.start(8011, "app_server.py")
     owner, signer = await _owner_id(preview), _links(preview).signer
-    token = signer.mint("link", owner, preview.cid, 8011, ttl=-1)
+    session = _session(preview)
+    token = signer.mint("link", owner, preview.cid, 8011, ttl=-1, session=session)
     expired = await preview.get(8011, f"/?burrow_token={token}", None)
     assert expired.status_code == 401
     assert "This preview link has expired" in expired.text
-    cookie = signer.mint("cookie", owner, preview.cid, 8011, ttl=-1)
+    cookie = signer.mint("cookie", owner, preview.cid, 8011, ttl=-1, session=session)
     assert (await preview.get(8011, "/", cookie)).status_code == 401
     # A link token is not a cookie and the other way round.
-    link = signer.mint("link", owner, preview.cid, 8011, ttl=60)
+    link = signer.mint("link", owner, preview.cid, 8011, ttl=60, session=session)
     assert (await preview.get(8011, "/", link)).status_code == 401
-    fresh = signer.mint("cookie", owner, preview.cid, 8011, ttl=60)
+    fresh = signer.mint("cookie", owner, preview.cid, 8011, ttl=60, session=session)
     assert (await preview.get(8011, "/", fresh)).status_code == 200
 
 
@@ -66,17 +73,18 @@ async def test_a_token_for_another_conversation_port_or_user_is_not_found(
     await preview.start(8012, "app_server.py")
     other_cid = await preview.server.create_conversation("other")
     owner, signer = await _owner_id(preview), _links(preview).signer
+    session = _session(preview)
     for user, cid, port in (
         (owner, other_cid, 8012),  # the owner's, but another conversation
         (owner, preview.cid, 9999),  # another port
         ("u_someone_else", preview.cid, 8012),  # not the owner of this conversation
     ):
-        token = signer.mint("link", user, cid, port, ttl=60)
+        token = signer.mint("link", user, cid, port, ttl=60, session=session)
         response = await preview.get(8012, f"/?burrow_token={token}", None)
         assert response.status_code == 404, (user, cid, port)
         assert "burrow_preview" not in response.headers.get("set-cookie", "")
     # A cookie of another preview (tossed onto the shared parent domain) opens nothing here.
-    foreign = signer.mint("cookie", owner, other_cid, 8012, ttl=60)
+    foreign = signer.mint("cookie", owner, other_cid, 8012, ttl=60, session=session)
     assert (await preview.get(8012, "/", foreign)).status_code == 401
 
 
@@ -84,7 +92,8 @@ async def test_a_link_signed_with_another_key_is_refused(preview: Preview) -> No
     from burrow.preview.tokens import PreviewSigner
 
     await preview.start(8013, "app_server.py")
-    token = PreviewSigner(b"k" * 32).mint("link", await _owner_id(preview), preview.cid, 8013, 60)
+    owner, session = await _owner_id(preview), _session(preview)
+    token = PreviewSigner(b"k" * 32).mint("link", owner, preview.cid, 8013, 60, session=session)
     assert (await preview.get(8013, f"/?burrow_token={token}", None)).status_code == 401
 
 

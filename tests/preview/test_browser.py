@@ -1,7 +1,9 @@
 """The preview as the user sees it: an iframe of the app, in a real Chromium.
 
 The app and `*.preview.localhost` are different sites, so this is where the cookie's
-attributes are proven: a Lax cookie would never reach the preview inside the iframe.
+attributes are proven: a Lax cookie would never reach the preview inside the iframe. And
+with previews under the app's own domain, where a preview page can set a cookie for the
+app's host, this is where the session cookie is proven not to be planted.
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ import json
 import os
 from pathlib import Path
 
+import httpx
 from playwright.async_api import async_playwright
 
+from burrow.ports import free_port
+from tests.api.harness import ADMIN_PASSWORD, log_in, running_server
 from tests.conftest import unavailable
 from tests.preview.harness import Preview
 
@@ -131,3 +136,62 @@ async def _notes(preview: Preview, port: int) -> list[str]:
     assert response.status_code == 200, response.text
     notes: list[str] = json.loads(response.text)
     return notes
+
+
+# The documented scale-out layout in miniature: the app on burrow.example.test, previews
+# under it (*.preview.burrow.example.test), both resolved to 127.0.0.1 by Chromium itself.
+APP_HOST = "burrow.example.test"
+RESOLVE = f"--host-resolver-rules=MAP *.example.test 127.0.0.1, MAP {APP_HOST} 127.0.0.1"
+PLANT = """<p id=x>planted</p><script>
+document.cookie = "burrow_session=%s; domain=burrow.example.test; path=/";
+</script>"""
+
+
+async def test_a_preview_page_cannot_sign_the_app_into_another_account(tmp_path: Path) -> None:
+    if not HAVE_CHROMIUM:
+        unavailable(f"Chromium at {CHROMIUM}")
+    preview_port = free_port()
+    domain = f"http://preview.{APP_HOST}:{preview_port}"
+    async with running_server(
+        tmp_path / "data", None, preview=True, preview_port=preview_port, preview_domain=domain
+    ) as server:
+        made = await server.client.post(
+            "/api/users", json={"username": "mallory", "password": "mallory-password"}
+        )
+        assert made.status_code == 201, made.text
+        async with httpx.AsyncClient(base_url=server.base_url, timeout=30) as mallory:
+            await log_in(mallory, "mallory", "mallory-password")
+            planted = mallory.cookies["burrow_session"]
+        cid = await server.create_conversation()
+        preview = Preview(server, cid, httpx.AsyncClient())
+        sandbox = await preview.sandbox()
+        # A page the victim's service serves, written by whoever wrote that service.
+        await sandbox.write_file("index.html", (PLANT % planted).encode())
+        await preview.start(8050, command="python3 -m http.server 8050")
+        app = f"http://{APP_HOST}:{server.base_url.rsplit(':', 1)[1]}"
+        async with async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=str(CHROMIUM), args=[*ARGS, RESOLVE])
+            try:
+                page = await browser.new_page()
+                await page.goto(f"{app}/")  # the app's page: an /api/ answer's policy bars fetch
+                signed_in = await page.evaluate(LOG_IN, ADMIN_PASSWORD)
+                assert signed_in == 200
+                await page.goto(await preview.signed_url(8050))
+                assert await page.locator("#x").text_content() == "planted"
+                await page.goto(f"{app}/")
+                # The planted cookie did reach the app's host (it is not HttpOnly: visible)…
+                assert planted in await page.evaluate("document.cookie")
+                # …and the app does not take it for the victim's session.
+                me = await page.evaluate(ME)
+                assert me["status"] == 400, me
+                assert me["body"]["error"]["code"] == "duplicate_session_cookie"
+                assert "mallory" not in json.dumps(me)
+            finally:
+                await browser.close()
+
+
+LOG_IN = """async (password) => (await fetch("/api/auth/login", {method: "POST",
+  headers: {"content-type": "application/json"},
+  body: JSON.stringify({username: "admin", password})})).status"""
+ME = """async () => { const r = await fetch("/api/me");
+  return {status: r.status, body: await r.json()}; }"""

@@ -173,3 +173,14 @@ async def test_the_upstream_websocket_handshake_has_one_host(preview: Preview) -
     assert f"\r\nHost: {preview.host(8008)}\r\n".lower() in received.lower()
     assert len(names) == len(set(names)), received  # no header twice
     assert "x-app: kept" in received.lower() and cookie not in received
+
+
+async def test_a_service_cannot_set_the_apps_session_cookie(preview: Preview) -> None:
+    # On a shared parent domain (app on example.com, previews under it) a service's
+    # `Set-Cookie: burrow_session=…; Domain=example.com` would reach the app and sign the
+    # user's browser into the service author's account.
+    await preview.start(8009, "app_server.py")
+    cookie = await preview.sign_in(8009)
+    response = await preview.get(8009, "/app-cookies", cookie)
+    assert response.status_code == 200, response.text
+    assert response.headers.get_list("set-cookie") == ["app=2; Path=/"]

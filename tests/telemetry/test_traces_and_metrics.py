@@ -134,3 +134,18 @@ async def test_metrics_after_runs_for_an_admin_or_the_scrape_token(tmp_path: Pat
         assert since["runs"] == {"completed": 1, "budget_exceeded": 1}
         assert 0 < since["tool_seconds"] < since["run_seconds"]
         assert 0 < since["model_seconds"] < since["run_seconds"]
+
+
+async def test_a_non_ascii_bearer_on_metrics_is_refused_not_a_server_error(
+    tmp_path: Path,
+) -> None:
+    async with (
+        running_server(tmp_path, lambda: ScriptedProvider([]), metrics_token="scrape-me") as srv,
+        httpx.AsyncClient(base_url=srv.base_url) as anonymous,
+    ):
+        for raw in ("Bearer scrape-mé".encode(), b"Bearer \xe9\xe9", "Bearer 密".encode()):
+            response = await anonymous.get("/metrics", headers={"Authorization": raw})
+            assert response.status_code == 401, (raw, response.text)
+            assert response.json()["error"]["code"] == "unauthorized"
+        token = {"Authorization": "Bearer scrape-me"}
+        assert (await anonymous.get("/metrics", headers=token)).status_code == 200

@@ -7,11 +7,12 @@ from datetime import datetime
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
 
-from burrow.api.deps import SESSION_COOKIE, ServicesDep, UserDep
+from burrow.api import session_cookie
+from burrow.api.deps import ServicesDep, UserDep
 from burrow.api.errors import ApiError, not_found
 from burrow.api.schemas import Me
 from burrow.api.throttle import LoginAttempt, LoginThrottle, TooManyAttempts
-from burrow.store.accounts import SESSION_LIFETIME, token_digest
+from burrow.store.accounts import token_digest
 
 router = APIRouter(prefix="/api/auth", tags=["auth"])
 
@@ -62,25 +63,18 @@ async def login(body: Login, request: Request, response: Response, svc: Services
             raise ApiError(401, "bad_credentials", "Wrong username or password.")
         attempt.succeeded()
     token = await svc.accounts.issue(user.id, "session")
-    response.set_cookie(
-        SESSION_COOKIE,
-        token,
-        max_age=int(SESSION_LIFETIME.total_seconds()),
-        httponly=True,
-        samesite="lax",
-        secure=request.url.scheme == "https",
-        path="/",
-    )
+    session_cookie.give(response, request, token)
     return Me(id=user.id, username=user.username, is_admin=user.is_admin)
 
 
 @router.post("/logout", status_code=204)
 async def logout(request: Request, svc: ServicesDep) -> Response:
-    token = request.cookies.get(SESSION_COOKIE)
-    if token:
-        await svc.accounts.revoke(token)
+    # Every session cookie sent ends, also when there are two (one tossed by another host).
+    for _, token in session_cookie.presented(request):
+        if token:
+            await svc.accounts.revoke(token)
     response = Response(status_code=204)
-    response.delete_cookie(SESSION_COOKIE, path="/")
+    session_cookie.take_back(response, request)
     return response
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
 
-from burrow.api.deps import SESSION_COOKIE, ServicesDep, UserDep
+from burrow.api import session_cookie
+from burrow.api.deps import ServicesDep, UserDep
 from burrow.api.errors import ApiError
 from burrow.api.routes.auth import password_attempt
 
@@ -42,5 +43,5 @@ async def change_password(
         raise ApiError(
             400, "password_unchanged", "The new password is the current one: choose another."
         )
-    await svc.accounts.change_password(user.id, body.new, keep=request.cookies.get(SESSION_COOKIE))
+    await svc.accounts.change_password(user.id, body.new, keep=session_cookie.read(request))
     return Response(status_code=204)

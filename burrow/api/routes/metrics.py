@@ -19,7 +19,9 @@ router = APIRouter(tags=["metrics"])
 async def metrics(request: Request, svc: ServicesDep) -> Response:
     expected = svc.settings.metrics_token
     token = bearer_token(request)
-    scraper = bool(expected and token and hmac.compare_digest(token, expected))
+    # Bytes, not text: compare_digest raises on non-ASCII text (a 500), and any header
+    # value a client sends is text here.
+    scraper = bool(expected and token and hmac.compare_digest(token.encode(), expected.encode()))
     if not scraper:
         user = await optional_user(request, svc)
         if user is None:

@@ -9,11 +9,12 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import RedirectResponse
 from pydantic import BaseModel
 
-from burrow.api.deps import ConversationDep, ServicesDep, UserDep
+from burrow.api.deps import ConversationDep, Credential, CredentialDep, ServicesDep, UserDep
 from burrow.preview.links import PreviewLinks
 from burrow.runs.events import EventType
 from burrow.sandbox.backend import SandboxError
 from burrow.services import Services
+from burrow.store.accounts import token_digest
 from burrow.tools.preview import port_accepts, read_services
 
 router = APIRouter(prefix="/api/conversations", tags=["previews"])
@@ -40,11 +41,23 @@ def preview_links(request: Request, svc: Services) -> PreviewLinks:
     return links
 
 
+def sign_in(credential: Credential | None) -> str:
+    """What a preview grant is bound to: the digest of the caller's session or API token
+    (present: the route's user came from it), so logging out closes the preview too."""
+    assert credential is not None
+    return token_digest(credential.token)
+
+
 @router.get("/{cid}/previews")
 async def list_previews(
-    request: Request, conversation: ConversationDep, svc: ServicesDep, user: UserDep
+    request: Request,
+    conversation: ConversationDep,
+    svc: ServicesDep,
+    user: UserDep,
+    credential: CredentialDep,
 ) -> list[PreviewOut]:
     links = preview_links(request, svc)
+    session = sign_in(credential)
     cid = conversation.id
     sandbox = svc.runtime.sandboxes.running(cid)
     found: dict[int, tuple[PreviewStatus, str]] = {}  # port -> (status, command)
@@ -63,7 +76,7 @@ async def list_previews(
     return [
         PreviewOut(
             port=port,
-            url=links.signed_url(user.id, cid, port),
+            url=links.signed_url(user.id, cid, port, session),
             status=status,
             command=command,
         )
@@ -73,12 +86,18 @@ async def list_previews(
 
 @router.get("/{cid}/previews/{port}/open", response_class=RedirectResponse, status_code=303)
 async def open_preview(
-    request: Request, conversation: ConversationDep, svc: ServicesDep, user: UserDep, port: Port
+    request: Request,
+    conversation: ConversationDep,
+    svc: ServicesDep,
+    user: UserDep,
+    credential: CredentialDep,
+    port: Port,
 ) -> RedirectResponse:
     """Redirects to the preview through a freshly signed link: for "open in a new tab",
     which cannot reuse the link the iframe has spent (and has no cookie of its own: the
     iframe's is partitioned under the app's site)."""
-    url = preview_links(request, svc).signed_url(user.id, conversation.id, port)
+    links = preview_links(request, svc)
+    url = links.signed_url(user.id, conversation.id, port, sign_in(credential))
     return RedirectResponse(
         url, 303, headers={"cache-control": "no-store", "referrer-policy": "no-referrer"}
     )

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from burrow.api.deps import ConversationDep, ServicesDep, optional_user, stream_cap
 from burrow.api.errors import not_found
+from burrow.api.session_cookie import DuplicateSessionCookie
 from burrow.api.streams import CLOSE_TOO_MANY_STREAMS, TooManyStreams
 from burrow.sandbox.terminals import Attachment, Terminal
 
@@ -86,7 +87,11 @@ async def terminal_socket(websocket: WebSocket, cid: str, tid: str) -> None:
     if origin is not None and urlsplit(origin).netloc != websocket.headers.get("host", ""):
         await websocket.close(CLOSE_FORBIDDEN_ORIGIN, "cross-origin terminal refused")
         return
-    user = await optional_user(websocket, svc)
+    try:
+        user = await optional_user(websocket, svc)
+    except DuplicateSessionCookie:
+        await websocket.close(CLOSE_UNAUTHORIZED, "two session cookies: clear this site's cookies")
+        return
     if user is None:
         await websocket.close(CLOSE_UNAUTHORIZED, "log in first")
         return

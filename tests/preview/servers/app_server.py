@@ -2,7 +2,8 @@
 
 /headers echoes the request's headers as JSON, /peer names the connection's client port,
 /echo returns the POSTed body, /big?mb=N streams N MiB, /cookie sets cookies (one named
-like the proxy's own), anything else says which path was asked."""
+like the proxy's own), /app-cookies sets cookies named like the app's session, anything
+else says which path was asked."""
 
 import json
 import sys
@@ -49,6 +50,16 @@ class Handler(BaseHTTPRequestHandler):
                 extra=[
                     ("Set-Cookie", "app=1; Path=/"),
                     ("Set-Cookie", "burrow_preview=forged; Path=/"),
+                ],
+            )
+        elif url.path == "/app-cookies":  # plants the app's session on the parent domain
+            self._send(
+                b"ok",
+                extra=[
+                    ("Set-Cookie", "burrow_session=planted; Domain=localhost; Path=/"),
+                    ("Set-Cookie", "__Host-burrow_session=planted; Path=/; Secure"),
+                    ("Set-Cookie", " Burrow_Session=planted; Path=/"),
+                    ("Set-Cookie", "app=2; Path=/"),
                 ],
             )
         else:
