@@ -87,4 +87,7 @@ def test_the_templates_make_the_topology() -> None:
     assert {"name": "data", "mountPath": "/data"} in container["volumeMounts"]
     assert container["securityContext"]["seccompProfile"] == {"type": "Unconfined"}
     terminals = by_name["Ingress", "x-terminals"]["metadata"]["annotations"]
-    assert terminals["nginx.ingress.kubernetes.io/upstream-hash-by"] == "$cookie_burrow_session"
+    # Not $cookie_burrow_session: over https the cookie is __Host-burrow_session, which an
+    # nginx variable cannot name, and the hash key would be empty.
+    hash_by = terminals["nginx.ingress.kubernetes.io/upstream-hash-by"]
+    assert hash_by == "$http_cookie$http_authorization"
