@@ -18,20 +18,20 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
-
-from mcp.client._transport import TransportStreams
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
+from typing import TYPE_CHECKING, Any, TextIO
 
 from burrow.sandbox.backend import Sandbox, SandboxError
 from burrow.tools.base import Tool
 from burrow.tools.mcp import servers
 from burrow.tools.mcp.outbound import UrlPolicy, UrlRefused
-from burrow.tools.mcp.sandbox_stdio import StderrTail, sandbox_stdio
 from burrow.tools.mcp.servers import ConfigError, ServerConfig
-from burrow.tools.mcp.session import McpSession
-from burrow.tools.mcp.tool import McpTool, offered
+
+# The MCP SDK (and what of Burrow's wraps it) loads with the first server started: it
+# costs `burrow serve` a large share of its start, and most servers have no mcp.json.
+if TYPE_CHECKING:
+    from mcp.client._transport import TransportStreams
+
+    from burrow.tools.mcp.session import McpSession
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +162,8 @@ class McpConnections:
         if session.status != "connected":
             await session.close()
             return None, f"MCP server {server.name!r} is unavailable: {session.error}"
+        from burrow.tools.mcp.tool import offered
+
         tools, left_out = offered(server.name, session, in_sandbox=server.transport == "sandbox")
         connection = _Connection(expanded, session, dict(tools))
         live[server.name] = connection
@@ -186,6 +188,9 @@ class McpConnections:
             )
 
     async def _open(self, cid: str, server: ServerConfig) -> McpSession:
+        from burrow.tools.mcp.sandbox_stdio import StderrTail, sandbox_stdio
+        from burrow.tools.mcp.session import McpSession
+
         if server.url is not None:
             url = server.url
             self.policy.check_url(url)
@@ -258,6 +263,8 @@ class McpConnections:
 
 
 def _state(server: ServerConfig, session: McpSession) -> ServerState:
+    from burrow.tools.mcp.tool import McpTool
+
     tools = [
         {
             "name": McpTool(server.name, tool, session).spec.name,
@@ -274,6 +281,8 @@ def _state(server: ServerConfig, session: McpSession) -> ServerState:
 async def _http(
     policy: UrlPolicy, url: str, headers: dict[str, str]
 ) -> AsyncIterator[TransportStreams]:
+    from mcp.client.streamable_http import streamable_http_client
+
     client = policy.client(url, headers)
     async with client, streamable_http_client(url, http_client=client) as streams:
         yield streams
@@ -282,6 +291,10 @@ async def _http(
 def _host_session(server: ServerConfig, data_dir: Path) -> McpSession:
     """A stdio server on the host, as an administrator allowed: an environment of the
     SDK's safe defaults plus its own `env`, never the rest of Burrow's."""
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from burrow.tools.mcp.session import McpSession
+
     assert server.command is not None
     errors: TextIO = tempfile.TemporaryFile("w+")  # noqa: SIM115 - lives with the session
     params = StdioServerParameters(
