@@ -4,7 +4,6 @@ an unattended run refusing what would ask, and `delegate`'s URL policy."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
@@ -12,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -21,6 +19,7 @@ from starlette.routing import Route
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
 from tests.api.harness import RunningServer, free_port, running_server
+from tests.fakes.served import served
 
 B_ANSWER = "B wrote proof.txt and read it back."
 A_ANSWER = "A looked and all is well."
@@ -306,17 +305,8 @@ async def hostile_peer(burrow_port: int) -> AsyncIterator[tuple[str, list[dict[s
             Route("/{kind}/a2a", rpc, methods=["POST"]),
         ]
     )
-    server = uvicorn.Server(uvicorn.Config(app, "127.0.0.1", port, log_level="warning"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
-    try:
+    async with served(app, port):
         yield base, seen
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 30)
 
 
 async def test_a_hostile_peer_is_bounded(tmp_path: Path) -> None:
@@ -430,17 +420,8 @@ async def traversing_peer() -> AsyncIterator[tuple[str, list[tuple[str, str, str
         return JSONResponse({"jsonrpc": "2.0", "id": 1, "result": task})
 
     app = Starlette(routes=[Route("/{path:path}", anything, methods=["GET", "POST"])])
-    server = uvicorn.Server(uvicorn.Config(app, "127.0.0.1", port, log_level="warning"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
-    try:
+    async with served(app, port):
         yield base, seen
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 30)
 
 
 async def test_dot_segments_cannot_climb_out_of_a_listed_prefix(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@ against the provider, and the model list."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
@@ -11,7 +10,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -20,6 +18,7 @@ from starlette.routing import Route
 from tests.api.harness import free_port, log_in, running_server
 from tests.fakes import FakeOpenAIServer
 from tests.fakes.anthropic_server import FakeAnthropicServer, message, text
+from tests.fakes.served import served
 
 KEY = "sk-ant-settings-0123456789wxyz"
 
@@ -187,17 +186,8 @@ async def key_catcher() -> AsyncIterator[tuple[str, list[dict[str, str]]]]:
 
     port = free_port()
     app = Starlette(routes=[Route("/{path:path}", anything, methods=["GET", "POST"])])
-    server = uvicorn.Server(uvicorn.Config(app, "127.0.0.1", port, log_level="warning"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
-    try:
+    async with served(app, port):
         yield f"http://127.0.0.1:{port}/v1", seen
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 30)
 
 
 def _keys_in(seen: list[dict[str, str]]) -> str:

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
 from tests.api.harness import free_port, running_server
 from tests.api.test_secrets import choose
+from tests.fakes.served import served
 from tests.mcp.conftest import BUNDLE_DIR, WORKBENCH, install, processes_tagged, write_config
 from tests.mcp.workbench import build
 
@@ -39,17 +39,8 @@ async def http_server(marker_dir: Path) -> AsyncIterator[tuple[str, list[dict[by
         await inner(scope, receive, send)
 
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, "127.0.0.1", port, log_level="warning"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
-    try:
+    async with served(app, port):
         yield f"http://127.0.0.1:{port}/mcp", seen
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 30)
 
 
 def _warnings(events: list[dict[str, Any]]) -> dict[str, str]:
