@@ -17,9 +17,9 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 
 from burrow.api import a2a_tasks
-from burrow.api.deps import ServicesDep, StreamCapDep, bearer_token
+from burrow.api.deps import SESSION_COOKIE, ServicesDep, StreamCapDep, bearer_token
 from burrow.api.errors import ApiError
-from burrow.api.streams import HeldStreamingResponse, TooManyStreams
+from burrow.api.streams import HeldStreamingResponse, TooManyStreams, credential
 from burrow.store.records import User
 from burrow.tools.a2a import protocol as a2a
 from burrow.tools.a2a.protocol import RpcError
@@ -51,7 +51,10 @@ async def json_rpc(request: Request, svc: ServicesDep, cap: StreamCapDep) -> Res
             raise RpcError(a2a.INVALID_PARAMS, _first_problem(exc)) from None
         # A stream holds its connection for the whole task: it counts as one of the caller's
         # open streams (BURROW_MAX_STREAMS_PER_USER), taken before the run would start.
-        slot = cap.acquire(user.id, "a2a") if method == "message/stream" else None
+        streaming = method == "message/stream"
+        slot = (
+            cap.acquire(user.id, "a2a", credential(request, SESSION_COOKIE)) if streaming else None
+        )
         try:
             task = await a2a_tasks.start(svc, user, send.message)
         except BaseException:

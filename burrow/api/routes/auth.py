@@ -7,9 +7,10 @@ from datetime import datetime
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
 
-from burrow.api.deps import SESSION_COOKIE, ServicesDep, UserDep
+from burrow.api.deps import SESSION_COOKIE, ServicesDep, UserDep, stream_cap
 from burrow.api.errors import ApiError, not_found
 from burrow.api.schemas import Me
+from burrow.api.streams import SIGNED_OUT
 from burrow.api.throttle import LoginAttempt, LoginThrottle, TooManyAttempts
 from burrow.store.accounts import SESSION_LIFETIME, token_digest
 
@@ -79,6 +80,7 @@ async def logout(request: Request, svc: ServicesDep) -> Response:
     token = request.cookies.get(SESSION_COOKIE)
     if token:
         await svc.accounts.revoke(token)
+        stream_cap(request).end(SIGNED_OUT, credential=token_digest(token))
     response = Response(status_code=204)
     response.delete_cookie(SESSION_COOKIE, path="/")
     return response
@@ -99,9 +101,12 @@ async def list_tokens(user: UserDep, svc: ServicesDep) -> list[TokenOut]:
 
 
 @router.delete("/tokens/{token_id}", status_code=204)
-async def delete_token(token_id: str, user: UserDep, svc: ServicesDep) -> Response:
+async def delete_token(
+    token_id: str, request: Request, user: UserDep, svc: ServicesDep
+) -> Response:
     for t in await svc.accounts.api_tokens(user.id):
         if t.token_hash.startswith(token_id) and len(token_id) == 16:
             await svc.accounts.revoke_api_token(user.id, t.token_hash)
+            stream_cap(request).end(SIGNED_OUT, credential=t.token_hash)
             return Response(status_code=204)
     raise not_found(f"API token {token_id}")

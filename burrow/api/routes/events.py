@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import APIRouter, Header, Query, Request, Response
 
-from burrow.api.deps import ConversationDep, ServicesDep, StreamCapDep, UserDep
+from burrow.api.deps import SESSION_COOKIE, ConversationDep, ServicesDep, StreamCapDep, UserDep
 from burrow.api.direct_write import WriteNow
 from burrow.api.schemas import EventOut
 from burrow.api.sse import EventStreamResponse
-from burrow.api.streams import TooManyStreams
+from burrow.api.streams import TooManyStreams, credential
 from burrow.runs.journal import PAGE_BYTES
 
 router = APIRouter(prefix="/api/conversations", tags=["events"])
@@ -28,6 +28,7 @@ MAX_SEQ = 2**63 - 1
     responses={200: {"content": {"text/event-stream": {}, "application/json": {}}}},
 )
 async def events(
+    request: Request,
     conversation: ConversationDep,
     svc: ServicesDep,
     user: UserDep,
@@ -50,7 +51,8 @@ async def events(
         body = "[" + ",".join(e.envelope_json() for e in page) + "]"
         return Response(body, media_type="application/json")
     try:
-        slot = streams.acquire(user.id, "sse")  # held until the stream ends, however it ends
+        # Held until the stream ends, however it ends; ended with the credential it names.
+        slot = streams.acquire(user.id, "sse", credential(request, SESSION_COOKIE))
     except TooManyStreams as exc:
         raise exc.api_error() from None
 
