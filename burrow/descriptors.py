@@ -18,6 +18,9 @@ import resource
 
 # Where no limit is set (RLIM_INFINITY) the caps still need a number.
 UNLIMITED = 1 << 20
+# Descriptors no cap hands out: the database, listeners, sandboxes' sockets and pipes, log
+# files, requests in flight.
+RESERVED = 256
 
 
 def raise_open_file_limit() -> int:

@@ -20,15 +20,13 @@ from fastapi.responses import StreamingResponse
 from starlette.requests import HTTPConnection
 from starlette.types import Message, Receive, Scope, Send
 
+from burrow import descriptors
 from burrow.api.errors import ApiError
 from burrow.store.accounts import token_digest
 
 # Terminal socket refused because the user is at the cap: 4000 + the HTTP status (429), like
 # the other close codes (4401, 4403, 4404).
 CLOSE_TOO_MANY_STREAMS = 4429
-# Descriptors kept out of the streams' share: the database, listeners, sandboxes' sockets
-# and pipes, log files, requests in flight.
-RESERVED_DESCRIPTORS = 256
 
 
 @dataclass(frozen=True)
@@ -47,7 +45,7 @@ def stream_limits(per_user: int, open_files: int) -> tuple[int, int]:
     """(per user, for all users) when the process may hold `open_files` descriptors: all
     streams together get half of what the reserve leaves, one user at most half of that,
     so neither one account nor all of them can leave the server without descriptors."""
-    total = max(2, (open_files - RESERVED_DESCRIPTORS) // 2)
+    total = max(2, (open_files - descriptors.RESERVED) // 2)
     return (min(per_user, total // 2) if per_user else 0), total
 
 

@@ -45,12 +45,14 @@ def serve_process(
     env: dict[str, str] | None = None,
     *,
     stderr: IO[bytes] | None = None,
+    **popen: Any,
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """A real `burrow serve` child process, healthy; yields it and its base URL.
 
     For tests that must kill the server outright or call it from blocking code; `env`
     adds settings (BURROW_...) to its environment; `stderr` collects what the server
-    prints there (default: the test's own stderr).
+    prints there (default: the test's own stderr); `popen` goes to `subprocess.Popen`
+    (`pass_fds`, `preexec_fn`: what the server inherits).
     """
     port = free_port()
     env = {**os.environ, "BURROW_ADMIN_PASSWORD": ADMIN_PASSWORD, **(env or {})}
@@ -58,7 +60,7 @@ def serve_process(
     command = [sys.executable, "-m", "burrow.cli", "serve", "--port", str(port)]
     command += ["--preview-port", str(free_port())]
     command += ["--data-dir", str(data_dir), "--model", model]
-    process = subprocess.Popen(command, env=env, stderr=stderr)
+    process = subprocess.Popen(command, env=env, stderr=stderr, **popen)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
