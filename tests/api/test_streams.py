@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import resource
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,7 +18,7 @@ from websockets.exceptions import ConnectionClosed
 from burrow.config import Settings
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
-from tests.api.harness import RunningServer, log_in, running_server
+from tests.api.harness import ADMIN_PASSWORD, RunningServer, log_in, running_server, serve_process
 from tests.api.test_terminals import open_terminal, read_until, session_cookie, ws_url
 
 
@@ -278,3 +280,64 @@ async def test_disabling_an_account_ends_all_its_streams_a2a_included(tmp_path: 
                 assert await HeldStreams(task_chunks).sse_ended(ENDED_WITHIN)
             # The administrator's own stream is untouched.
             assert not await HeldStreams(admins_chunks).sse_ended(0.5)
+
+
+def _open_stream(base: str, cid: str, cookie: str) -> tuple[int, socket.socket]:
+    """A raw event stream: its status, and its connection (held until closed)."""
+    host, port = base.removeprefix("http://").split(":")
+    conn = socket.create_connection((host, int(port)), timeout=5)
+    conn.sendall(
+        f"GET /api/conversations/{cid}/events HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        f"Cookie: burrow_session={cookie}\r\n\r\n".encode()
+    )
+    seen = b""
+    while b"\r\n\r\n" not in seen:
+        chunk = conn.recv(4096)  # a server out of descriptors answers nothing: times out
+        assert chunk, f"the server closed stream after {seen!r}"
+        seen += chunk
+    return int(seen.split(b" ", 2)[1]), conn
+
+
+def test_one_users_streams_stop_at_a_cap_below_the_open_file_limit(tmp_path: Path) -> None:
+    """At 1,024 descriptors (soft and hard) the default cap (1,100) would let one user take
+    them all: the caps derived from the limit stop them first, and others still get in."""
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard < 2048:
+        pytest.skip(f"the test itself needs more than 1,100 descriptors (ulimit -Hn {hard})")
+
+    def low_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+
+    with (
+        serve_process(tmp_path, "demo", preexec_fn=low_limit) as (_, base),
+        httpx.Client(base_url=base, timeout=10) as admin,
+        contextlib.ExitStack() as held,
+    ):
+        assert admin.post(
+            "/api/auth/login", json={"username": "admin", "password": ADMIN_PASSWORD}
+        ).is_success
+        cid = admin.post("/api/conversations", json={}).json()["id"]
+        cookie = admin.cookies["burrow_session"]
+        opened = 0
+        for _ in range(1100):
+            status, conn = _open_stream(base, cid, cookie)
+            held.callback(conn.close)
+            if status == 429:
+                break
+            assert status == 200
+            opened += 1
+        else:
+            raise AssertionError("1,100 streams of one user were all admitted")
+        assert opened < 1024 - 256
+        assert httpx.get(f"{base}/api/health", timeout=5).status_code == 200
+        # Another user still streams.
+        made = admin.post("/api/users", json={"username": "bob", "password": "bob-pw-123"})
+        assert made.status_code == 201, made.text
+        with httpx.Client(base_url=base, timeout=10) as bob:
+            assert bob.post(
+                "/api/auth/login", json={"username": "bob", "password": "bob-pw-123"}
+            ).is_success
+            bobs = bob.post("/api/conversations", json={}).json()["id"]
+            status, conn = _open_stream(base, bobs, bob.cookies["burrow_session"])
+            held.callback(conn.close)
+            assert status == 200
