@@ -88,9 +88,23 @@ def test_one_address_holds_only_so_many_unsent_heads(server: str) -> None:
     with contextlib.ExitStack() as held:
         heads = [held.enter_context(slow_head(server, "127.0.0.2")) for _ in range(PER_ADDRESS)]
         over = [held.enter_context(slow_head(server, "127.0.0.2")) for _ in range(10)]
-        # The ones over the cap are closed at once, those within it stay.
-        assert all(answer(conn, 2) == b"" for conn in over)
+        # The ones over the cap are closed once they turn slow (a second), those within stay.
+        assert all(answer(conn, 3) == b"" for conn in over)
         assert all(answer(conn, 0.01) is None for conn in heads)
         # Other addresses are not held up by it.
         assert answer(held.enter_context(slow_head(server, "127.0.0.3")), 0.5) is None
         assert httpx.get(f"{server}/api/health", timeout=5).status_code == 200
+
+
+def test_a_burst_of_fast_clients_from_one_address_is_not_capped(server: str) -> None:
+    """Accepted all at once, before any head is read: none of them is slow."""
+    host, port = server.removeprefix("http://").split(":")
+    with contextlib.ExitStack() as held:
+        burst = [
+            held.enter_context(socket.create_connection((host, int(port)), timeout=5))
+            for _ in range(3 * PER_ADDRESS)
+        ]
+        for conn in burst:
+            conn.sendall(b"GET /api/health HTTP/1.1\r\nHost: burrow\r\nConnection: close\r\n\r\n")
+        answers = [answer(conn, 10) for conn in burst]
+        assert all(a and a.startswith(b"HTTP/1.1 200") for a in answers), answers

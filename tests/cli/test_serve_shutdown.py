@@ -79,6 +79,7 @@ def test_sigterm_with_a_stream_and_a_terminal_open_exits_0_within_5_s(tmp_path: 
             process.send_signal(signal.SIGTERM)
             code = process.wait(timeout=30)
             took = time.monotonic() - started
+            print(f"SIGTERM -> exit {code} in {took:.2f} s")
             assert code == 0, code
             assert took < STOPPED_WITHIN, f"stopped after {took:.1f} s"
             # Both clients were told: the stream ended, the socket closed.
