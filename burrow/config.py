@@ -186,9 +186,9 @@ class Settings(BaseSettings):
     """Seconds a connection has to send a request's headers (from connecting, or from its
     next request's first byte); a slower one gets 408 and is closed."""
     max_pending_connections_per_address: int = Field(default=64, ge=0)
-    """Connections one address may hold that have not sent their request's headers yet
-    (nobody is signed in on them); more are closed at once; 0 = no cap. Trusted proxies
-    (BURROW_TRUSTED_PROXIES) are exempt."""
+    """Connections one address may hold whose request headers are still not in after a
+    second (nobody is signed in on them yet); more are closed then; 0 = no cap. Trusted
+    proxies (BURROW_TRUSTED_PROXIES) are exempt."""
     stream_stall_seconds: float = Field(default=30.0, gt=0)
     """Seconds an event stream's write may wait on a client that reads nothing before
     the client is dropped (it resumes from the journal with Last-Event-ID)."""
