@@ -61,7 +61,10 @@ class ControlEscapes(logging.Filter):
     """Escapes the control characters of a record's message; indents its traceback."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
+        try:
+            message = record.getMessage()
+        except Exception:  # arguments that do not fit: the handler reports that itself
+            return True
         if _CONTROL.search(message):
             record.msg, record.args = escape_controls(message), None
         if record.exc_info and not record.exc_text:

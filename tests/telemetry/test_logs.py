@@ -94,3 +94,27 @@ def test_a_newline_in_services_json_cannot_forge_a_log_line(tmp_path: Path) -> N
     assert len(logged) == 1, lines
     assert "did not start" in logged[0] and "/nowhere\\n2026-12-01" in logged[0]
     assert not any(line.startswith(FORGED[:10]) for line in lines)
+
+
+def test_every_line_of_a_record_but_its_first_is_indented() -> None:
+    """Control characters escaped in the message; a traceback, whose exception's text may
+    come from a sandbox, follows with every line indented under its record."""
+    stream = io.StringIO()
+    handler = logs.configure("text", "WARNING", stream)
+    try:
+        log = logging.getLogger("burrow.test")
+        log.warning("service %s failed", f"web\r\n{FORGED}\x1b[2J")
+        try:
+            raise RuntimeError(f"cwd /nowhere\n{FORGED}")
+        except RuntimeError:
+            log.exception("it broke")
+    finally:
+        logger = logging.getLogger("burrow")
+        logger.removeHandler(handler)
+        logger.propagate = True
+        logger.setLevel(logging.NOTSET)
+    lines = stream.getvalue().splitlines()
+    assert "service web\\r\\n2026-12-01" in lines[0] and lines[0].endswith("\\x1b[2J failed")
+    assert "it broke" in lines[1]
+    assert all(line.startswith("  | ") for line in lines[2:]), lines
+    assert any(line.startswith("  | 2026-12-01") for line in lines)  # the forged line, held
