@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from burrow import descriptors
 from burrow.config import Settings
 from burrow.store.datadir import ensure_private_dir
 from burrow.store.migrate import SchemaError, prepare_database
@@ -21,9 +22,15 @@ from burrow.telemetry import logs
 if TYPE_CHECKING:
     import uvicorn
 
+    from burrow.api.listener import Listener
     from burrow.services import Services
 
 EXIT_STATUS = {"completed": 0, "failed": 1, "canceled": 130}
+# Seconds requests still going get after the streams ended at shutdown, before they are
+# cancelled: a stuck one must not keep the sandboxes from being stopped.
+SHUTDOWN_GRACE_SECONDS = 3.0
+# Below this many descriptors `burrow serve` says that its caps are low.
+LOW_OPEN_FILE_LIMIT = 4096
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -36,13 +43,16 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from burrow.api.app import create_app
     from burrow.api.forwarded import ForwardedHeaders, TrustedProxies
+    from burrow.api.listener import HeadGuard, Listener
+    from burrow.api.streams import SHUTTING_DOWN
     from burrow.preview.proxy import build_proxy
     from burrow.services import open_services
 
+    # Before anything is opened or spawned (burrow/descriptors.py).
+    descriptors.close_inherited_on_exec()
+    open_files = descriptors.raise_open_file_limit()
     settings = _settings(args)
     logs.configure(settings.log_format, settings.log_level)
     opened: list[Services] = []
@@ -68,19 +78,45 @@ def serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
+    if open_files < LOW_OPEN_FILE_LIMIT:
+        print(
+            f"The open-file limit is {open_files} (ulimit -Hn): streams and connections are "
+            "capped to fit; raise it (e.g. LimitNOFILE=65536) for more clients.",
+            file=sys.stderr,
+            flush=True,
+        )
+    # One guard for both listeners: an address's slow heads count on either.
+    guard = HeadGuard.for_limit(
+        settings.head_timeout_seconds,
+        settings.max_pending_connections_per_address,
+        open_files,
+        trusted.trusts,
+    )
     servers = [
-        uvicorn.Server(server_config(app, settings.host, settings.port)),
-        uvicorn.Server(
-            server_config(proxy, settings.host, settings.preview_listen_port(), lifespan="on")
+        Listener(server_config(app, settings.host, settings.port, http=guard.protocol())),
+        Listener(
+            server_config(
+                proxy,
+                settings.host,
+                settings.preview_listen_port(),
+                lifespan="on",
+                http=guard.protocol(),
+            )
         ),
     ]
+
+    def end_streams() -> None:
+        cap = getattr(app.state, "stream_cap", None)  # absent when start-up failed
+        if cap is not None:
+            cap.end(SHUTTING_DOWN)
+
     loop_factory = servers[0].config.get_loop_factory()
     runner = asyncio.Runner(loop_factory=loop_factory) if loop_factory else asyncio.Runner()
     with runner:
         # The schema first, before anything listens: a refusal is then one clear message
         # and exit status 2, not a failed ASGI start-up inside uvicorn.
         runner.run(prepare_database(_database_url(settings), upgrade=settings.auto_migrate))
-        runner.run(_serve_together(servers))
+        runner.run(_serve_together(servers, end_streams))
     return 0
 
 
@@ -93,19 +129,41 @@ def _database_url(settings: Settings) -> str:
 def server_config(app: Callable[..., Any], host: str, port: int, **options: Any) -> uvicorn.Config:
     """uvicorn as Burrow runs it. Its own proxy-header handling is off: by default it
     believes X-Forwarded-For from 127.0.0.1, which let anyone on the host pick the address
-    the login throttle counts; `ForwardedHeaders` decides instead (BURROW_TRUSTED_PROXIES)."""
+    the login throttle counts; `ForwardedHeaders` decides instead (BURROW_TRUSTED_PROXIES).
+    Its log records have their control characters escaped, as Burrow's own do."""
     import uvicorn
 
-    return uvicorn.Config(
+    options.setdefault("timeout_graceful_shutdown", SHUTDOWN_GRACE_SECONDS)
+    config = uvicorn.Config(
         app, host=host, port=port, log_level="warning", proxy_headers=False, **options
     )
+    logs.escape_uvicorn_records()
+    return config
 
 
-async def _serve_together(servers: list[uvicorn.Server]) -> None:
-    """Both listeners in one event loop; when one stops (a signal, a failed bind) so does
-    the other."""
+async def _serve_together(servers: list[Listener], end_streams: Callable[[], None]) -> None:
+    """Both listeners in one event loop; when one stops (SIGTERM, Ctrl+C, a failed bind) so
+    does the other. Stopping, they first stop accepting and end every open stream and
+    terminal socket, which would otherwise hold the shutdown (and the sandboxes, their
+    mounts and lock) for as long as their clients stay; a second Ctrl+C stops at once."""
+    loop = asyncio.get_running_loop()
+    signalled = asyncio.Event()
+
+    def on_signal() -> None:
+        if signalled.is_set():
+            for server in servers:
+                server.force_exit = True
+        signalled.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
     tasks = [asyncio.ensure_future(server.serve()) for server in servers]
-    await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    waiting = asyncio.ensure_future(signalled.wait())
+    await asyncio.wait([*tasks, waiting], return_when=asyncio.FIRST_COMPLETED)
+    waiting.cancel()
+    for server in servers:
+        server.stop_accepting()
+    end_streams()
     for server in servers:
         server.should_exit = True
     await asyncio.gather(*tasks)

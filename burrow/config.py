@@ -185,8 +185,17 @@ class Settings(BaseSettings):
     whose X-Forwarded-For/-Proto/-Host are believed; default none: from anyone else they
     are ignored."""
     max_streams_per_user: int = 1100
-    """Open event streams (SSE) and terminal sockets per user at once; 0 = no cap. The
-    default admits DESIGN §7's 1,000 clients on one conversation."""
+    """Open event streams (SSE), terminal sockets and A2A streams per user at once; 0 = no
+    cap. The default admits DESIGN §7's 1,000 clients on one conversation. Whatever it says,
+    one user gets at most a quarter, and all users together half, of the open-file limit
+    left after 256 descriptors (the limit is raised to the hard one at start)."""
+    head_timeout_seconds: float = Field(default=10.0, gt=0)
+    """Seconds a connection has to send a request's headers (from connecting, or from its
+    next request's first byte); a slower one gets 408 and is closed."""
+    max_pending_connections_per_address: int = Field(default=64, ge=0)
+    """Connections one address may hold whose request headers are still not in after a
+    second (nobody is signed in on them yet); more are closed then; 0 = no cap. Trusted
+    proxies (BURROW_TRUSTED_PROXIES) are exempt."""
     stream_stall_seconds: float = Field(default=30.0, gt=0)
     """Seconds an event stream's write may wait on a client that reads nothing before
     the client is dropped (it resumes from the journal with Last-Event-ID)."""

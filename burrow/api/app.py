@@ -40,8 +40,9 @@ from burrow.api.routes import (
     users,
 )
 from burrow.api.sse import quiet_stalled_clients
-from burrow.api.streams import StreamCap
+from burrow.api.streams import StreamCap, stream_limits
 from burrow.api.throttle import LoginThrottle
+from burrow.descriptors import open_file_limit
 from burrow.services import Services
 
 
@@ -66,7 +67,10 @@ def create_app(
         app.state.services = await open_services()
         # One of several replicas: failed logins count on all of them.
         app.state.login_throttle.shared = app.state.services.login_failures
-        app.state.stream_cap = cap = StreamCap(app.state.services.settings.max_streams_per_user)
+        per_user, total = stream_limits(
+            app.state.services.settings.max_streams_per_user, open_file_limit()
+        )
+        app.state.stream_cap = cap = StreamCap(per_user, total)
         app.state.services.telemetry.metrics.add_gauge(
             "burrow_streams", "Open SSE streams and terminal sockets", "kind", lambda: cap.by_kind
         )

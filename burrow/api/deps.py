@@ -15,7 +15,7 @@ from burrow.api import session_cookie
 from burrow.api.errors import ApiError, not_found
 from burrow.api.streams import StreamCap
 from burrow.services import Services
-from burrow.store.accounts import TokenKind
+from burrow.store.accounts import TokenKind, token_digest
 from burrow.store.records import Conversation, User
 
 
@@ -60,6 +60,13 @@ def credential(connection: HTTPConnection) -> Credential | None:
 
 
 CredentialDep = Annotated[Credential | None, Depends(credential)]
+
+
+def credential_digest(connection: HTTPConnection) -> str:
+    """The digest of what signs `connection` in (as `credential` reads it): what logout,
+    a password change or a revoked token matches a stream by; "" when nothing does."""
+    found = credential(connection)
+    return token_digest(found.token) if found is not None else ""
 
 
 async def optional_user(connection: HTTPConnection, svc: ServicesDep) -> User | None:

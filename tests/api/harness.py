@@ -46,13 +46,15 @@ def serve_process(
     *,
     stderr: IO[bytes] | None = None,
     start_seconds: list[float] | None = None,
+    **popen: Any,
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """A real `burrow serve` child process, healthy; yields it and its base URL.
 
     For tests that must kill the server outright or call it from blocking code; `env`
     adds settings (BURROW_...) to its environment; `stderr` collects what the server
     prints there (default: the test's own stderr); `start_seconds` gets how long it took
-    from the spawn to its first healthy answer.
+    from the spawn to its first healthy answer; `popen` goes to `subprocess.Popen`
+    (`pass_fds`, `preexec_fn`: what the server inherits).
     """
     port = free_port()
     env = {**os.environ, "BURROW_ADMIN_PASSWORD": ADMIN_PASSWORD, **(env or {})}
@@ -61,7 +63,7 @@ def serve_process(
     command += ["--preview-port", str(free_port())]
     command += ["--data-dir", str(data_dir), "--model", model]
     spawned = time.monotonic()
-    process = subprocess.Popen(command, env=env, stderr=stderr)
+    process = subprocess.Popen(command, env=env, stderr=stderr, **popen)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = spawned + 30

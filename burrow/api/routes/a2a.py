@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 
 from burrow.api import a2a_tasks
-from burrow.api.deps import ServicesDep, StreamCapDep, bearer_token
+from burrow.api.deps import ServicesDep, StreamCapDep, bearer_token, credential_digest
 from burrow.api.errors import ApiError
 from burrow.api.streams import HeldStreamingResponse, TooManyStreams
 from burrow.store.records import User
@@ -51,7 +51,8 @@ async def json_rpc(request: Request, svc: ServicesDep, cap: StreamCapDep) -> Res
             raise RpcError(a2a.INVALID_PARAMS, _first_problem(exc)) from None
         # A stream holds its connection for the whole task: it counts as one of the caller's
         # open streams (BURROW_MAX_STREAMS_PER_USER), taken before the run would start.
-        slot = cap.acquire(user.id, "a2a") if method == "message/stream" else None
+        streaming = method == "message/stream"
+        slot = cap.acquire(user.id, "a2a", credential_digest(request)) if streaming else None
         try:
             task = await a2a_tasks.start(svc, user, send.message)
         except BaseException:

@@ -8,9 +8,10 @@ from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
 
 from burrow.api import session_cookie
-from burrow.api.deps import ServicesDep, UserDep
+from burrow.api.deps import ServicesDep, UserDep, stream_cap
 from burrow.api.errors import ApiError, not_found
 from burrow.api.schemas import Me
+from burrow.api.streams import SIGNED_OUT
 from burrow.api.throttle import LoginAttempt, LoginThrottle, TooManyAttempts
 from burrow.store.accounts import token_digest
 
@@ -69,10 +70,12 @@ async def login(body: Login, request: Request, response: Response, svc: Services
 
 @router.post("/logout", status_code=204)
 async def logout(request: Request, svc: ServicesDep) -> Response:
-    # Every session cookie sent ends, also when there are two (one tossed by another host).
+    # Every session cookie sent ends, also when there are two (one tossed by another host),
+    # and so do the streams and terminal sockets each opened.
     for _, token in session_cookie.presented(request):
         if token:
             await svc.accounts.revoke(token)
+            stream_cap(request).end(SIGNED_OUT, credential=token_digest(token))
     response = Response(status_code=204)
     session_cookie.take_back(response, request)
     return response
@@ -93,9 +96,12 @@ async def list_tokens(user: UserDep, svc: ServicesDep) -> list[TokenOut]:
 
 
 @router.delete("/tokens/{token_id}", status_code=204)
-async def delete_token(token_id: str, user: UserDep, svc: ServicesDep) -> Response:
+async def delete_token(
+    token_id: str, request: Request, user: UserDep, svc: ServicesDep
+) -> Response:
     for t in await svc.accounts.api_tokens(user.id):
         if t.token_hash.startswith(token_id) and len(token_id) == 16:
             await svc.accounts.revoke_api_token(user.id, t.token_hash)
+            stream_cap(request).end(SIGNED_OUT, credential=t.token_hash)
             return Response(status_code=204)
     raise not_found(f"API token {token_id}")

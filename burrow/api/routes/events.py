@@ -5,9 +5,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import APIRouter, Header, Query, Request, Response
 
-from burrow.api.deps import ConversationDep, ServicesDep, StreamCapDep, UserDep
+from burrow.api.deps import (
+    ConversationDep,
+    ServicesDep,
+    StreamCapDep,
+    UserDep,
+    credential_digest,
+)
 from burrow.api.direct_write import WriteNow
 from burrow.api.schemas import EventOut
 from burrow.api.sse import EventStreamResponse
@@ -28,6 +34,7 @@ MAX_SEQ = 2**63 - 1
     responses={200: {"content": {"text/event-stream": {}, "application/json": {}}}},
 )
 async def events(
+    request: Request,
     conversation: ConversationDep,
     svc: ServicesDep,
     user: UserDep,
@@ -50,7 +57,8 @@ async def events(
         body = "[" + ",".join(e.envelope_json() for e in page) + "]"
         return Response(body, media_type="application/json")
     try:
-        slot = streams.acquire(user.id, "sse")  # held until the stream ends, however it ends
+        # Held until the stream ends, however it ends; ended with the credential it names.
+        slot = streams.acquire(user.id, "sse", credential_digest(request))
     except TooManyStreams as exc:
         raise exc.api_error() from None
 

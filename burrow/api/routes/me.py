@@ -6,9 +6,11 @@ from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
 
 from burrow.api import session_cookie
-from burrow.api.deps import ServicesDep, UserDep
+from burrow.api.deps import ServicesDep, UserDep, stream_cap
 from burrow.api.errors import ApiError
 from burrow.api.routes.auth import password_attempt
+from burrow.api.streams import SIGNED_OUT
+from burrow.store.accounts import token_digest
 
 router = APIRouter(prefix="/api/me", tags=["me"])
 
@@ -25,7 +27,7 @@ async def change_password(
     body: PasswordChange, request: Request, user: UserDep, svc: ServicesDep
 ) -> Response:
     """Checked like a login (same throttle, same hashing pool); on success every other
-    browser session of the user ends, this one stays."""
+    browser session of the user ends, this one stays, and so do their open streams."""
     if len(body.new) < MIN_PASSWORD:
         raise ApiError(
             400,
@@ -43,5 +45,11 @@ async def change_password(
         raise ApiError(
             400, "password_unchanged", "The new password is the current one: choose another."
         )
-    await svc.accounts.change_password(user.id, body.new, keep=session_cookie.read(request))
+    kept = session_cookie.read(request)
+    await svc.accounts.change_password(user.id, body.new, keep=kept)
+    # The other sessions' streams end with them; API tokens stay valid, so do theirs.
+    keep = {token_digest(kept or "")} | {
+        t.token_hash for t in await svc.accounts.api_tokens(user.id)
+    }
+    stream_cap(request).end(SIGNED_OUT, user_id=user.id, keep=keep)
     return Response(status_code=204)

@@ -16,10 +16,16 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, Path, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, Field
 
-from burrow.api.deps import ConversationDep, ServicesDep, optional_user, stream_cap
+from burrow.api.deps import (
+    ConversationDep,
+    ServicesDep,
+    credential_digest,
+    optional_user,
+    stream_cap,
+)
 from burrow.api.errors import not_found
 from burrow.api.session_cookie import DuplicateSessionCookie
-from burrow.api.streams import CLOSE_TOO_MANY_STREAMS, TooManyStreams
+from burrow.api.streams import CLOSE_TOO_MANY_STREAMS, Ending, TooManyStreams
 from burrow.sandbox.terminals import Attachment, Terminal
 
 router = APIRouter(prefix="/api/conversations", tags=["terminals"])
@@ -103,24 +109,30 @@ async def terminal_socket(websocket: WebSocket, cid: str, tid: str) -> None:
         return
     await websocket.accept()  # before the cap check: a close code reaches only an open socket
     try:
-        slot = stream_cap(websocket).acquire(user.id, "terminal")
+        slot = stream_cap(websocket).acquire(user.id, "terminal", credential_digest(websocket))
     except TooManyStreams as exc:
         await websocket.close(CLOSE_TOO_MANY_STREAMS, exc.close_reason)
         return
     scrollback, attachment = terminal.attach()
+    # Logout, a password change, a disabled account or the server's shutdown (api/streams.py).
+    ended: asyncio.Future[Ending] = asyncio.get_running_loop().create_future()
+    slot.on_end(ended.set_result)  # called once: a slot ends once
     try:
         sending = asyncio.create_task(_send_output(websocket, scrollback, attachment))
         receiving = asyncio.create_task(_receive_input(websocket, terminal))
         # A client too slow for the output is dropped even while a send to it is stuck.
         dropped = asyncio.create_task(attachment.dropped.wait())
         done, pending = await asyncio.wait(
-            {sending, receiving, dropped}, return_when="FIRST_COMPLETED"
+            {sending, receiving, dropped, ended}, return_when="FIRST_COMPLETED"
         )
-        for task in pending:
+        for task in pending - {ended}:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        if dropped in done or (sending in done and not sending.exception()):
+        if ended in done:
+            with contextlib.suppress(Exception):
+                await websocket.close(ended.result().code, ended.result().reason)
+        elif dropped in done or (sending in done and not sending.exception()):
             lagging = attachment.dropped.is_set()
             code = CLOSE_LAGGING if lagging else CLOSE_ENDED
             with contextlib.suppress(Exception):

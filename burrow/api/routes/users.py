@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
-from burrow.api.deps import ServicesDep, UserDep
+from burrow.api.deps import ServicesDep, UserDep, stream_cap
 from burrow.api.errors import ApiError, not_found
 from burrow.api.schemas import Me
+from burrow.api.streams import SIGNED_OUT
 from burrow.store.accounts import LastAdmin
 from burrow.store.records import User
 
@@ -49,9 +50,10 @@ async def list_users(user: UserDep, svc: ServicesDep) -> list[AccountOut]:
 
 @router.patch("/{user_id}")
 async def update_user(
-    user_id: str, body: AccountChange, user: UserDep, svc: ServicesDep
+    user_id: str, body: AccountChange, request: Request, user: UserDep, svc: ServicesDep
 ) -> AccountOut:
-    """Disabling ends the account's sessions and stops its API tokens at once."""
+    """Disabling ends the account's sessions, its API tokens and its open streams at once;
+    a new password ends its browser sessions and their streams."""
     _admin_only(user, "change accounts")
     try:
         changed = await svc.accounts.update(
@@ -61,6 +63,11 @@ async def update_user(
         raise ApiError(409, "last_admin", str(exc)) from None
     if changed is None:
         raise not_found(f"User {user_id}")
+    if changed.disabled:
+        stream_cap(request).end(SIGNED_OUT, user_id=user_id)
+    elif body.password is not None:  # API tokens stay valid, and their streams open
+        tokens = {t.token_hash for t in await svc.accounts.api_tokens(user_id)}
+        stream_cap(request).end(SIGNED_OUT, user_id=user_id, keep=tokens)
     return AccountOut(**vars(changed))
 
 
