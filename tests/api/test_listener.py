@@ -17,7 +17,7 @@ import pytest
 
 from tests.api.harness import serve_process
 
-HEAD_SECONDS = 4
+HEAD_SECONDS = 8  # long enough that a loaded machine checks the caps well before it
 PER_ADDRESS = 100
 HEADS = 1030  # past the usual soft limit: before the fix they shut everyone out
 SETTINGS = {
