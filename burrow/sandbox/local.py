@@ -559,7 +559,6 @@ class LocalBackend:
         *,
         python: str = "/usr/bin/python3",
         boot_timeout: float = 10.0,
-        runtime_dir: Path | None = None,
         limits: Limits | None = None,
         network: NetworkPolicy = "none",
         allow_domains: DomainAllowlist | None = None,
@@ -576,8 +575,7 @@ class LocalBackend:
         self.proxy_limits = proxy_limits
         self.seccomp = seccomp
         self.agent_timeout = agent_timeout  # past it, an agent that has not answered is killed
-        self._runtime_dir = runtime_dir
-        self._owns_runtime_dir = runtime_dir is None
+        self._runtime_dir: Path | None = None  # made on first use (the stage: stage.py)
         self._sandboxes: dict[str, LocalSandbox] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._agent_dir: Path | None = None
@@ -734,7 +732,7 @@ class LocalBackend:
         if self.reaper.sweep is not None:  # a server's backend: nothing may outlive it
             self.reaper.sweep.cancel()
             await asyncio.to_thread(self.reaper.sweep_stopped)
-        if self._owns_runtime_dir and self._runtime_dir is not None:
+        if self._runtime_dir is not None:
             remove_runtime_dir(self._runtime_dir)
             self._runtime_dir = None
             self._agent_dir = None
@@ -767,8 +765,7 @@ class LocalBackend:
         if self._runtime_dir is None:
             # Private (0700) and short: the socket path must stay under 108 bytes.
             self._runtime_dir = Path(tempfile.mkdtemp(prefix="burrow-", dir="/tmp"))
-            if self._owns_runtime_dir:
-                self.reaper.record_runtime_dir(self._runtime_dir)
+            self.reaper.record_runtime_dir(self._runtime_dir)
             ids = self.id_range()
             if ids is not None:
                 open_to(self._runtime_dir, ids)
