@@ -32,9 +32,9 @@ web/src/api/schema.ts: $(VENV)/.synced web/node_modules/.installed $(shell find 
 	$(VENV)/bin/python -c "import json; from burrow.api.app import create_app; print(json.dumps(create_app(lambda: None).openapi()))" > web/openapi.json
 	cd web && npx openapi-typescript openapi.json -o src/api/schema.ts >/dev/null
 
-# The events' payload types, from the server's frozen payload classes (burrow/runs/events.py).
-web/src/api/events.gen.ts: $(VENV)/.synced web/node_modules/.installed burrow/runs/events.py
-	$(VENV)/bin/python -c "import json; from burrow.runs.events import schema; print(json.dumps(schema()))" > web/events.json
+# The events' payload types, from the server's frozen payload classes (burrow/runs/journal/events.py).
+web/src/api/events.gen.ts: $(VENV)/.synced web/node_modules/.installed burrow/runs/journal/events.py
+	$(VENV)/bin/python -c "import json; from burrow.runs.journal.events import schema; print(json.dumps(schema()))" > web/events.json
 	cd web && npx openapi-typescript events.json -o src/api/events.gen.ts >/dev/null
 
 web/dist/index.html: web/src/api/schema.ts web/src/api/events.gen.ts $(WEB_SRC)

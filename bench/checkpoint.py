@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sandbox_common import PRODUCTION_LIMITS, p50, report
 
-from burrow.runs.checkpoints import Checkpoints
+from burrow.runs.workspace.checkpoints import Checkpoints
 from burrow.sandbox.backend import ExecChunk, ExecExit, ExecRequest, Sandbox
 from burrow.sandbox.local import LocalBackend
 

@@ -24,10 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import p50, report
 from burrow.llm.base import Message, Pricing, ScriptedTurn, StreamEvent, ToolSpec
 from burrow.llm.scripted import ScriptedProvider
-from burrow.runs import events as ev
-from burrow.runs.compaction import CompactionPolicy, compact
-from burrow.runs.context import ModelContext
-from burrow.runs.journal import Journal
+from burrow.runs.journal import events as ev
+from burrow.runs.journal.journal import Journal
+from burrow.runs.loop.compaction import CompactionPolicy, compact
+from burrow.runs.loop.context import ModelContext
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
 from burrow.store.events import EventStore

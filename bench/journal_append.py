@@ -20,8 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import report
-from burrow.runs.events import ToolOutput, make
-from burrow.runs.journal import Journal
+from burrow.runs.journal.events import ToolOutput, make
+from burrow.runs.journal.journal import Journal
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
 from burrow.store.events import EventStore

@@ -29,14 +29,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import p50, report
 from burrow.llm.base import Message, Pricing, ScriptedTurn, StreamEvent, ToolCall, ToolSpec
 from burrow.llm.scripted import ScriptedProvider
-from burrow.runs import events as ev
-from burrow.runs.budget import Budget, BudgetHook
-from burrow.runs.compaction import CompactionPolicy, Compactor
-from burrow.runs.context import ModelContext
-from burrow.runs.guard import LoopGuard
-from burrow.runs.hooks import PreviewOpened, SystemPrompt
-from burrow.runs.journal import Journal
-from burrow.runs.loop import SYSTEM_PROMPT, AgentRun, RunEnv
+from burrow.runs.journal import events as ev
+from burrow.runs.journal.journal import Journal
+from burrow.runs.loop.budget import Budget, BudgetHook
+from burrow.runs.loop.compaction import CompactionPolicy, Compactor
+from burrow.runs.loop.context import ModelContext
+from burrow.runs.loop.guard import LoopGuard
+from burrow.runs.loop.hooks import PreviewOpened, SystemPrompt
+from burrow.runs.loop.loop import SYSTEM_PROMPT, AgentRun, RunEnv
 from burrow.sandbox.backend import Sandbox
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore

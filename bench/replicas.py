@@ -35,7 +35,7 @@ import asyncpg
 from bench.common import p50, pct, report, serve_in_process, spawn_serve, wait_healthy
 from bench.sse_latency import Clients, latencies
 from burrow.llm.scripted import ScriptedProvider
-from burrow.runs.events import ToolOutput, make
+from burrow.runs.journal.events import ToolOutput, make
 from burrow.store.database import Database
 
 PG_ADMIN_DSN = os.environ.get("BURROW_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from sandbox_common import PRODUCTION_LIMITS, bwrap_python_ms, p50, p90, report
 
-from burrow.runs.journal import Journal
-from burrow.runs.sandboxes import SandboxPool
+from burrow.runs.journal.journal import Journal
+from burrow.runs.workspace.sandboxes import SandboxPool
 from burrow.sandbox.backend import NetworkPolicy
 from burrow.sandbox.bwrap import find_bwrap
 from burrow.sandbox.local import LocalBackend

@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import p50, pct, report, serve_in_process
 from burrow.llm.scripted import ScriptedProvider
-from burrow.runs.events import ToolOutput, make
+from burrow.runs.journal.events import ToolOutput, make
 from burrow.store.database import Database
 from burrow.store.records import Event
 

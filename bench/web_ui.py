@@ -22,8 +22,8 @@ from playwright.async_api import Browser, async_playwright
 from bench.common import BENCH_PASSWORD, p50, report, serve_in_process
 from burrow.api.web import DIST
 from burrow.llm.scripted import ScriptedProvider
-from burrow.runs import events as ev
-from burrow.runs.events import make
+from burrow.runs.journal import events as ev
+from burrow.runs.journal.events import make
 from burrow.store.records import NewEvent
 
 EVENTS = 2000

@@ -18,18 +18,18 @@ from burrow.llm.base import Pricing, Provider
 from burrow.llm.factory import Endpoint, ModelConfig
 from burrow.llm.stalls import StallLimits
 from burrow.preview.hosts import PreviewHosts
-from burrow.runs.approvals import ApprovalGate
-from burrow.runs.budget import Budget
-from burrow.runs.commands import Commands
-from burrow.runs.git.repo_import import RepoImports
-from burrow.runs.journal import Journal
-from burrow.runs.loop import LoopConfig
-from burrow.runs.models import ModelSettings
-from burrow.runs.replicas import Replica, default_replica_id
-from burrow.runs.runtime import Runtime, RuntimeOptions
-from burrow.runs.sandboxes import SandboxPool
-from burrow.runs.secrets import ConversationSecrets, MaskingEventStore
-from burrow.runs.window import context_window
+from burrow.runs.conversations.commands import Commands
+from burrow.runs.conversations.models import ModelSettings
+from burrow.runs.conversations.replicas import Replica, default_replica_id
+from burrow.runs.conversations.runtime import Runtime, RuntimeOptions
+from burrow.runs.conversations.secrets import ConversationSecrets, MaskingEventStore
+from burrow.runs.journal.journal import Journal
+from burrow.runs.loop.approvals import ApprovalGate
+from burrow.runs.loop.budget import Budget
+from burrow.runs.loop.loop import LoopConfig
+from burrow.runs.loop.window import context_window
+from burrow.runs.workspace.git.repo_import import RepoImports
+from burrow.runs.workspace.sandboxes import SandboxPool
 from burrow.sandbox.backend import Backend
 from burrow.store import datadir
 from burrow.store.accounts import AccountStore

@@ -11,6 +11,13 @@ ROOT = Path(__file__).resolve().parents[1] / "burrow"
 
 # DESIGN.md §1, from the top: a layer may import the ones after it, never those before.
 LAYERS = ("burrow.api", "burrow.runs", "burrow.tools", "burrow.llm", "burrow.sandbox")
+# Inside `runs/`, the same: the service, the conversation's machine, one run, the log.
+RUNS = (
+    "burrow.runs.conversations",
+    "burrow.runs.workspace",
+    "burrow.runs.loop",
+    "burrow.runs.journal",
+)
 NEVER = {
     "burrow.store": ("burrow.api", "burrow.runs", "burrow.tools", "burrow.sandbox"),
 }
@@ -111,6 +118,11 @@ def test_no_import_cycle_at_any_depth() -> None:
     assert cycles(graph()) == []
 
 
+def test_runs_is_only_its_four_folders() -> None:
+    loose = [m for m in modules() if m.startswith("burrow.runs.") and not m.startswith(RUNS)]
+    assert loose == []
+
+
 def test_a_cycle_is_found_where_there_is_one() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
@@ -118,10 +130,11 @@ def test_a_cycle_is_found_where_there_is_one() -> None:
 def test_each_layer_imports_only_those_below_it() -> None:
     upward = []
     for module, targets in graph().items():
-        for rank, layer in enumerate(LAYERS):
-            if in_layer(module, layer):
-                above = LAYERS[:rank]
-                upward += [(module, t) for t in targets if any(in_layer(t, a) for a in above)]
+        for order in (LAYERS, RUNS):
+            for rank, layer in enumerate(order):
+                if in_layer(module, layer):
+                    above = order[:rank]
+                    upward += [(module, t) for t in targets if any(in_layer(t, a) for a in above)]
         for layer, forbidden in NEVER.items():
             if in_layer(module, layer):
                 upward += [(module, t) for t in targets if any(in_layer(t, f) for f in forbidden)]

@@ -13,9 +13,9 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from burrow.runs.events import EventType
-from burrow.runs.quotas import RunQuotaExceeded
-from burrow.runs.runtime import RunElsewhere
+from burrow.runs.conversations.runtime import RunElsewhere
+from burrow.runs.journal.events import EventType
+from burrow.runs.workspace.quotas import RunQuotaExceeded
 from burrow.services import Services
 from burrow.store.events import ConversationGone
 from burrow.store.records import User

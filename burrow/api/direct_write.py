@@ -21,7 +21,7 @@ from typing import Any, cast
 from starlette.types import Message, Scope, Send
 from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
-from burrow.runs.journal import DirectWrite
+from burrow.runs.journal.journal import DirectWrite
 from burrow.store.records import Event
 
 WriteNow = DirectWrite  # one batch of consecutive events, or nothing (False)

@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from burrow.runs.quotas import QuotaExceeded
+from burrow.runs.workspace.quotas import QuotaExceeded
 from burrow.sandbox.backend import ErrorCode, SandboxError
 from burrow.store.database import storage_trouble
 from burrow.store.passwords import PasswordsBusy

@@ -29,7 +29,7 @@ class ForkStore:
     ) -> str:
         """A new conversation like `source`, holding `journal` renumbered from seq 1 (the
         events keep their type, time, run and data); `usage` is what the journal's events
-        do to a conversation row (runs/journal.py's projection). -> its id"""
+        do to a conversation row (runs/journal/journal.py's projection). -> its id"""
         cid = new_id("c")
         now = datetime.now(UTC)
 

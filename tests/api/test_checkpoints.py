@@ -12,7 +12,7 @@ import httpx
 
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
-from burrow.runs.workspace_diff import PATCH_LIMIT_PER_FILE, PATCH_LIMIT_TOTAL
+from burrow.runs.workspace.workspace_diff import PATCH_LIMIT_PER_FILE, PATCH_LIMIT_TOTAL
 from burrow.sandbox.backend import ExecChunk, ExecExit, ExecRequest
 from tests.api.harness import RunningServer, log_in, running_server
 

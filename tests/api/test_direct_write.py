@@ -13,7 +13,7 @@ import httpx
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from burrow.llm.scripted import ScriptedProvider
-from burrow.runs.events import ToolOutput, make
+from burrow.runs.journal.events import ToolOutput, make
 from tests.api.harness import RunningServer, running_server, sse_events
 from tests.proof.test_slow_clients import complete_frames, dechunk, open_stalled_sse, read_to_end
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.retry import RetryingProvider
 from burrow.llm.scripted import ScriptedProvider
-from burrow.runs import events as ev
-from burrow.runs.events import EventType
+from burrow.runs.journal import events as ev
+from burrow.runs.journal.events import EventType
 from tests.api.harness import running_server
 from tests.mcp.conftest import write_config
 

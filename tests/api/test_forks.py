@@ -14,8 +14,8 @@ import httpx
 
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
-from burrow.runs import events as ev
-from burrow.runs.forks import FORKED
+from burrow.runs.conversations.forks import FORKED
+from burrow.runs.journal import events as ev
 from tests.api.harness import RunningServer, log_in, running_server
 from tests.api.test_checkpoints import run, shell
 

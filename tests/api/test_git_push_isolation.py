@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from burrow.runs.git.push import Author, GitFailed, commit_and_push
+from burrow.runs.workspace.git.push import Author, GitFailed, commit_and_push
 from burrow.sandbox.backend import ExecRequest, NetworkPolicy, Sandbox, closing_exec
 from burrow.sandbox.local import LocalBackend
 from tests.api.harness import RunningServer, running_server

@@ -14,7 +14,7 @@ import httpx
 
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
-from burrow.runs.journal import PAGE_BYTES
+from burrow.runs.journal.journal import PAGE_BYTES
 from burrow.tools.output import LIVE_MAX_BYTES
 from tests.api.harness import (
     ADMIN_PASSWORD,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from burrow.runs.events import PreviewOpened, make
+from burrow.runs.journal.events import PreviewOpened, make
 from tests.api.harness import running_server
 from tests.preview.harness import Preview
 from tests.sandbox.harness import run

@@ -10,7 +10,7 @@ import pytest
 
 from burrow.llm.base import Message, ModelError, TextDelta, ToolCall, ToolCallDelta
 from burrow.llm.scripted import RoutedScripts, ScriptedProvider, load_provider
-from burrow.runs.context import summary_message
+from burrow.runs.loop.context import summary_message
 
 
 async def answer(provider: ScriptedProvider | RoutedScripts, messages: list[Message]) -> str:

@@ -13,8 +13,8 @@ import httpx
 import pytest
 from e2b import AsyncSandbox
 
-from burrow.runs.journal import Journal
-from burrow.runs.sandboxes import SandboxPool
+from burrow.runs.journal.journal import Journal
+from burrow.runs.workspace.sandboxes import SandboxPool
 from burrow.sandbox.backend import ErrorCode, SandboxError
 from burrow.sandbox.e2b import E2BBackend
 from burrow.store.accounts import AccountStore
@@ -24,7 +24,7 @@ from burrow.store.migrate import open_database
 from burrow.store.remote_sandboxes import RemoteSandboxStore
 from tests.api.harness import running_server
 from tests.preview.harness import Preview
-from tests.runs.test_sandbox_capabilities import WAIT_FOR_PORT
+from tests.runs.workspace.test_sandbox_capabilities import WAIT_FOR_PORT
 from tests.sandbox.harness import run
 from tests.sandbox.remote import SandboxHost
 

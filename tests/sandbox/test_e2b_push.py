@@ -9,7 +9,7 @@ import secrets
 import pytest
 from e2b import AsyncSandbox, SandboxQuery, SandboxState
 
-from burrow.runs.git.push import Author, GitFailed, commit_and_push
+from burrow.runs.workspace.git.push import Author, GitFailed, commit_and_push
 from burrow.sandbox.e2b import E2BBackend
 from burrow.sandbox.e2b.backend import METADATA_KEY
 from tests.sandbox.harness import run

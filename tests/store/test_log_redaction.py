@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from cryptography.fernet import Fernet
 
-from burrow.runs.secrets import ConversationSecrets
+from burrow.runs.conversations.secrets import ConversationSecrets
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
 from burrow.store.database import Database

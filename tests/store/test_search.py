@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from burrow.runs.journal import projection_change
+from burrow.runs.journal.journal import projection_change
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
 from burrow.store.database import Database

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from cryptography.fernet import Fernet
 
-from burrow.runs.secrets import ConversationSecrets, MaskingEventStore
+from burrow.runs.conversations.secrets import ConversationSecrets, MaskingEventStore
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
 from burrow.store.database import Database

@@ -1,4 +1,5 @@
-"""The workspace as a download: a zip or tar.gz streamed from the sandbox (runs/archives.py).
+"""The workspace as a download: a zip or tar.gz streamed from the sandbox
+(runs/workspace/archives.py).
 
 Streamed as the sandbox writes it, so neither memory nor a temporary file grows with the
 workspace. Burrow's internals are left out; `.burrow/attachments` and `.burrow/skills` are
@@ -15,7 +16,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 
 from burrow.api.deps import ConversationDep, ServicesDep
-from burrow.runs.archives import pack
+from burrow.runs.workspace.archives import pack
 
 router = APIRouter(prefix="/api/conversations", tags=["files"])
 

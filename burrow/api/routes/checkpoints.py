@@ -1,4 +1,5 @@
-"""Workspace checkpoints: list, diff, restore, and revert one file (runs/checkpoints.py)."""
+"""Workspace checkpoints: list, diff, restore, and revert one file
+(runs/workspace/checkpoints.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,13 @@ from pydantic import BaseModel, Field
 from burrow.api.deps import ConversationDep, ServicesDep
 from burrow.api.errors import ApiError, not_found
 from burrow.api.routes.files import checked
-from burrow.runs import events as ev
-from burrow.runs.checkpoints import EXCLUDED, Checkpoint, CheckpointNotFound, PathNotInCheckpoint
+from burrow.runs.journal import events as ev
+from burrow.runs.workspace.checkpoints import (
+    EXCLUDED,
+    Checkpoint,
+    CheckpointNotFound,
+    PathNotInCheckpoint,
+)
 
 router = APIRouter(prefix="/api/conversations", tags=["checkpoints"])
 

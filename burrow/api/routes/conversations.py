@@ -27,10 +27,10 @@ from burrow.api.schemas import (
     SendMessage,
 )
 from burrow.llm.base import ModelError
-from burrow.runs.compaction import NothingToCompact
-from burrow.runs.profiles import DEFAULT_PROFILE
-from burrow.runs.runtime import RunActive
-from burrow.runs.window import context_used
+from burrow.runs.conversations.runtime import RunActive
+from burrow.runs.loop.compaction import NothingToCompact
+from burrow.runs.loop.profiles import DEFAULT_PROFILE
+from burrow.runs.loop.window import context_used
 from burrow.services import Services
 from burrow.store.events import ConversationGone
 from burrow.store.profiles import Profile

@@ -18,7 +18,7 @@ from burrow.api.direct_write import WriteNow
 from burrow.api.schemas import EventOut
 from burrow.api.sse import EventStreamResponse
 from burrow.api.streams import TooManyStreams
-from burrow.runs.journal import PAGE_BYTES
+from burrow.runs.journal.journal import PAGE_BYTES
 
 router = APIRouter(prefix="/api/conversations", tags=["events"])
 

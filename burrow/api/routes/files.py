@@ -20,8 +20,8 @@ from burrow.api.deps import ConversationDep, ServicesDep
 from burrow.api.errors import ApiError, nul_in_path
 from burrow.api.inert import inert_response
 from burrow.api.schemas import FileEntryOut
-from burrow.runs import events as ev
-from burrow.runs.attachments import BadPath, workspace_path
+from burrow.runs.journal import events as ev
+from burrow.runs.loop.attachments import BadPath, workspace_path
 from burrow.sandbox.backend import ErrorCode, SandboxError
 
 router = APIRouter(prefix="/api/conversations", tags=["files"])

@@ -1,4 +1,4 @@
-"""Fork a conversation at a run, or as it is now (runs/forks.py)."""
+"""Fork a conversation at a run, or as it is now (runs/conversations/forks.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from burrow.api.deps import ConversationDep, ServicesDep
 from burrow.api.errors import ApiError, not_found
 from burrow.api.routes.conversations import view
 from burrow.api.schemas import ConversationOut
-from burrow.runs.forks import NoCheckpoint, RunNotFound, fork
-from burrow.runs.runtime import RunActive
+from burrow.runs.conversations.forks import NoCheckpoint, RunNotFound, fork
+from burrow.runs.conversations.runtime import RunActive
 from burrow.store.events import ConversationGone
 from burrow.store.forks import ForkStore
 

@@ -2,7 +2,7 @@
 
 Git runs in sandboxes, so it needs the sandbox's egress: a clone in the conversation's, a
 push's commit there too and its credentialed `git push` in a fresh sandbox of its own
-(`runs/git/push_sandbox.py`); the GitHub API call is the server's own. A secret named here
+(`runs/workspace/git/push_sandbox.py`); the GitHub API call is the server's own. A secret named here
 is looked up among the caller's secrets and given to that one git process or API call only.
 """
 
@@ -13,16 +13,16 @@ from fastapi import APIRouter
 from burrow.api.deps import ConversationDep, ServicesDep
 from burrow.api.errors import ApiError
 from burrow.api.schemas import GitPush, GitPushed, PullRequestIn, PullRequestOut, RepoIn
-from burrow.runs.git.github import GitHubError, PullRequestAsk, open_pull_request
-from burrow.runs.git.push import Author, GitFailed, commit_and_push, remote_of
-from burrow.runs.git.remote import (
+from burrow.runs.workspace.git.github import GitHubError, PullRequestAsk, open_pull_request
+from burrow.runs.workspace.git.push import Author, GitFailed, commit_and_push, remote_of
+from burrow.runs.workspace.git.remote import (
     GitRefused,
     check_ref,
     check_remote_name,
     check_url,
     github_repository,
 )
-from burrow.runs.git.repo_import import RepoSource
+from burrow.runs.workspace.git.repo_import import RepoSource
 from burrow.services import Services
 from burrow.store.records import Conversation
 

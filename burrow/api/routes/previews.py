@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from burrow.api.deps import ConversationDep, Credential, CredentialDep, ServicesDep, UserDep
 from burrow.preview.links import PreviewLinks
-from burrow.runs.events import EventType
+from burrow.runs.journal.events import EventType
 from burrow.sandbox.backend import SandboxError
 from burrow.services import Services
 from burrow.store.accounts import token_digest

@@ -2,7 +2,8 @@
 
 An upload is counted while it streams in and refused once over BURROW_UPLOAD_MAX_MB, so a
 huge body is never buffered; it is written through the sandbox handle, like every other
-workspace write. With `extract`, an archive is unpacked inside the sandbox (runs/archives.py)
+workspace write. With `extract`, an archive is unpacked inside the sandbox
+(runs/workspace/archives.py)
 under BURROW_UPLOAD_EXTRACT_MAX_MB / _MAX_FILES, all or nothing. Thumbnails are served only
 when the bytes are an image, whatever the name says, and under a sandboxing CSP.
 """
@@ -20,8 +21,7 @@ from burrow.api.deps import ConversationDep, ServicesDep
 from burrow.api.errors import ApiError
 from burrow.api.inert import inert_response
 from burrow.api.schemas import Uploaded
-from burrow.runs.archives import Refused, UnpackLimits, kind_of, unpack
-from burrow.runs.attachments import (
+from burrow.runs.loop.attachments import (
     ATTACHMENTS_DIR,
     MAX_NAME,
     BadPath,
@@ -29,6 +29,7 @@ from burrow.runs.attachments import (
     upload_name,
     workspace_path,
 )
+from burrow.runs.workspace.archives import Refused, UnpackLimits, kind_of, unpack
 
 router = APIRouter(prefix="/api/conversations", tags=["uploads"])
 

@@ -1,5 +1,5 @@
 // The browser's event types are the server's: events.ts derives them from events.gen.ts
-// (generated from burrow/runs/events.py by `make web`), and parseEvent keeps its defaults.
+// (generated from burrow/runs/journal/events.py by `make web`), and parseEvent keeps its defaults.
 import { describe, expect, expectTypeOf, it } from "vitest";
 import type { components } from "./events.gen";
 import { type BurrowEvent, EVENT_TYPES, type EventData, parseEvent } from "./events";

@@ -1,0 +1,109 @@
+"""Budgets: per run (tokens, cost, model calls, tool seconds) and per conversation (total cost).
+
+Each run gets a `Budget`: the server's limits from the environment, overridden field by
+field by the conversation's own `budget`. It is checked before every model call and after
+every tool. A hit ends the run `budget_exceeded`, saying which limit; a new run starts
+afresh, except `total_cost`, which counts everything the conversation has spent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from burrow.runs.journal.events import BudgetHit, BudgetKind
+from burrow.runs.loop.hooks import Call, Hook, Outcome, Run, RunStop, Tally
+
+KINDS: tuple[BudgetKind, ...] = ("tokens", "cost", "steps", "tool_seconds", "total_cost")
+
+SETTINGS: dict[BudgetKind, str] = {  # where the server's limit comes from, for the message
+    "tokens": "BURROW_RUN_MAX_TOKENS",
+    "cost": "BURROW_RUN_MAX_COST",
+    "steps": "BURROW_RUN_MAX_STEPS",
+    "tool_seconds": "BURROW_RUN_MAX_TOOL_SECONDS",
+}
+UNITS: dict[BudgetKind, str] = {
+    "tokens": "tokens",
+    "cost": "dollars",
+    "steps": "model calls",
+    "tool_seconds": "seconds of tool time",
+    "total_cost": "dollars",
+}
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The limits of one run; None is no limit."""
+
+    tokens: int | None = None  # prompt + completion tokens
+    cost: float | None = None  # dollars, priced by the run's Pricing
+    steps: int | None = 50  # model calls
+    tool_seconds: float | None = None  # time tools ran (approval waits excluded)
+    total_cost: float | None = None  # dollars the whole conversation may spend, all runs
+    own: frozenset[str] = frozenset()  # the limits the conversation set (for the message)
+
+    def overridden(self, overrides: dict[str, float]) -> Budget:
+        """These limits with the conversation's `overrides` in place of the server's."""
+        known = {f.name for f in fields(self)} - {"own"}
+        chosen = {k: v for k, v in overrides.items() if k in known}
+        for kind in ("tokens", "steps"):
+            if chosen.get(kind) is not None:
+                chosen[kind] = int(chosen[kind])
+        return replace(self, **chosen, own=frozenset(chosen))  # type: ignore[arg-type]
+
+
+class BudgetExceeded(RunStop):
+    def __init__(self, kind: BudgetKind, limit: float, used: float, *, own: bool) -> None:
+        if kind == "total_cost":
+            message = (
+                f"Stopped: this conversation has spent {used:g} of its {limit:g} dollars "
+                "(the total_cost budget). Raise budget.total_cost in the conversation's "
+                "settings, then send a message to continue."
+            )
+        else:
+            source = "set for this conversation" if own else SETTINGS[kind]
+            message = (
+                f"Stopped: this run used {used:g} of its {limit:g} {UNITS[kind]} "
+                f"(the {kind} budget, {source}). Raise the limit, or send a message "
+                "to continue in a new run with a fresh budget."
+            )
+        super().__init__(
+            "budget_exceeded", message, budget=BudgetHit(kind=kind, limit=limit, used=used)
+        )
+        self.kind = kind
+
+
+def exceeded(budget: Budget, tally: Tally, spent_before: float = 0.0) -> BudgetExceeded | None:
+    """The first limit `tally` has reached, if any; `spent_before`: the conversation's
+    cost before this run, for `total_cost`."""
+    used: dict[BudgetKind, float] = {
+        "tokens": tally.tokens,
+        "cost": round(tally.cost, 6),
+        "steps": tally.steps,
+        "tool_seconds": round(tally.tool_seconds, 3),
+        "total_cost": round(spent_before + tally.cost, 6),
+    }
+    for kind in KINDS:
+        limit = getattr(budget, kind)
+        if limit is not None and used[kind] >= limit:
+            return BudgetExceeded(kind, limit, used[kind], own=kind in budget.own)
+    return None
+
+
+class BudgetHook(Hook):
+    """Stops the run when it reaches a limit of its `Budget`. `budget` may be replaced
+    while the run goes (a PATCH of the conversation's budget): the next check uses it."""
+
+    def __init__(self, budget: Budget, spent_before: float = 0.0) -> None:
+        self.budget = budget
+        self.spent_before = spent_before
+
+    def _check(self, run: Run) -> None:
+        hit = exceeded(self.budget, run.tally, self.spent_before)
+        if hit is not None:
+            raise hit
+
+    async def before_model_call(self, run: Run) -> None:
+        self._check(run)
+
+    async def after_tool_call(self, run: Run, call: Call, outcome: Outcome) -> None:
+        self._check(run)
