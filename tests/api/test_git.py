@@ -27,6 +27,7 @@ import pytest
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
 from burrow.sandbox.backend import ExecChunk, ExecExit, ExecRequest
+from burrow.sandbox.network import host_addresses
 from tests.api.harness import RunningServer, running_server, sse_events
 from tests.api.test_secrets import put_secret, second_user
 from tests.conftest import unavailable
@@ -40,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @dataclass
 class GitRemote:
-    url: str  # http://192.0.2.x/acme/widget.git
+    url: str  # http://<TEST-NET>.x/acme/widget.git
     bare: Path  # the repository as the server holds it
     log: Path  # the server's request log
     host_address: str  # this host's end of the veth pair
@@ -66,6 +67,17 @@ def seed(bare: Path, work: Path) -> None:
     sh("git", "push", "-q", str(bare), "main:dev", cwd=work)
 
 
+def free_test_net() -> str:
+    """A TEST-NET /24 (routed like a public address, as slirp does) that none of this
+    machine's own addresses is in: a machine whose eth0 sits on 192.0.2.0/24 (as CI's does)
+    would otherwise see the server's /30 land on its own address or its gateway's."""
+    own = {address.rsplit(".", 1)[0] for address in host_addresses() if "." in address}
+    for network in ("198.51.100", "203.0.113", "192.0.2"):
+        if network not in own:
+            return network
+    raise AssertionError(f"every TEST-NET network is this machine's own: {sorted(own)}")
+
+
 @pytest.fixture(scope="module")
 def git_remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitRemote]:
     if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("slirp4netns") is None:
@@ -74,8 +86,9 @@ def git_remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitRemote]:
     seed(tmp / "srv" / "acme" / "widget.git", tmp / "seed")
     tag = secrets.token_hex(3)
     netns, outer, inner = f"bgit{tag}", f"bgh{tag}", f"bgn{tag}"
-    block = 4 * secrets.randbelow(63)  # a /30 of 192.0.2.0/24 (TEST-NET-1)
-    host, server = f"192.0.2.{block + 1}", f"192.0.2.{block + 2}"
+    network = free_test_net()
+    block = 4 * secrets.randbelow(63)  # a /30 of it
+    host, server = f"{network}.{block + 1}", f"{network}.{block + 2}"
     log, decoy_log = tmp / "requests.log", tmp / "decoy.log"
     processes: list[subprocess.Popen[str]] = []
     try:
