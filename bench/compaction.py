@@ -26,8 +26,8 @@ from burrow.llm.base import Message, Pricing, ScriptedTurn, StreamEvent, ToolSpe
 from burrow.llm.scripted import ScriptedProvider
 from burrow.runs.journal import events as ev
 from burrow.runs.journal.journal import Journal
-from burrow.runs.loop.compaction import CompactionPolicy, compact
 from burrow.runs.loop.context import ModelContext
+from burrow.runs.loop.hooks.compaction import CompactionPolicy, compact
 from burrow.store.accounts import AccountStore
 from burrow.store.conversations import ConversationStore
 from burrow.store.events import EventStore

@@ -31,11 +31,11 @@ from burrow.llm.base import Message, Pricing, ScriptedTurn, StreamEvent, ToolCal
 from burrow.llm.scripted import ScriptedProvider
 from burrow.runs.journal import events as ev
 from burrow.runs.journal.journal import Journal
-from burrow.runs.loop.budget import Budget, BudgetHook
-from burrow.runs.loop.compaction import CompactionPolicy, Compactor
 from burrow.runs.loop.context import ModelContext
-from burrow.runs.loop.guard import LoopGuard
-from burrow.runs.loop.hooks import PreviewOpened, SystemPrompt
+from burrow.runs.loop.hooks.base import PreviewOpened, SystemPrompt
+from burrow.runs.loop.hooks.budget import Budget, BudgetHook
+from burrow.runs.loop.hooks.compaction import CompactionPolicy, Compactor
+from burrow.runs.loop.hooks.guard import LoopGuard
 from burrow.runs.loop.loop import SYSTEM_PROMPT, AgentRun, RunEnv
 from burrow.sandbox.backend import Sandbox
 from burrow.store.accounts import AccountStore

@@ -24,8 +24,8 @@ from burrow.runs.conversations.replicas import Replica, default_replica_id
 from burrow.runs.conversations.runtime import Runtime, RuntimeOptions
 from burrow.runs.conversations.secrets import ConversationSecrets, MaskingEventStore
 from burrow.runs.journal.journal import Journal
-from burrow.runs.loop.approvals import ApprovalGate
-from burrow.runs.loop.budget import Budget
+from burrow.runs.loop.hooks.approvals import ApprovalGate
+from burrow.runs.loop.hooks.budget import Budget
 from burrow.runs.loop.loop import LoopConfig
 from burrow.runs.loop.window import context_window
 from burrow.runs.workspace.git.repo_import import RepoImports

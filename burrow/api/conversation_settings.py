@@ -10,7 +10,7 @@ from typing import Any
 from burrow.api.errors import ApiError
 from burrow.api.schemas import Budget
 from burrow.runs.journal import events as ev
-from burrow.runs.loop.attachments import MAX_ATTACHMENTS, BadPath, workspace_path
+from burrow.runs.loop.hooks.attachments import MAX_ATTACHMENTS, BadPath, workspace_path
 from burrow.services import Services
 from burrow.store.records import Conversation
 

@@ -54,7 +54,7 @@ class Message:
     thinking_blocks: tuple[ThinkingBlock, ...] = ()  # assistant only: sent back as they came
     images: tuple[Image, ...] = ()  # user only
     # User only: workspace paths of attached files. Providers ignore them; a run hook
-    # (runs/loop/attachments.py) turns them into `images` or a note before each request.
+    # (runs/loop/hooks/attachments.py) turns them into `images` or a note before each request.
     attachments: tuple[str, ...] = ()
 
 

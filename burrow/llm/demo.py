@@ -127,7 +127,7 @@ def serve(with_preview: bool) -> ScriptedTurn:
 
 
 # How a tool result begins when the call was not run: refused by the approval mode or a
-# rule (runs/loop/approvals.py), or denied by the person.
+# rule (runs/loop/hooks/approvals.py), or denied by the person.
 REFUSED = ("Refused:", "Denied by the user.")
 
 

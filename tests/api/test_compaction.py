@@ -13,7 +13,7 @@ import pytest
 from burrow.llm.anthropic_messages import AnthropicProvider
 from burrow.llm.openai_compat import OpenAICompatProvider
 from burrow.llm.retry import RetryingProvider
-from burrow.runs.loop.compaction import SUMMARY_PROMPT
+from burrow.runs.loop.hooks.compaction import SUMMARY_PROMPT
 from tests.api.harness import RunningServer, running_server
 from tests.fakes import anthropic_server as claude
 from tests.fakes.openai_server import (

@@ -8,7 +8,7 @@ from typing import Any
 
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
-from burrow.runs.loop.instructions import HEADER, MAX_INSTRUCTIONS_BYTES
+from burrow.runs.loop.hooks.instructions import HEADER, MAX_INSTRUCTIONS_BYTES
 from burrow.sandbox.backend import ExecExit, ExecRequest
 from tests.api.harness import RunningServer, running_server
 

@@ -7,8 +7,8 @@ from typing import Any
 import mcp_types as types
 import pytest
 
-from burrow.runs.loop.approvals import policy
-from burrow.runs.loop.risk import assess
+from burrow.runs.loop.hooks.approvals import policy
+from burrow.runs.loop.hooks.risk import assess
 from burrow.tools.mcp.tool import kind_of, tool_name
 
 

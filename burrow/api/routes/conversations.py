@@ -28,8 +28,8 @@ from burrow.api.schemas import (
 )
 from burrow.llm.base import ModelError
 from burrow.runs.conversations.runtime import RunActive
-from burrow.runs.loop.compaction import NothingToCompact
-from burrow.runs.loop.profiles import DEFAULT_PROFILE
+from burrow.runs.loop.hooks.compaction import NothingToCompact
+from burrow.runs.loop.hooks.profiles import DEFAULT_PROFILE
 from burrow.runs.loop.window import context_used
 from burrow.services import Services
 from burrow.store.events import ConversationGone

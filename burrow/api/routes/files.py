@@ -21,7 +21,7 @@ from burrow.api.errors import ApiError, nul_in_path
 from burrow.api.inert import inert_response
 from burrow.api.schemas import FileEntryOut
 from burrow.runs.journal import events as ev
-from burrow.runs.loop.attachments import BadPath, workspace_path
+from burrow.runs.loop.hooks.attachments import BadPath, workspace_path
 from burrow.sandbox.backend import ErrorCode, SandboxError
 
 router = APIRouter(prefix="/api/conversations", tags=["files"])

@@ -17,7 +17,7 @@ from burrow.api.conversation_settings import checked_model
 from burrow.api.deps import ServicesDep, UserDep
 from burrow.api.errors import ApiError, not_found
 from burrow.api.schemas import ApprovalMode
-from burrow.runs.loop.profiles import DEFAULT_PROFILE
+from burrow.runs.loop.hooks.profiles import DEFAULT_PROFILE
 from burrow.store.profiles import Profile
 from burrow.store.records import User
 

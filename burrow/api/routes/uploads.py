@@ -21,7 +21,7 @@ from burrow.api.deps import ConversationDep, ServicesDep
 from burrow.api.errors import ApiError
 from burrow.api.inert import inert_response
 from burrow.api.schemas import Uploaded
-from burrow.runs.loop.attachments import (
+from burrow.runs.loop.hooks.attachments import (
     ATTACHMENTS_DIR,
     MAX_NAME,
     BadPath,

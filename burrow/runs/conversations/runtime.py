@@ -29,19 +29,24 @@ from burrow.runs.journal import events as ev
 from burrow.runs.journal.closing import ending
 from burrow.runs.journal.events import EventType, RunStatus
 from burrow.runs.journal.journal import Journal, Subscription
-from burrow.runs.loop.approvals import ApprovalGate, Approvals
-from burrow.runs.loop.attachments import Attachments
-from burrow.runs.loop.budget import Budget, BudgetHook
-from burrow.runs.loop.compaction import CompactionPolicy, Compactor, compact
 from burrow.runs.loop.context import ModelContext
-from burrow.runs.loop.guard import LoopGuard
-from burrow.runs.loop.hooks import Hook, PreviewOpened, SystemPrompt
-from burrow.runs.loop.instructions import ProjectInstructions
+from burrow.runs.loop.hooks.approvals import ApprovalGate, Approvals
+from burrow.runs.loop.hooks.attachments import Attachments
+from burrow.runs.loop.hooks.base import Hook, PreviewOpened, SystemPrompt
+from burrow.runs.loop.hooks.budget import Budget, BudgetHook
+from burrow.runs.loop.hooks.compaction import CompactionPolicy, Compactor, compact
+from burrow.runs.loop.hooks.guard import LoopGuard
+from burrow.runs.loop.hooks.instructions import ProjectInstructions
+from burrow.runs.loop.hooks.profiles import (
+    DEFAULT_PROFILE,
+    ProfileLookup,
+    ProfileMissing,
+    ToolAllowlist,
+)
+from burrow.runs.loop.hooks.skills import Skills
+from burrow.runs.loop.hooks.subagents import DEFAULT_MAX_SUBAGENTS, Subagents, SubagentSetup
 from burrow.runs.loop.loop import AgentRun, LoopConfig, RunEnv
 from burrow.runs.loop.masked_requests import MaskedProvider
-from burrow.runs.loop.profiles import DEFAULT_PROFILE, ProfileLookup, ProfileMissing, ToolAllowlist
-from burrow.runs.loop.skills import Skills
-from burrow.runs.loop.subagents import DEFAULT_MAX_SUBAGENTS, Subagents, SubagentSetup
 from burrow.runs.loop.window import estimate
 from burrow.runs.workspace.checkpoints import (
     DEFAULT_MAX_BYTES,

@@ -3,7 +3,7 @@
 Every step is written to the journal as it happens; the loop keeps no state that the
 journal does not have, so an interrupted or crashed run can always be closed and resumed.
 What a run adds to that (the system prompt, approvals, budgets, the loop guard, a tool's
-side events) comes in through hooks (runs/loop/hooks.py): the loop names none of them.
+side events) comes in through hooks (runs/loop/hooks/base.py): the loop names none of them.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from burrow.runs.journal.coalesce import Coalescer
 from burrow.runs.journal.events import RunStatus
 from burrow.runs.journal.journal import Journal, Subscription
 from burrow.runs.loop.context import ModelContext, thinking_blocks_data
-from burrow.runs.loop.hooks import Call, Hook, Outcome, RunStop, Tally
+from burrow.runs.loop.hooks.base import Call, Hook, Outcome, RunStop, Tally
 from burrow.sandbox.backend import Sandbox, SandboxError
 from burrow.store.database import storage_trouble
 from burrow.store.records import NewEvent
@@ -131,7 +131,7 @@ class AgentRun:
         self.cid = cid
         self.run_id = run_id
         self.context = context
-        # A subagent's run (runs/loop/subagents.py) is part of its parent's: it writes no
+        # A subagent's run (runs/loop/hooks/subagents.py) is part of its parent's: it writes no
         # run.started/run.finished, tags its events, and spends from the parent's tally.
         self.parent_call_id = parent_call_id
         self.tally = tally if tally is not None else Tally()

@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from burrow.runs.loop.hooks import Call, Hook, Run
+from burrow.runs.loop.hooks.base import Call, Hook, Run
 from burrow.runs.workspace.checkpoint_script import SCRIPT as _SCRIPT
 from burrow.runs.workspace.workspace_diff import PATCH_LEFT_OUT, PATCH_LIMIT_TOTAL, Diff, assemble
 from burrow.sandbox.backend import (

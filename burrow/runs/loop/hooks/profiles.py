@@ -15,7 +15,7 @@ import fnmatch
 from typing import Protocol
 
 from burrow.llm.base import ToolSpec
-from burrow.runs.loop.hooks import Call, Hook, Run
+from burrow.runs.loop.hooks.base import Call, Hook, Run
 from burrow.store.profiles import Profile
 
 DEFAULT_PROFILE = "default"  # no profile: Burrow's own setup

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 from burrow.runs.journal.events import BudgetHit, BudgetKind
-from burrow.runs.loop.hooks import Call, Hook, Outcome, Run, RunStop, Tally
+from burrow.runs.loop.hooks.base import Call, Hook, Outcome, Run, RunStop, Tally
 
 KINDS: tuple[BudgetKind, ...] = ("tokens", "cost", "steps", "tool_seconds", "total_cost")
 

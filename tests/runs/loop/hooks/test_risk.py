@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from burrow.runs.loop.approvals import policy
-from burrow.runs.loop.risk import assess, assess_command
+from burrow.runs.loop.hooks.approvals import policy
+from burrow.runs.loop.hooks.risk import assess, assess_command
 from burrow.tools.base import ToolKind
 
 

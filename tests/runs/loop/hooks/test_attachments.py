@@ -1,10 +1,10 @@
-"""Attachment paths and image sniffing (runs/loop/attachments.py)."""
+"""Attachment paths and image sniffing (runs/loop/hooks/attachments.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from burrow.runs.loop.attachments import BadPath, image_type, upload_name, workspace_path
+from burrow.runs.loop.hooks.attachments import BadPath, image_type, upload_name, workspace_path
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 
 from burrow.llm.base import ToolSpec
 from burrow.runs.loop.context import ModelContext
-from burrow.runs.loop.hooks import Hook, Run, SystemPrompt
+from burrow.runs.loop.hooks.base import Hook, Run, SystemPrompt
 from burrow.runs.loop.loop import AgentRun, RunEnv
 from burrow.tools.arguments import json_schema, parse_arguments
 from burrow.tools.base import ShellState, Tool, ToolContext, ToolError, ToolKind, ToolResult

@@ -8,7 +8,7 @@ from typing import Any
 
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
-from burrow.runs.loop.skills import MAX_SKILL_BYTES, front_matter, listing, parse_skill
+from burrow.runs.loop.hooks.skills import MAX_SKILL_BYTES, front_matter, listing, parse_skill
 from tests.api.harness import RunningServer, running_server
 
 SETUP = r"""

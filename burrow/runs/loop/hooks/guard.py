@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from burrow.runs.loop.hooks import Call, Hook, Outcome, Run, RunStop
+from burrow.runs.loop.hooks.base import Call, Hook, Outcome, Run, RunStop
 
 WARN_AT = 3
 STOP_AT = 5

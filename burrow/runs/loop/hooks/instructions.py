@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 
 from burrow.llm.base import Message
 from burrow.runs.journal import events as ev
-from burrow.runs.loop.hooks import Hook, Run
+from burrow.runs.loop.hooks.base import Hook, Run
 from burrow.sandbox.backend import ErrorCode, Sandbox, SandboxError
 
 log = logging.getLogger(__name__)

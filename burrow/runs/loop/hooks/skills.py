@@ -30,8 +30,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from burrow.llm.base import Message, ToolSpec
-from burrow.runs.loop.hooks import Hook, Run
-from burrow.runs.loop.instructions import instructions_text
+from burrow.runs.loop.hooks.base import Hook, Run
+from burrow.runs.loop.hooks.instructions import instructions_text
 from burrow.sandbox.backend import Sandbox, SandboxError
 from burrow.tools.arguments import json_schema, parse_arguments
 from burrow.tools.base import Tool, ToolContext, ToolError, ToolKind, ToolResult

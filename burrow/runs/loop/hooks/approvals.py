@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from burrow.runs.journal import events as ev
 from burrow.runs.journal.events import Decision, Risk
-from burrow.runs.loop.hooks import Call, Hook, Run
-from burrow.runs.loop.risk import Assessment, assess
+from burrow.runs.loop.hooks.base import Call, Hook, Run
+from burrow.runs.loop.hooks.risk import Assessment, assess
 from burrow.store.approvals import ApprovalStore, arguments_digest
 from burrow.store.conversations import ConversationStore
 from burrow.store.records import NewEvent

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from burrow.llm.base import Image, Message
 from burrow.runs.loop.context import ModelContext
-from burrow.runs.loop.hooks import Hook, Run
+from burrow.runs.loop.hooks.base import Hook, Run
 from burrow.sandbox.backend import Sandbox, SandboxError
 
 ATTACHMENTS_DIR = ".burrow/attachments"

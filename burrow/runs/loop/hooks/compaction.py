@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from burrow.llm.base import Message, Pricer, Provider, TextDelta, Usage
 from burrow.runs.journal import events as ev
 from burrow.runs.loop.context import NOT_RUN, ModelContext
-from burrow.runs.loop.hooks import Hook, Run
+from burrow.runs.loop.hooks.base import Hook, Run
 from burrow.runs.loop.window import CHARS_PER_TOKEN, estimate, estimate_message
 from burrow.store.records import NewEvent
 
