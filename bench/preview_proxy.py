@@ -35,9 +35,9 @@ import uvloop
 from httpcore._async.interfaces import AsyncConnectionInterface
 
 from bench.common import free_port, report
-from burrow.preview.hosts import PreviewHosts
 from burrow.preview.proxy import PreviewProxy
 from burrow.preview.tokens import PreviewSigner
+from burrow.preview_hosts import PreviewHosts
 from burrow.sandbox.backend import Sandbox
 from burrow.sandbox.client import AgentClient
 from burrow.sandbox.local import LocalBackend

@@ -17,12 +17,14 @@ from burrow.config import Settings
 from burrow.llm.base import Pricing, Provider
 from burrow.llm.factory import Endpoint, ModelConfig
 from burrow.llm.stalls import StallLimits
-from burrow.preview.hosts import PreviewHosts
-from burrow.runs.conversations.commands import Commands
-from burrow.runs.conversations.models import ModelSettings
+from burrow.preview_hosts import PreviewHosts
+from burrow.runs.conversations.actions import Actions
+from burrow.runs.conversations.assembly import RuntimeOptions
+from burrow.runs.conversations.model_choice import ModelSettings
 from burrow.runs.conversations.replicas import Replica, default_replica_id
-from burrow.runs.conversations.runtime import Runtime, RuntimeOptions
+from burrow.runs.conversations.runtime import Runtime
 from burrow.runs.conversations.secrets import ConversationSecrets, MaskingEventStore
+from burrow.runs.conversations.service import Conversations
 from burrow.runs.journal.journal import Journal
 from burrow.runs.loop.hooks.approvals import ApprovalGate
 from burrow.runs.loop.hooks.budget import Budget
@@ -37,6 +39,7 @@ from burrow.store.approvals import ApprovalStore
 from burrow.store.commands import CommandStore
 from burrow.store.conversations import ConversationStore
 from burrow.store.database import Database
+from burrow.store.forks import ForkStore
 from burrow.store.leases import LeaseStore
 from burrow.store.login_failures import LoginFailureStore
 from burrow.store.migrate import open_database
@@ -62,7 +65,7 @@ class Services:
     settings: Settings
     db: Database
     accounts: AccountStore
-    conversations: ConversationStore
+    conversations: Conversations  # the API's one door to conversations and their runs
     journal: Journal
     runtime: Runtime
     models: ModelSettings
@@ -70,7 +73,6 @@ class Services:
     secrets: ConversationSecrets
     imports: RepoImports
     profiles: ProfileStore
-    commands: Commands  # send / interrupt / answer, applied by the run's owner replica
     on_close: Callable[[], None] = lambda: None
     telemetry: Telemetry = field(default_factory=open_telemetry)
     mcp: McpConnections | None = None
@@ -208,11 +210,22 @@ async def open_services(
     await runtime.sandboxes.recover()
     accounts = AccountStore(db)
     owner = await ensure_admin(accounts, settings.admin_password)
+    actions = Actions(runtime, replica.owner_actions if replica else None)
     return Services(
         settings,
         db,
         accounts,
-        conversations,
+        Conversations(
+            conversations,
+            runtime,
+            actions,
+            imports,
+            chosen_secrets,
+            models,
+            profiles,
+            ForkStore(db),
+            settings.sandbox_network,
+        ),
         journal,
         runtime,
         models,
@@ -220,7 +233,6 @@ async def open_services(
         chosen_secrets,
         imports,
         profiles,
-        Commands(runtime, replica.owner_commands if replica else None),
         uninstall_redaction,
         telemetry,
         mcp,

@@ -5,6 +5,7 @@ lazy import is still a dependency), so this holds without importing anything."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "burrow"
@@ -139,3 +140,53 @@ def test_each_layer_imports_only_those_below_it() -> None:
             if in_layer(module, layer):
                 upward += [(module, t) for t in targets if any(in_layer(t, f) for f in forbidden)]
     assert upward == []
+
+
+SERVICE = "burrow.runs.conversations.service"
+
+
+def test_the_api_reaches_the_application_layer_only_through_its_service() -> None:
+    """`burrow/api` names nothing of runs/conversations but the service module (which also
+    lists the layer's errors and views the API may name)."""
+    reaching = [
+        (module, target)
+        for module, targets in graph().items()
+        if in_layer(module, "burrow.api")
+        for target in targets
+        if in_layer(target, "burrow.runs.conversations") and target != SERVICE
+    ]
+    assert reaching == []
+
+
+def test_no_route_imports_another_route() -> None:
+    routes = "burrow.api.routes"
+    crossing = [
+        (module, target)
+        for module, targets in graph().items()
+        if in_layer(module, routes) and module != routes
+        for target in targets
+        if in_layer(target, routes) and target != routes
+    ]
+    assert crossing == []
+
+
+def test_no_route_touches_the_runtimes_pool_checkpoints_approvals_or_journal() -> None:
+    """The service is the door: attribute chains past it are what the issue's grep finds."""
+    reach = re.compile(r"runtime\.(sandboxes|checkpoints|approvals|journal)|svc\.journal")
+    found = [
+        f"{path.relative_to(ROOT.parent)}:{n}"
+        for path in (ROOT / "api").rglob("*.py")
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if reach.search(line)
+    ]
+    assert found == []
+
+
+def test_the_composition_root_imports_nothing_above_it() -> None:
+    """services.py builds what the API and the preview proxy run on: it imports neither."""
+    above = [
+        t
+        for t in graph()["burrow.services"]
+        if in_layer(t, "burrow.api") or in_layer(t, "burrow.preview")
+    ]
+    assert above == []

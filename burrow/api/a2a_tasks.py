@@ -13,7 +13,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from burrow.runs.conversations.runtime import RunElsewhere
+from burrow.runs.conversations.service import RunElsewhere
 from burrow.runs.journal.events import EventType
 from burrow.runs.workspace.quotas import RunQuotaExceeded
 from burrow.services import Services
@@ -50,7 +50,7 @@ async def start(svc: Services, user: User, message: a2a.Message) -> Task:
         conversation = await svc.conversations.get(message.context_id, owner_id=user.id)
         if conversation is None:  # someone else's answers the same as a missing one
             raise RpcError(a2a.TASK_NOT_FOUND, f"No context {message.context_id}.")
-        if await svc.runtime.busy(conversation.id):
+        if await svc.conversations.busy(conversation.id):
             # Steering would join a run someone else may be watching and answering.
             raise RpcError(
                 a2a.INVALID_PARAMS,
@@ -59,15 +59,13 @@ async def start(svc: Services, user: User, message: a2a.Message) -> Task:
         cid = conversation.id
     else:
         title = "A2A: " + " ".join(text.split())[:TITLE_CHARS]
-        created = await svc.conversations.create(
-            user.id, title, approval_mode="ask", network=svc.settings.sandbox_network
-        )
+        created = await svc.conversations.create(user.id, title, approval_mode="ask")
         cid = created.id
     try:
-        run_id, seq = await svc.runtime.send(cid, text)
+        run_id, seq = await svc.conversations.send_unattended(cid, text)
     except RunQuotaExceeded as exc:
         if message.context_id is None:  # a flood over the cap leaves no empty conversations
-            await svc.runtime.delete(cid)
+            await svc.conversations.delete(cid)
         raise RpcError(a2a.INTERNAL_ERROR, str(exc)) from exc
     except ConversationGone as exc:
         raise RpcError(a2a.TASK_NOT_FOUND, f"No context {cid}.") from exc
@@ -75,8 +73,6 @@ async def start(svc: Services, user: User, message: a2a.Message) -> Task:
         raise RpcError(
             a2a.INVALID_PARAMS, f"Context {cid} has a task going: wait for it to end."
         ) from exc
-    # No await since `send`: the run has not reached a tool call yet.
-    svc.runtime.approvals.unattended(run_id)
     return Task(cid, run_id, seq)
 
 
@@ -85,7 +81,7 @@ async def updates(svc: Services, task: Task) -> AsyncIterator[dict[str, Any]]:
     answer = ""
     ids = {"taskId": task.run_id, "contextId": task.cid}
     deadline = asyncio.get_running_loop().time() + svc.settings.a2a_timeout
-    batches = svc.journal.follow(task.cid, task.seq)
+    batches = svc.conversations.follow(task.cid, task.seq)
     try:
         while True:
             # The bound is on waiting for the journal only, never around a `yield`: a
@@ -96,7 +92,7 @@ async def updates(svc: Services, task: Task) -> AsyncIterator[dict[str, Any]]:
             except StopAsyncIteration:
                 break
             except TimeoutError:
-                await svc.runtime.interrupt(task.cid)
+                await svc.conversations.interrupt(task.cid)
                 stopped = f"Stopped after {svc.settings.a2a_timeout:g} s (BURROW_A2A_TIMEOUT)."
                 yield _status(ids, "failed", stopped, final=True)
                 return

@@ -17,7 +17,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from burrow.config import Settings
-from burrow.preview.hosts import PreviewHosts
+from burrow.preview_hosts import PreviewHosts
 
 # JSON, SSE and file bytes are never documents worth running anything in.
 API_POLICY = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"

@@ -118,7 +118,7 @@ class CreateConversation(BaseModel):
     """Default: BURROW_SANDBOX_NETWORK."""
 
 
-class RenameConversation(BaseModel):
+class UpdateConversation(BaseModel):
     """Change what is given: title, approval mode, chosen secrets, model, budget, profile."""
 
     title: str | None = Field(default=None, min_length=1, max_length=200)

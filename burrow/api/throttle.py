@@ -21,6 +21,10 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Protocol
 
+from starlette.requests import Request
+
+from burrow.api.errors import ApiError
+
 IN_FLIGHT_WAIT = 1.0  # refused only because others are in flight: they finish in about this
 
 
@@ -166,3 +170,18 @@ class LoginAttempt:
             await shared.record(self.keys, self._throttle.window)
         elif self._outcome == "succeeded":
             await shared.clear(self.keys[-1])
+
+
+async def password_attempt(request: Request, username: str) -> LoginAttempt:
+    """Reserve one password check with the login throttle, or answer 429: every route that
+    checks a password goes through here, so none is a way around the login limits."""
+    throttle: LoginThrottle = request.app.state.login_throttle
+    # The peer, or what a trusted proxy forwarded (burrow.api.forwarded): never a header
+    # the client chose.
+    client = request.client.host if request.client else "?"
+    try:
+        return await throttle.admit(client, username)
+    except TooManyAttempts as exc:
+        raise ApiError(
+            429, "too_many_attempts", str(exc), {"Retry-After": str(exc.retry_after)}
+        ) from None

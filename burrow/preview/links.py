@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from burrow.config import Settings
-from burrow.preview.hosts import PreviewHosts
 from burrow.preview.tokens import PreviewSigner, load_key
+from burrow.preview_hosts import PreviewHosts
 from burrow.store.datadir import ensure_private_dir
 
 

@@ -21,12 +21,12 @@ from typing import Protocol
 from burrow.config import Settings
 from burrow.preview import headers, origins, pages
 from burrow.preview.asgi import Message, Receive, Scope, Send
-from burrow.preview.hosts import PreviewAddress, PreviewHosts
 from burrow.preview.links import PreviewLinks
 from burrow.preview.spent import SpentLinks, TooManyLinks
 from burrow.preview.tokens import PreviewGrant, PreviewSigner, TokenExpired, TokenInvalid
 from burrow.preview.upstream import UpstreamError, UpstreamPool, routed
 from burrow.preview.websocket import UpstreamRefused, relay_websocket
+from burrow.preview_hosts import PreviewAddress, PreviewHosts
 from burrow.sandbox.backend import ErrorCode, HttpUpstream, Sandbox, SandboxError
 from burrow.services import Services
 

@@ -1,4 +1,5 @@
-"""Commands to a run's owner: the durable half of routing a request to another replica.
+"""A person's actions for a run's owner replica (runs/conversations/actions.py): the
+durable half of routing a request to another replica.
 
 The asker inserts a row and NOTIFYs the owner in one transaction; the owner writes the
 result and NOTIFYs the asker in another. A notification can be lost (a LISTEN connection

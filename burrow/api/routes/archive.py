@@ -50,7 +50,7 @@ async def workspace_archive(
     format: Annotated[Literal["zip", "tar.gz"], Query()] = "zip",
 ) -> StreamingResponse:
     """The workspace without Burrow's internals, as it is now."""
-    sandbox = await svc.runtime.sandboxes.get(conversation.id)
+    sandbox = await svc.conversations.workspace.sandbox(conversation.id)
     stream = await pack(sandbox, format)
     return StreamingResponse(
         stream,

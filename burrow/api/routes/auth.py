@@ -12,7 +12,7 @@ from burrow.api.deps import ServicesDep, UserDep, stream_cap
 from burrow.api.errors import ApiError, not_found
 from burrow.api.schemas import Me
 from burrow.api.streams import SIGNED_OUT
-from burrow.api.throttle import LoginAttempt, LoginThrottle, TooManyAttempts
+from burrow.api.throttle import password_attempt
 from burrow.store.accounts import token_digest
 
 router = APIRouter(prefix="/api/auth", tags=["auth"])
@@ -37,21 +37,6 @@ class TokenOut(BaseModel):
     id: str
     name: str
     created_at: datetime
-
-
-async def password_attempt(request: Request, username: str) -> LoginAttempt:
-    """Reserve one password check with the login throttle, or answer 429: every route that
-    checks a password goes through here, so none is a way around the login limits."""
-    throttle: LoginThrottle = request.app.state.login_throttle
-    # The peer, or what a trusted proxy forwarded (burrow.api.forwarded): never a header
-    # the client chose.
-    client = request.client.host if request.client else "?"
-    try:
-        return await throttle.admit(client, username)
-    except TooManyAttempts as exc:
-        raise ApiError(
-            429, "too_many_attempts", str(exc), {"Retry-After": str(exc.retry_after)}
-        ) from None
 
 
 @router.post("/login")

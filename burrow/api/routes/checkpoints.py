@@ -9,10 +9,10 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, Field
 
+from burrow.api.checks import checked
 from burrow.api.deps import ConversationDep, ServicesDep
 from burrow.api.errors import ApiError, not_found
-from burrow.api.routes.files import checked
-from burrow.runs.journal import events as ev
+from burrow.runs.conversations.service import RunActive
 from burrow.runs.workspace.checkpoints import (
     EXCLUDED,
     Checkpoint,
@@ -79,19 +79,18 @@ def _missing(exc: CheckpointNotFound) -> ApiError:
     return ApiError(404, "checkpoint_not_found", str(exc))
 
 
-async def _idle(svc: ServicesDep, cid: str, what: str) -> None:
-    if await svc.runtime.busy(cid):
-        raise ApiError(
-            409,
-            "run_active",
-            f"A run is changing this workspace: {what} after it ends, or stop it first.",
-        )
+def _busy(what: str) -> ApiError:
+    return ApiError(
+        409,
+        "run_active",
+        f"A run is changing this workspace: {what} after it ends, or stop it first.",
+    )
 
 
 @router.get("/{cid}/checkpoints")
 async def list_checkpoints(conversation: ConversationDep, svc: ServicesDep) -> list[CheckpointOut]:
     """Oldest first; each run starts with one."""
-    return [_out(c) for c in await svc.runtime.checkpoints.list(conversation.id)]
+    return [_out(c) for c in await svc.conversations.workspace.checkpoints(conversation.id)]
 
 
 @router.get(
@@ -107,16 +106,16 @@ async def diff(
     format: Annotated[Literal["json", "patch"], Query()] = "json",
 ) -> DiffOut | Response:
     """From a checkpoint (default: the first) to another (default: the workspace now)."""
-    checkpoints = svc.runtime.checkpoints
+    workspace = svc.conversations.workspace
     try:
         if format == "patch":
-            text = await checkpoints.patch(conversation.id, start, to)
+            text = await workspace.patch(conversation.id, start, to)
             return Response(
                 text,
                 media_type="text/x-diff; charset=utf-8",
                 headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"},
             )
-        found = await checkpoints.diff(conversation.id, start, to)
+        found = await workspace.diff(conversation.id, start, to)
     except CheckpointNotFound as exc:
         raise _missing(exc) from exc
     return DiffOut(
@@ -141,15 +140,12 @@ async def restore(
     conversation: ConversationDep, svc: ServicesDep, checkpoint_id: str
 ) -> RestoredOut:
     """The workspace as it was at the checkpoint; the state before is checkpointed first."""
-    await _idle(svc, conversation.id, "restore")
     try:
-        undo = await svc.runtime.checkpoints.restore(conversation.id, checkpoint_id)
+        undo = await svc.conversations.restore(conversation.id, checkpoint_id)
+    except RunActive as exc:
+        raise _busy("restore") from exc
     except CheckpointNotFound as exc:
         raise _missing(exc) from exc
-    await svc.runtime.journal.append(
-        conversation.id,
-        ev.make(ev.WorkspaceRestored(checkpoint_id=checkpoint_id, undo_checkpoint_id=undo.id)),
-    )
     return RestoredOut(checkpoint_id=checkpoint_id, undo_checkpoint_id=undo.id)
 
 
@@ -158,7 +154,8 @@ async def revert(conversation: ConversationDep, svc: ServicesDep, body: RevertBo
     """One path as it was at the checkpoint (deleted if it did not exist then); the state
     before is checkpointed first."""
     path = posixpath.normpath(checked(body.path).lstrip("/")).removeprefix("./")
-    workspace = (await svc.runtime.sandboxes.get(conversation.id)).workspace.strip("/") + "/"
+    sandbox = await svc.conversations.workspace.sandbox(conversation.id)
+    workspace = sandbox.workspace.strip("/") + "/"
     path = path.removeprefix(workspace)
     if path in (".", "") or path == ".." or path.startswith("../"):
         raise ApiError(400, "invalid_path", "Name a file or folder inside the workspace.")
@@ -166,11 +163,10 @@ async def revert(conversation: ConversationDep, svc: ServicesDep, body: RevertBo
         raise ApiError(
             400, "invalid_path", f"{path} is not checkpointed (Burrow's own or a .git folder)."
         )
-    await _idle(svc, conversation.id, "revert")
     try:
-        status, undo = await svc.runtime.checkpoints.revert(
-            conversation.id, path, body.checkpoint_id
-        )
+        status, undo = await svc.conversations.revert(conversation.id, path, body.checkpoint_id)
+    except RunActive as exc:
+        raise _busy("revert") from exc
     except CheckpointNotFound as exc:
         raise _missing(exc) from exc
     except PathNotInCheckpoint as exc:

@@ -1,19 +1,16 @@
-"""Conversations and what a person does to them: send, steer, interrupt, compact."""
+"""Conversations and what a person does to them: create, change, fork, delete; send,
+steer, answer, interrupt, compact. Each is one call of the service (svc.conversations)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from fastapi import APIRouter, Response
+from pydantic import BaseModel, Field
 
-from burrow.api.conversation_settings import (
-    ConversationSettings,
-    attachment_paths,
-    checked_model,
-)
+from burrow.api.checks import attachment_paths, checked_repo, setting_refused
 from burrow.api.deps import ConversationDep, ServicesDep, UserDep
 from burrow.api.errors import ApiError, not_found
-from burrow.api.routes.git import checked_repo
 from burrow.api.schemas import (
     Accepted,
     ApprovalAnswer,
@@ -23,29 +20,32 @@ from burrow.api.schemas import (
     ConversationOut,
     CreateConversation,
     MessageAccepted,
-    RenameConversation,
     SendMessage,
+    UpdateConversation,
 )
 from burrow.llm.base import ModelError
-from burrow.runs.conversations.runtime import RunActive
+from burrow.runs.conversations.service import (
+    NoCheckpoint,
+    RunActive,
+    RunNotFound,
+    SettingRefused,
+    SettingsChange,
+)
 from burrow.runs.loop.hooks.compaction import NothingToCompact
 from burrow.runs.loop.hooks.profiles import DEFAULT_PROFILE
-from burrow.runs.loop.window import context_used
 from burrow.services import Services
 from burrow.store.events import ConversationGone
-from burrow.store.profiles import Profile
 from burrow.store.records import Conversation
 
 router = APIRouter(prefix="/api/conversations", tags=["conversations"])
 
 
 async def views(svc: Services, conversations: Sequence[Conversation]) -> list[ConversationOut]:
-    used = await context_used(svc.journal, [c.id for c in conversations])
-    window = svc.runtime.options.context_window
+    use = await svc.conversations.context_use(conversations)
     return [
         ConversationOut.of(
             c,
-            ContextUse(used=used.get(c.id, 0), window=window(c.model)),
+            ContextUse(used=use[c.id][0], window=use[c.id][1]),
             svc.settings.sandbox_network,
         )
         for c in conversations
@@ -57,20 +57,6 @@ async def view(svc: Services, conversation: Conversation) -> ConversationOut:
     return out
 
 
-async def chosen_profile(svc: Services, user_id: str, name: str) -> Profile | None:
-    """The profile `name` means to the user (None: "default", no profile), or a 400."""
-    if name == DEFAULT_PROFILE:
-        return None
-    found = await svc.profiles.find(user_id, name)
-    if found is None:
-        raise ApiError(
-            400,
-            "unknown_profile",
-            f"No profile named {name!r}: create it first (PUT /api/profiles/{{name}}).",
-        )
-    return found
-
-
 @router.get("")
 async def list_conversations(svc: ServicesDep, user: UserDep) -> list[ConversationOut]:
     return await views(svc, await svc.conversations.owned_by(user.id))
@@ -80,21 +66,19 @@ async def list_conversations(svc: ServicesDep, user: UserDep) -> list[Conversati
 async def create_conversation(
     body: CreateConversation, svc: ServicesDep, user: UserDep
 ) -> ConversationOut:
-    model = checked_model(svc, body.model) if body.model is not None else None
     repo = await checked_repo(svc, user.id, body, body.repo) if body.repo else None
-    profile = await chosen_profile(svc, user.id, body.profile or DEFAULT_PROFILE)
-    created = await svc.conversations.create(
-        user.id,
-        body.title or "New conversation",
-        profile.name if profile else DEFAULT_PROFILE,
-        model=model,
-        # Explicit fields win over the profile's.
-        approval_mode=body.approval_mode or (profile and profile.approval_mode) or "ask",
-        # Stored, not looked up later: a conversation keeps its policy when the default moves.
-        network=body.network or svc.settings.sandbox_network,
-    )
-    if repo is not None:
-        svc.imports.start(created.id, repo)  # in the background: workspace.import events
+    try:
+        created = await svc.conversations.create(
+            user.id,
+            body.title or "New conversation",
+            body.profile or DEFAULT_PROFILE,
+            model=body.model,
+            approval_mode=body.approval_mode,
+            network=body.network,
+            repo=repo,  # cloned in the background: workspace.import events
+        )
+    except SettingRefused as exc:
+        raise setting_refused(exc) from exc
     return await view(svc, created)
 
 
@@ -105,67 +89,67 @@ async def get_conversation(conversation: ConversationDep, svc: ServicesDep) -> C
 
 @router.patch("/{cid}")
 async def update_conversation(
-    body: RenameConversation, conversation: ConversationDep, svc: ServicesDep
+    body: UpdateConversation, conversation: ConversationDep, svc: ServicesDep
 ) -> ConversationOut:
-    if body.secrets is not None:
-        unknown = await svc.secrets.unknown(conversation.owner_id, body.secrets)
-        if unknown:
-            raise ApiError(
-                400,
-                "unknown_secrets",
-                f"No secret named {', '.join(unknown)}: set it first (PUT /api/secrets/{{name}}).",
-            )
-    if body.network is not None and conversation.status in ("running", "waiting_approval"):
+    change = SettingsChange(
+        title=body.title,
+        profile=body.profile,
+        approval_mode=body.approval_mode,
+        secrets=body.secrets,
+        model=body.model,
+        budget=body.budget.model_dump(exclude_unset=True) if body.budget is not None else None,
+        network=body.network,
+    )
+    try:
+        updated = await svc.conversations.update(conversation, change)
+    except SettingRefused as exc:
+        raise setting_refused(exc) from exc
+    except RunActive as exc:
         raise ApiError(
             409,
             "run_active",
             "The network policy changes between runs: wait for this one to finish "
             "(or interrupt it), then change it.",
-        )
-    settings = ConversationSettings(svc, conversation)
-    model = settings.model(body.model)
-    budget = settings.budget(body.budget)
-    approval_mode = body.approval_mode
-    if body.profile is not None:
-        profile = await chosen_profile(svc, conversation.owner_id, body.profile)
-        if profile is not None and approval_mode is None:  # explicit fields win
-            approval_mode = profile.approval_mode  # type: ignore[assignment]
-    await svc.conversations.update(
-        conversation.id,
-        title=body.title,
-        approval_mode=approval_mode,
-        secrets=body.secrets,
-        network=body.network,
-        profile=body.profile,
-        **model,
-        **budget,
-    )
-    if approval_mode is not None:
-        svc.runtime.approvals.mode_changed(conversation.id, approval_mode)
-    if body.network is not None and body.network != (
-        conversation.network or svc.settings.sandbox_network
-    ):
-        # A sandbox's network is set when it boots: an idle one is hibernated now (files
-        # kept, services started again on wake) and wakes with the new policy on next use;
-        # one running a command (a terminal's job) takes it at its next start.
-        await svc.runtime.sandboxes.hibernate(
-            conversation.id,
-            f"network changed to {body.network}; files kept, wakes with it on next use",
-        )
-    await settings.announce()
-    renamed = await svc.conversations.get(conversation.id)
-    if renamed is None:
-        raise not_found(f"Conversation {conversation.id}")
-    return await view(svc, renamed)
+        ) from exc
+    except ConversationGone as exc:
+        raise not_found(f"Conversation {conversation.id}") from exc
+    return await view(svc, updated)
 
 
 @router.delete("/{cid}", status_code=204)
 async def delete_conversation(conversation: ConversationDep, svc: ServicesDep) -> Response:
-    await svc.imports.forget(conversation.id)
-    await svc.commands.interrupt(conversation.id)  # a run on another replica stops first
-    await svc.runtime.delete(conversation.id)
-    svc.secrets.forget(conversation.id)
+    await svc.conversations.delete(conversation.id)
     return Response(status_code=204)
+
+
+class ForkBody(BaseModel):
+    run_id: str | None = Field(default=None, min_length=1, max_length=64)
+
+
+@router.post("/{cid}/fork", status_code=201, tags=["forks"])
+async def fork_conversation(
+    conversation: ConversationDep, svc: ServicesDep, body: ForkBody | None = None
+) -> ConversationOut:
+    """A new conversation of the same owner and settings, with the journal before the run's
+    user message and the workspace of its starting checkpoint; without `run_id`, the
+    conversation as it is now (409 `run_active` while a run changes it)."""
+    run_id = body.run_id if body is not None else None
+    try:
+        forked = await svc.conversations.fork(conversation, run_id)
+    except RunNotFound as exc:
+        raise ApiError(404, "run_not_found", str(exc)) from exc
+    except NoCheckpoint as exc:
+        raise ApiError(409, "no_checkpoint", str(exc)) from exc
+    except RunActive as exc:
+        raise ApiError(
+            409,
+            "run_active",
+            "A run is changing this conversation: fork it after the run ends, stop the run "
+            "first, or fork at one of its earlier runs (run_id).",
+        ) from exc
+    except ConversationGone as exc:
+        raise not_found(f"Conversation {conversation.id}") from exc
+    return await view(svc, forked)
 
 
 @router.post("/{cid}/messages", status_code=202)
@@ -174,7 +158,7 @@ async def send_message(
 ) -> MessageAccepted:
     try:
         paths = attachment_paths(body.attachments)
-        run_id, seq = await svc.commands.send(conversation.id, body.content, paths)
+        run_id, seq = await svc.conversations.send(conversation.id, body.content, paths)
     except ConversationGone as exc:
         raise not_found(f"Conversation {conversation.id}") from exc
     return MessageAccepted(run_id=run_id, seq=seq)
@@ -185,7 +169,7 @@ async def answer_approval(
     request_id: str, body: ApprovalAnswer, conversation: ConversationDep, svc: ServicesDep
 ) -> ApprovalAnswered:
     """The owner's answer to an `approval.requested` event of this conversation."""
-    if not await svc.commands.answer(conversation.id, request_id, body.decision):
+    if not await svc.conversations.answer(conversation.id, request_id, body.decision):
         raise ApiError(
             409,
             "not_waiting",
@@ -197,7 +181,7 @@ async def answer_approval(
 
 @router.post("/{cid}/interrupt", status_code=202)
 async def interrupt(conversation: ConversationDep, svc: ServicesDep) -> Accepted:
-    run_id = await svc.commands.interrupt(conversation.id)
+    run_id = await svc.conversations.interrupt(conversation.id)
     return Accepted(run_id=run_id)
 
 
@@ -210,7 +194,7 @@ async def compact(conversation: ConversationDep, svc: ServicesDep) -> Compacted:
     run, when the person can simply ask again.
     """
     try:
-        event = await svc.runtime.compact(conversation.id)
+        event = await svc.conversations.compact(conversation.id)
     except RunActive as exc:
         raise ApiError(
             409,

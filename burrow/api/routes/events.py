@@ -53,7 +53,7 @@ async def events(
         after = max(after, min(int(last_event_id), MAX_SEQ))
     cid = conversation.id
     if format == "json":
-        page = await svc.journal.read(cid, after, limit, PAGE_BYTES)
+        page = await svc.conversations.events(cid, after, limit, PAGE_BYTES)
         body = "[" + ",".join(e.envelope_json() for e in page) + "]"
         return Response(body, media_type="application/json")
     try:
@@ -64,7 +64,7 @@ async def events(
 
     async def stream(direct: WriteNow) -> AsyncIterator[bytes]:
         yield b": connected\n\n"
-        async for batch in svc.journal.follow(cid, after, HEARTBEAT_SECONDS, direct):
+        async for batch in svc.conversations.follow(cid, after, HEARTBEAT_SECONDS, direct):
             # Events that arrived together (or one page of history) go out in one write.
             yield b"".join(e.sse_frame for e in batch) if batch else b": heartbeat\n\n"
 

@@ -16,11 +16,11 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Request, Response
 from pydantic import BaseModel
 
+from burrow.api.checks import checked
 from burrow.api.deps import ConversationDep, ServicesDep
-from burrow.api.errors import ApiError, nul_in_path
+from burrow.api.errors import ApiError
 from burrow.api.inert import inert_response
 from burrow.api.schemas import FileEntryOut
-from burrow.runs.journal import events as ev
 from burrow.runs.loop.hooks.attachments import BadPath, workspace_path
 from burrow.sandbox.backend import ErrorCode, SandboxError
 
@@ -40,17 +40,6 @@ def _normal(path: str) -> str:
     return posixpath.normpath(path.lstrip("/")).removeprefix("./")
 
 
-def checked(path: str) -> str:
-    """`path`, refused at the edge when no file could ever have that name.
-
-    Passed on, a NUL byte makes the sandbox's agent reject the whole request frame, which
-    the caller would see as the sandbox being unavailable (503).
-    """
-    if "\0" in path:
-        raise nul_in_path()
-    return path
-
-
 @router.get("/{cid}/files")
 async def list_files(
     conversation: ConversationDep,
@@ -59,7 +48,7 @@ async def list_files(
     internal: Annotated[bool, Query(description="Also list Burrow's own .burrow folders")] = False,
 ) -> list[FileEntryOut]:
     path = checked(path)  # before the sandbox is woken for nothing
-    sandbox = await svc.runtime.sandboxes.get(conversation.id)
+    sandbox = await svc.conversations.workspace.sandbox(conversation.id)
     entries = await sandbox.list_dir(path)
     if not internal:
         entries = [e for e in entries if _normal(e.path) not in INTERNAL]
@@ -82,7 +71,7 @@ async def file_content(
 ) -> Response:
     """The file's bytes; never rendered by the browser (nosniff, sandboxing CSP)."""
     path = checked(path)
-    sandbox = await svc.runtime.sandboxes.get(conversation.id)
+    sandbox = await svc.conversations.workspace.sandbox(conversation.id)
     data = await sandbox.read_file(path, 0, MAX_FILE_BYTES)
     try:
         data.decode("utf-8")
@@ -152,7 +141,7 @@ async def save_file(
     a file that changed meanwhile is not overwritten (412 file_changed)."""
     rel = saveable(path)
     data = await _body(request, int(svc.settings.file_save_max_mb * 2**20))
-    sandbox = await svc.runtime.sandboxes.get(conversation.id)
+    sandbox = await svc.conversations.workspace.sandbox(conversation.id)
     if if_match is not None and if_match != "*":
         try:
             current = etag(await sandbox.read_file(rel, 0, MAX_FILE_BYTES))
@@ -168,8 +157,5 @@ async def save_file(
                 + (" (it was deleted)" if current is None else "")
                 + ": reload it, or save again without If-Match to overwrite.",
             )
-    await sandbox.write_file(rel, data)
-    await svc.runtime.journal.append(
-        conversation.id, ev.make(ev.FileSaved(path=rel, bytes=len(data)))
-    )
+    await svc.conversations.save_file(conversation.id, rel, data)
     return SavedFileOut(path=rel, size=len(data), etag=etag(data))

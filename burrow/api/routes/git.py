@@ -10,19 +10,18 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from burrow.api.checks import git_refused, require_egress, secret_value
 from burrow.api.deps import ConversationDep, ServicesDep
 from burrow.api.errors import ApiError
-from burrow.api.schemas import GitPush, GitPushed, PullRequestIn, PullRequestOut, RepoIn
+from burrow.api.schemas import GitPush, GitPushed, PullRequestIn, PullRequestOut
 from burrow.runs.workspace.git.github import GitHubError, PullRequestAsk, open_pull_request
 from burrow.runs.workspace.git.push import Author, GitFailed, commit_and_push, remote_of
 from burrow.runs.workspace.git.remote import (
     GitRefused,
     check_ref,
     check_remote_name,
-    check_url,
     github_repository,
 )
-from burrow.runs.workspace.git.repo_import import RepoSource
 from burrow.services import Services
 from burrow.store.records import Conversation
 
@@ -31,60 +30,15 @@ router = APIRouter(prefix="/api/conversations", tags=["git"])
 FAILURE_STATUS = {"push_failed": 502}  # the remote's fault or the network's; the rest: 409
 
 
-def network_policy(svc: Services, chosen: object | None) -> str:
-    """The network the conversation's sandbox gets: its own choice (`network`, when the
-    conversation or request carries one), else the server's default."""
-    own = getattr(chosen, "network", None)
-    return own if isinstance(own, str) else svc.settings.sandbox_network
-
-
-def require_egress(svc: Services, chosen: object | None, what: str) -> None:
-    if network_policy(svc, chosen) == "none":
-        raise ApiError(
-            409,
-            "network_disabled",
-            f"{what} needs the sandbox's network, and its policy is `none`: set "
-            "BURROW_SANDBOX_NETWORK=egress (or choose egress for the conversation).",
-        )
-
-
-async def secret_value(svc: Services, owner_id: str, name: str | None) -> str | None:
-    if name is None:
-        return None
-    value = await svc.secrets.value(owner_id, name)
-    if value is None:
-        raise ApiError(
-            400,
-            "secret_not_found",
-            f"You have no secret named {name[:128]}: set it first (PUT /api/secrets/{{name}}).",
-        )
-    return value
-
-
-def refused(exc: GitRefused) -> ApiError:
-    return ApiError(400, exc.code, exc.message)
-
-
-async def checked_repo(svc: Services, owner_id: str, body: object, repo: RepoIn) -> RepoSource:
-    """The repository a new conversation starts from, checked before anything is created."""
-    try:
-        remote = check_url(repo.url)
-        ref = check_ref(repo.ref) if repo.ref else None
-    except GitRefused as exc:
-        raise refused(exc) from exc
-    require_egress(svc, body, "Cloning a repository")
-    return RepoSource(remote, ref, await secret_value(svc, owner_id, repo.secret))
-
-
 async def require_idle(svc: Services, cid: str) -> None:
-    if await svc.runtime.busy(cid):
+    if await svc.conversations.busy(cid):
         raise ApiError(
             409,
             "run_active",
             "A run is going in this conversation and may be changing files: push once it "
             "ends, or stop it first.",
         )
-    if svc.imports.busy(cid):
+    if svc.conversations.workspace.importing(cid):
         raise ApiError(
             409, "import_running", "The repository is still being cloned: push once it is in."
         )
@@ -97,18 +51,18 @@ async def push(body: GitPush, conversation: ConversationDep, svc: ServicesDep) -
         check_ref(body.branch, "branch")
         check_remote_name(body.remote)
     except GitRefused as exc:
-        raise refused(exc) from exc
+        raise git_refused(exc) from exc
     await require_idle(svc, conversation.id)
     require_egress(svc, conversation, "Pushing")
     credential = await secret_value(svc, conversation.owner_id, body.secret)
-    pool = svc.runtime.sandboxes
-    sandbox = await pool.get(conversation.id)
+    workspace = svc.conversations.workspace
+    sandbox = await workspace.sandbox(conversation.id)
     settings = svc.settings
     try:
         pushed = await commit_and_push(
             sandbox,
-            maker=pool.backend,
-            network=await pool.network_of(conversation.id),
+            maker=workspace.backend,
+            network=await workspace.network_of(conversation.id),
             max_bytes=int(settings.git_push_max_mb * 2**20),
             branch=body.branch,
             remote_name=body.remote,
@@ -145,10 +99,10 @@ async def pull_request(
         if owner_prefix:
             check_remote_name(owner_prefix)
     except GitRefused as exc:
-        raise refused(exc) from exc
+        raise git_refused(exc) from exc
     token = await secret_value(svc, conversation.owner_id, body.secret)
     assert token is not None  # `secret` is required
-    sandbox = await svc.runtime.sandboxes.get(conversation.id)
+    sandbox = await svc.conversations.workspace.sandbox(conversation.id)
     try:
         owner, repo = github_repository(await remote_of(sandbox, "origin"))
     except GitFailed as exc:

@@ -16,7 +16,7 @@ router = APIRouter(prefix="/api", tags=["health"])
 async def health(svc: ServicesDep) -> Health:
     return Health(
         version=version("burrow"),
-        sandbox=svc.runtime.sandboxes.backend.name,
+        sandbox=svc.conversations.workspace.backend.name,
         model=svc.models.config.model if svc.models.view().configured else None,
     )
 

@@ -8,8 +8,8 @@ from pydantic import BaseModel, Field
 from burrow.api import session_cookie
 from burrow.api.deps import ServicesDep, UserDep, stream_cap
 from burrow.api.errors import ApiError
-from burrow.api.routes.auth import password_attempt
 from burrow.api.streams import SIGNED_OUT
+from burrow.api.throttle import password_attempt
 from burrow.store.accounts import token_digest
 
 router = APIRouter(prefix="/api/me", tags=["me"])

@@ -59,7 +59,7 @@ async def list_previews(
     links = preview_links(request, svc)
     session = sign_in(credential)
     cid = conversation.id
-    sandbox = svc.runtime.sandboxes.running(cid)
+    sandbox = svc.conversations.workspace.running(cid)
     found: dict[int, tuple[PreviewStatus, str]] = {}  # port -> (status, command)
     if sandbox is not None:
         for record in await read_services(sandbox):
@@ -70,7 +70,7 @@ async def list_previews(
             found[record.port] = ("running" if running else "stopped", record.command)
     else:
         # Not woken just to be listed: the journal knows which previews were opened.
-        for event in await svc.journal.read(cid):
+        for event in await svc.conversations.events(cid):
             if event.type == EventType.PREVIEW_OPENED:
                 found[int(event.data["port"])] = ("hibernated", "")
     return [

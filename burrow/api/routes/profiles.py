@@ -13,7 +13,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Response
 from pydantic import BaseModel, Field
 
-from burrow.api.conversation_settings import checked_model
+from burrow.api.checks import checked_model
 from burrow.api.deps import ServicesDep, UserDep
 from burrow.api.errors import ApiError, not_found
 from burrow.api.schemas import ApprovalMode

@@ -35,8 +35,7 @@ class SandboxStatusOut(SandboxOut):
 
 @router.get("/{cid}/sandbox")
 async def sandbox_status(conversation: ConversationDep, svc: ServicesDep) -> SandboxStatusOut:
-    pool = svc.runtime.sandboxes
-    state = pool.state(conversation.id)
+    state = svc.conversations.workspace.state(conversation.id)
     status, detail = state.status, state.detail
     if status == "none":  # not started by this server process: the journal's last word
         latest = await svc.conversations.get(conversation.id)
@@ -48,22 +47,20 @@ async def sandbox_status(conversation: ConversationDep, svc: ServicesDep) -> San
 async def restart_sandbox(conversation: ConversationDep, svc: ServicesDep) -> SandboxStatusOut:
     """Stop every process, boot again on the same files, start recorded services again.
     Also the way out of a failed boot."""
-    pool = svc.runtime.sandboxes
-    await pool.restart(conversation.id)
-    state = pool.state(conversation.id)
+    state = await svc.conversations.workspace.restart(conversation.id)
     return await sandbox_out(svc, conversation.id, state.status, state.detail)
 
 
 async def sandbox_out(svc: Services, cid: str, status: str, detail: str) -> SandboxStatusOut:
-    pool = svc.runtime.sandboxes
-    policy = await pool.network_of(cid) or svc.settings.sandbox_network
-    plan = pool.backend.network_plan(policy)
+    backend = svc.conversations.workspace.backend
+    policy = await svc.conversations.network_of(cid)
+    plan = backend.network_plan(policy)
     return SandboxStatusOut(
         status=status,
-        backend=pool.backend.name,
+        backend=backend.name,
         detail=detail,
         network=policy,
         allow_domains=list(plan.allow_domains),
         network_detail=plan.detail,
-        capabilities=CapabilitiesOut(**asdict(pool.backend.capabilities)),
+        capabilities=CapabilitiesOut(**asdict(backend.capabilities)),
     )

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from burrow.api.deps import ServicesDep, UserDep
 from burrow.api.errors import ApiError, not_found
-from burrow.runs.conversations.secrets import MAX_NAME, MAX_VALUE, SecretRefused
+from burrow.runs.conversations.service import MAX_NAME, MAX_VALUE, SecretRefused
 
 router = APIRouter(prefix="/api/secrets", tags=["secrets"])
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from burrow.api.deps import ServicesDep, UserDep
 from burrow.api.errors import ApiError
 from burrow.llm.factory import PROVIDERS
-from burrow.runs.conversations.models import ModelView, ProviderView
+from burrow.runs.conversations.service import ModelView, ProviderView
 from burrow.store.records import User
 
 router = APIRouter(prefix="/api/settings", tags=["settings"])

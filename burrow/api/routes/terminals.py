@@ -69,18 +69,18 @@ async def open_terminal(
     body: TerminalIn, conversation: ConversationDep, svc: ServicesDep
 ) -> TerminalOut:
     """A login shell in the workspace (wakes a hibernated sandbox)."""
-    pool = svc.runtime.sandboxes
-    return _out(await pool.open_terminal(conversation.id, body.cols, body.rows))
+    workspace = svc.conversations.workspace
+    return _out(await workspace.open_terminal(conversation.id, body.cols, body.rows))
 
 
 @router.get("/{cid}/terminals")
 async def list_terminals(conversation: ConversationDep, svc: ServicesDep) -> list[TerminalOut]:
-    return [_out(t) for t in svc.runtime.sandboxes.terminals.list(conversation.id)]
+    return [_out(t) for t in svc.conversations.workspace.terminals(conversation.id)]
 
 
 @router.delete("/{cid}/terminals/{tid}", status_code=204)
 async def close_terminal(tid: TerminalId, conversation: ConversationDep, svc: ServicesDep) -> None:
-    if not await svc.runtime.sandboxes.terminals.close(conversation.id, tid):
+    if not await svc.conversations.workspace.close_terminal(conversation.id, tid):
         raise not_found(f"Terminal {tid}")
 
 
@@ -101,9 +101,8 @@ async def terminal_socket(websocket: WebSocket, cid: str, tid: str) -> None:
     if user is None:
         await websocket.close(CLOSE_UNAUTHORIZED, "log in first")
         return
-    pool = svc.runtime.sandboxes
     owned = await svc.conversations.get(cid, owner_id=user.id)
-    terminal = pool.terminals.get(cid, tid) if owned is not None else None
+    terminal = svc.conversations.workspace.terminal(cid, tid) if owned is not None else None
     if terminal is None:
         await websocket.close(CLOSE_NOT_FOUND, "no such terminal")
         return

@@ -135,7 +135,7 @@ async def upload(request: Request, conversation: ConversationDep, svc: ServicesD
             raise ApiError(400, "invalid_path", str(exc)) from exc
     finally:
         await form.close()
-    sandbox = await svc.runtime.sandboxes.get(conversation.id)
+    sandbox = await svc.conversations.workspace.sandbox(conversation.id)
     if kind is None or not extract:
         await sandbox.write_file(path, data)
         return Uploaded(files=[path])
@@ -162,7 +162,7 @@ async def attachment(
     """An uploaded image of .burrow/attachments/, as its image type (for thumbnails)."""
     if "/" in name or "\\" in name or "\0" in name or name in ("", ".", ".."):
         raise ApiError(400, "invalid_name", "Give the file name of an upload, without a folder.")
-    sandbox = await svc.runtime.sandboxes.get(conversation.id)
+    sandbox = await svc.conversations.workspace.sandbox(conversation.id)
     data = await sandbox.read_file(f"{ATTACHMENTS_DIR}/{name}", 0, MAX_THUMBNAIL_BYTES)
     media_type = image_type(data[:16])
     if media_type is None:

@@ -1,7 +1,7 @@
 """One replica among several on one PostgreSQL (docs/scale-out.md).
 
 What it adds to a process: its LISTEN connection (other replicas' commits reach this one's
-subscribers; commands reach the runs this one owns) and the lease loop, which every third
+subscribers; a person's actions reach the runs this one owns) and the lease loop, which every third
 of the lease time renews this replica's run leases, notices any it lost, and claims and
 repairs the runs of replicas that stopped renewing theirs.
 """
@@ -15,7 +15,7 @@ import os
 import secrets
 import socket
 
-from burrow.runs.conversations.commands import OwnerCommands
+from burrow.runs.conversations.actions import OwnerActions
 from burrow.runs.conversations.runtime import Runtime
 from burrow.runs.journal.fanout import CrossReplicaFeed
 from burrow.runs.journal.journal import Journal
@@ -46,12 +46,12 @@ class Replica:
         self._runtime = runtime
         self._leases = leases
         self.feed = CrossReplicaFeed(journal, self.id)
-        self.owner_commands = OwnerCommands(runtime, commands, leases)
+        self.owner_actions = OwnerActions(runtime, commands, leases)
         self._commands = commands
         self._journal = journal
         self.listener = Listener(
             dsn,
-            {EVENTS: self.feed.notified, COMMANDS: self.owner_commands.notified},
+            {EVENTS: self.feed.notified, COMMANDS: self.owner_actions.notified},
             on_connect=self._reconnected,
             name=f"burrow-listen {self.id}",
         )
@@ -60,7 +60,7 @@ class Replica:
     def _reconnected(self) -> None:
         if self.listener.connections > 1:
             self._journal.resync()  # commits made while the connection was down
-        self.owner_commands.reconnected()
+        self.owner_actions.reconnected()
 
     async def start(self) -> None:
         """Listen (waiting for the connection), then keep the leases."""
@@ -83,13 +83,13 @@ class Replica:
 
     async def sweep(self) -> None:
         """Renew ours, stop runs whose lease we lost, repair the lapsed ones of others."""
-        runtime = self._runtime
-        ours, wanted = runtime.leased(), runtime.leased(taking=True)
+        runtime, leases = self._runtime, self._runtime.leases
+        ours, wanted = leases.held(), leases.held(taking=True)
         held = await self._leases.renew()
         for cid in ours - held:
-            if cid in runtime.leased():  # not released meanwhile: taken from us
+            if cid in leases.held():  # not released meanwhile: taken from us
                 await runtime.lease_lost(cid)
-        for cid in held - wanted - runtime.leased(taking=True):
+        for cid in held - wanted - leases.held(taking=True):
             await self._leases.release(cid)  # a row no run of ours stands behind
         for cid in await self._leases.claim_lapsed():
             log.warning("the run lease of %s lapsed; repairing its run here", cid)
@@ -100,6 +100,6 @@ class Replica:
             self._loop.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._loop
-        await self.owner_commands.close()
+        await self.owner_actions.close()
         await self.feed.close()
         await self.listener.close()

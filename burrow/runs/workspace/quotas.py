@@ -7,6 +7,7 @@ starves everyone just the same, and an operator can raise the caps.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import ClassVar
 
 from burrow.sandbox.backend import ErrorCode, SandboxError
@@ -56,3 +57,44 @@ class DiskQuotaExceeded(QuotaExceeded, SandboxError):
             f"(BURROW_MAX_DISK_MB_PER_USER) is {limit_mb} MiB: delete conversations you no "
             "longer need (or files in them), then try again.",
         )
+
+
+class OwnerTally:
+    """What each owner holds at this moment (runs going, live sandboxes), by conversation:
+    the one count both per-owner caps are checked against.
+
+    An owner is looked up once per conversation (owners never change). A caller checks
+    `held_by` and then `hold`s with no await between them, so concurrent admissions
+    cannot all slip under a cap.
+    """
+
+    def __init__(self, owner_of: Callable[[str], Awaitable[str | None]] | None) -> None:
+        self._owner_of = owner_of
+        self._owners: dict[str, str] = {}  # cid -> owner, as learned
+        self._held: dict[str, str] = {}  # cid -> owner, while it holds
+
+    async def owner(self, cid: str) -> str | None:
+        """The conversation's owner (None: not a conversation, or no lookup given)."""
+        owner = self._owners.get(cid)
+        if owner is None and self._owner_of is not None:
+            owner = await self._owner_of(cid)
+            if owner is not None:
+                self._owners[cid] = owner
+        return owner
+
+    def held_by(self, owner: str, *, besides: str | None = None) -> list[str]:
+        return [c for c, o in self._held.items() if o == owner and c != besides]
+
+    def hold(self, cid: str, owner: str) -> None:
+        self._held[cid] = owner
+
+    def release(self, cid: str) -> None:
+        self._held.pop(cid, None)
+
+    def forget(self, cid: str) -> None:
+        """The conversation was deleted."""
+        self._held.pop(cid, None)
+        self._owners.pop(cid, None)
+
+    def clear(self) -> None:
+        self._held.clear()

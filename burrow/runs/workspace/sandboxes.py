@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from burrow.runs.journal.events import SandboxStatus, SandboxStatusChanged, make
 from burrow.runs.journal.journal import Journal
-from burrow.runs.workspace.quotas import DiskQuotaExceeded, SandboxQuotaExceeded
+from burrow.runs.workspace.quotas import DiskQuotaExceeded, OwnerTally, SandboxQuotaExceeded
 from burrow.sandbox.backend import (
     Backend,
     ErrorCode,
@@ -65,13 +65,11 @@ class SandboxPool:
         self._for_commands = for_commands
         self.idle_seconds = idle_seconds  # None or 0: never hibernate
         self.max_per_owner = max_per_owner  # live sandboxes per owner (needs owner_of); 0: any
-        self._owner_of = owner_of
         self._network_of = network_of  # the conversation's policy, read at each start
         # Disk all of an owner's workspaces may take (needs owner_of and conversations_of).
         self.disk_mb_per_owner = disk_mb_per_owner
         self._conversations_of = conversations_of
-        self._owners: dict[str, str] = {}  # cid -> owner, as learned (owners never change)
-        self._live: dict[str, str] = {}  # cid -> owner, from admission until it stops
+        self._live = OwnerTally(owner_of)  # from admission until it stops
         self.terminals = TerminalRegistry(on_activity=self.touch)
         self._journal = journal
         self._sandboxes: dict[str, Sandbox] = {}
@@ -151,7 +149,7 @@ class SandboxPool:
             policy = await self.network_of(cid)
             sandbox = await self.backend.create(cid, network=policy)
         except SandboxError as exc:
-            self._live.pop(cid, None)
+            self._live.release(cid)
             await self._status(cid, "failed", exc.message)
             raise
         self._sandboxes[cid] = sandbox
@@ -218,7 +216,7 @@ class SandboxPool:
                 pass  # a broken agent is stopped all the same
             self._cancel_timer(cid)
             self._sandboxes.pop(cid, None)
-            self._live.pop(cid, None)
+            self._live.release(cid)
             await self.terminals.close_all(cid)
             await self.backend.hibernate(sandbox)
             minutes = (self.idle_seconds or 0) / 60
@@ -242,13 +240,13 @@ class SandboxPool:
         async with self._locks[cid]:
             self._cancel_timer(cid)
             self._sandboxes.pop(cid, None)
-            self._live.pop(cid, None)
+            self._live.release(cid)
             await self.terminals.close_all(cid)
             await self.backend.destroy(cid)
         self._locks.pop(cid, None)
         self._states.pop(cid, None)
         self._last_used.pop(cid, None)
-        self._owners.pop(cid, None)
+        self._live.forget(cid)
 
     async def _kill(self, cid: str) -> None:
         """Kill the sandbox before waiting for its lock: whoever holds the lock is then
@@ -279,14 +277,11 @@ class SandboxPool:
         cannot all slip under the cap. First, the owner's workspaces must be under their
         disk quota: a sandbox can grow only while it runs, so at worst an owner holds the
         quota plus what their live sandboxes wrote since they started."""
-        if self._owner_of is None or not (self.max_per_owner or self.disk_mb_per_owner):
+        if not (self.max_per_owner or self.disk_mb_per_owner):
             return
-        owner = self._owners.get(cid)
+        owner = await self._live.owner(cid)
         if owner is None:
-            owner = await self._owner_of(cid)
-            if owner is None:
-                return  # not a conversation (any more): nothing to count it against
-            self._owners[cid] = owner
+            return  # not a conversation (any more): nothing to count it against
         if self.disk_mb_per_owner and self._conversations_of is not None:
             cids = await self._conversations_of(owner)
             used = await asyncio.to_thread(self._disk_used, cids)
@@ -296,10 +291,9 @@ class SandboxPool:
             return
         tried: set[str] = set()
         while True:
-            others = [c for c, o in self._live.items() if o == owner and c != cid]
-            others = [c for c in others if not self._stopped(c)]
+            others = [c for c in self._live.held_by(owner, besides=cid) if not self._stopped(c)]
             if len(others) < self.max_per_owner:
-                self._live[cid] = owner
+                self._live.hold(cid, owner)
                 return
             idle = [c for c in others if c not in tried and self.running(c) is not None]
             if not idle:

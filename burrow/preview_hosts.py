@@ -1,4 +1,8 @@
-"""Preview addresses: `{port}-{cid}.<domain>`, one origin per service (DESIGN.md §5)."""
+"""Preview addresses: `{port}-{cid}.<domain>`, one origin per service (DESIGN.md §5).
+
+Beside the configuration, below every layer: the preview proxy routes by them and the
+runtime hands them to the `preview` tool.
+"""
 
 from __future__ import annotations
 

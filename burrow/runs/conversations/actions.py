@@ -1,13 +1,13 @@
 """What a person does to a run — send a message, interrupt, answer an approval — applied
 by the replica that runs it.
 
-With one process every command is the runtime's. With several replicas the run belongs to
-whoever holds its lease (runs/conversations/replicas.py); a command arriving elsewhere is written to
-`run_commands`, the owner is woken by a NOTIFY, applies it with its own runtime (so
-steering, Stop and approvals behave exactly as on one process) and writes the result back.
-If the owner dies first, its lease lapses and the asker takes the command back and applies
-it itself: a message then starts a run here (after the dead run is repaired), an interrupt
-finds nothing left to stop.
+With one process every action is the runtime's. With several replicas the run belongs to
+whoever holds its lease (replicas.py); an action arriving elsewhere is written to
+`run_commands` (store/commands.py keeps the table's older name), the owner is woken by a
+NOTIFY, applies it with its own runtime (so steering, Stop and approvals behave exactly
+as on one process) and writes the result back. If the owner dies first, its lease lapses
+and the asker takes the action back and applies it itself: a message then starts a run
+here (after the dead run is repaired), an interrupt finds nothing left to stop.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from burrow.runs.conversations.runtime import RunElsewhere, Runtime
+from burrow.runs.conversations.leases import RunElsewhere
+from burrow.runs.conversations.runtime import Runtime
 from burrow.runs.journal.events import Decision
 from burrow.runs.workspace.quotas import RunQuotaExceeded
 from burrow.store.commands import Command, CommandStore
@@ -30,7 +31,7 @@ POLL_SECONDS = 1.0  # a waiting asker looks at the rows this often (a NOTIFY can
 ROUTE_ATTEMPTS = 5  # a lease can move while a command travels: ask again, a few times
 
 
-class OwnerCommands:
+class OwnerActions:
     """Both sides of commands between replicas: asking an owner, and being asked."""
 
     def __init__(self, runtime: Runtime, store: CommandStore, leases: LeaseStore) -> None:
@@ -138,10 +139,10 @@ class OwnerCommands:
             await asyncio.wait(list(self._applying))
 
 
-class Commands:
+class Actions:
     """The API's entry to a run: applied here, or sent to the replica that owns the run."""
 
-    def __init__(self, runtime: Runtime, owners: OwnerCommands | None = None) -> None:
+    def __init__(self, runtime: Runtime, owners: OwnerActions | None = None) -> None:
         self._runtime = runtime
         self._owners = owners
 
