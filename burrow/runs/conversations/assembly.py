@@ -24,7 +24,7 @@ from burrow.runs.loop.hooks.approvals import ApprovalGate, Approvals
 from burrow.runs.loop.hooks.attachments import Attachments
 from burrow.runs.loop.hooks.base import Hook, PreviewOpened, SystemPrompt
 from burrow.runs.loop.hooks.budget import Budget, BudgetHook
-from burrow.runs.loop.hooks.compaction import CompactionPolicy, Compactor
+from burrow.runs.loop.hooks.compaction import CompactionPolicy, Compactor, compact
 from burrow.runs.loop.hooks.guard import LoopGuard
 from burrow.runs.loop.hooks.instructions import ProjectInstructions
 from burrow.runs.loop.hooks.profiles import (
@@ -37,6 +37,7 @@ from burrow.runs.loop.hooks.skills import Skills
 from burrow.runs.loop.hooks.subagents import DEFAULT_MAX_SUBAGENTS, Subagents, SubagentSetup
 from burrow.runs.loop.loop import AgentRun, LoopConfig, RunEnv
 from burrow.runs.loop.masked_requests import MaskedProvider
+from burrow.runs.loop.window import estimate
 from burrow.runs.workspace.checkpoints import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_COUNT,
@@ -49,7 +50,7 @@ from burrow.sandbox.masking import SecretMask
 from burrow.store.conversations import ConversationStore
 from burrow.store.events import ConversationGone
 from burrow.store.profiles import Profile
-from burrow.store.records import Conversation
+from burrow.store.records import Conversation, NewEvent
 from burrow.tools.base import ShellState, Tool, ToolLimits
 
 log = logging.getLogger(__name__)
@@ -241,6 +242,23 @@ class RunAssembly:
             options.compaction(chosen),
             vision=models.describe(chosen).vision,
         )
+
+    async def compaction(self, conversation: Conversation, context: ModelContext) -> list[NewEvent]:
+        """The events of compacting `context` now, as asked (`POST …/compact`): all but the
+        latest turn summarized by the conversation's model. Raises NothingToCompact, or the
+        summary call's ModelError."""
+        model = self.model(conversation)
+        system = Message(role="system", content=self._options.loop.system_prompt)
+        events, _, _ = await compact(
+            context,
+            model.provider,
+            model.compaction,
+            model.pricing,
+            overhead=estimate([system], [tool.spec for tool in self.tools.values()]),
+            run_id=None,
+            keep_tokens=0,
+        )
+        return events
 
     def forget(self, cid: str) -> None:
         """The conversation was deleted."""

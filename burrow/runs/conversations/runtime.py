@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from burrow.llm.base import Message, Provider
+from burrow.llm.base import Provider
 from burrow.runs.conversations.assembly import RunAssembly, RuntimeOptions
 from burrow.runs.conversations.contexts import Contexts
 from burrow.runs.conversations.leases import RunLeases
@@ -24,10 +24,8 @@ from burrow.runs.journal.events import EventType, RunStatus
 from burrow.runs.journal.journal import Journal
 from burrow.runs.loop.hooks.approvals import ApprovalGate
 from burrow.runs.loop.hooks.budget import BudgetHook
-from burrow.runs.loop.hooks.compaction import compact
 from burrow.runs.loop.hooks.profiles import ProfileMissing
 from burrow.runs.loop.loop import AgentRun
-from burrow.runs.loop.window import estimate
 from burrow.runs.workspace.checkpoints import Checkpoints
 from burrow.runs.workspace.quotas import OwnerTally, RunQuotaExceeded
 from burrow.runs.workspace.sandboxes import SandboxPool
@@ -209,17 +207,16 @@ class Runtime:
 
     async def _abort(self, cid: str, run_id: str, announced: bool, exc: BaseException) -> None:
         """The run could not even begin: still end it, so run.started stays paired."""
+        status: RunStatus = "failed"
+        error: str | None = str(exc)
         if isinstance(exc, asyncio.CancelledError):
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
-            status: RunStatus = "canceled"
-            error: str | None = None
-        elif isinstance(exc, ProfileMissing):
-            status, error = "failed", str(exc)
-        else:
+            status, error = "canceled", None
+        elif not isinstance(exc, ProfileMissing):
             log.exception("run %s of %s could not start", run_id, cid)
-            status, error = "failed", f"Internal error: {type(exc).__name__}: {exc}"
+            error = f"Internal error: {type(exc).__name__}: {exc}"
         if announced:
             finished = ev.RunFinished(status=status, error=error, usage=ev.Usage())
             await self.journal.append(cid, ev.make(finished, run_id))
@@ -243,21 +240,11 @@ class Runtime:
             conversation = await self.conversations.get(cid)
             if conversation is None:
                 raise ConversationGone(cid)
-            model = self.assembly.model(conversation)
             context = await self._contexts.load(cid)
             try:
-                specs = [tool.spec for tool in self.assembly.tools.values()]
-                system = Message(role="system", content=self.options.loop.system_prompt)
-                events, _, _ = await compact(
-                    context,
-                    model.provider,
-                    model.compaction,
-                    model.pricing,
-                    overhead=estimate([system], specs),
-                    run_id=None,
-                    keep_tokens=0,  # asked for: all but the latest turn
+                written = await self.journal.append(
+                    cid, *await self.assembly.compaction(conversation, context)
                 )
-                written = await self.journal.append(cid, *events)
                 for event in written:
                     context.apply(event)
                 return written[-1]
