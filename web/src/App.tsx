@@ -1,6 +1,6 @@
 // The shell: conversations on the left, the open conversation, settings and first run.
 import { useCallback, useEffect, useState } from "react";
-import { ApiError, api, type Conversation, type Health, type Me } from "./api/client";
+import { ApiError, api, errorMessage, type Conversation, type Health, type Me } from "./api/client";
 import { Composer } from "./composer/Composer";
 import { DEFAULT_START, StartOptions, type StartChoice } from "./composer/StartOptions";
 import { ConversationView } from "./ConversationView";
@@ -47,14 +47,14 @@ export function App() {
     } catch (e) {
       if (e instanceof ApiError && e.status === 401) setMe(null);
       else if (e instanceof ApiError && e.status === 0) setOffline(true);
-      else setError(e instanceof Error ? e.message : String(e));
+      else setError(errorMessage(e));
     }
   }, []);
 
   useEffect(() => {
     api.me().then(setMe, (e: unknown) => {
       if (e instanceof ApiError && e.status === 401) setMe(null);
-      else setError(e instanceof Error ? e.message : String(e));
+      else setError(errorMessage(e));
     });
   }, []);
 

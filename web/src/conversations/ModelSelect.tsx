@@ -1,7 +1,7 @@
 // The conversation's model: the server's, or one of the models the server can reach.
 // A change applies from the next run (the timeline shows it as a notice).
 import { useEffect, useState } from "react";
-import { api } from "../api/client";
+import { api, errorMessage } from "../api/client";
 
 export function ModelSelect({
   cid,
@@ -37,7 +37,7 @@ export function ModelSelect({
       onChange={(e) => {
         setError(null);
         api.setModel(cid, e.target.value).then(onChanged, (err: unknown) => {
-          setError(err instanceof Error ? err.message : String(err));
+          setError(errorMessage(err));
           onChanged();
         });
       }}

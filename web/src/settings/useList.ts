@@ -1,15 +1,14 @@
 // A settings list the server owns (secrets, profiles): loaded once, reloaded after each
 // change, with one error line and a busy flag that disables the section's buttons.
 import { useEffect, useState } from "react";
-
-const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
+import { errorMessage } from "../api/client";
 
 export function useList<T>(load: () => Promise<T[]>) {
   const [items, setItems] = useState<T[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
 
-  const reload = () => load().then(setItems, (e: unknown) => setError(message(e)));
+  const reload = () => load().then(setItems, (e: unknown) => setError(errorMessage(e)));
   useEffect(() => {
     void reload();
   }, []);
@@ -23,7 +22,7 @@ export function useList<T>(load: () => Promise<T[]>) {
       await reload();
       return true;
     } catch (e) {
-      setError(message(e));
+      setError(errorMessage(e));
       return false;
     } finally {
       setBusy(false);
