@@ -1,8 +1,8 @@
 // What a conversation starts with, chosen before its first message: the approval mode and
 // the model, above the home screen's composer and sent with the new conversation (POST).
 // An open conversation, empty or not, has both in its header.
-import { useEffect, useState } from "react";
-import { api, type ApprovalMode } from "../api/client";
+import type { ApprovalMode } from "../api/client";
+import { useModels } from "../conversations/useModels";
 
 export const MODES: { id: ApprovalMode; label: string; hint: string }[] = [
   { id: "ask", label: "Ask before risky", hint: "Ask before dangerous commands" },
@@ -24,18 +24,7 @@ export function StartOptions({
   choice: StartChoice;
   onChange: (next: StartChoice) => void;
 }) {
-  const [known, setKnown] = useState<string[]>([]);
-  useEffect(() => {
-    let live = true;
-    api.models().then(
-      (models) => live && setKnown(models.map((m) => m.id)),
-      () => live && setKnown([]),
-    );
-    return () => {
-      live = false;
-    };
-  }, []);
-  const models = choice.model && !known.includes(choice.model) ? [choice.model, ...known] : known;
+  const models = useModels(choice.model);
   return (
     <div className="start-options" role="group" aria-label="Start with">
       <label>

@@ -1,7 +1,8 @@
 // The conversation's model: the server's, or one of the models the server can reach.
 // A change applies from the next run (the timeline shows it as a notice).
-import { useEffect, useState } from "react";
+import { useState } from "react";
 import { api, errorMessage } from "../api/client";
+import { useModels } from "./useModels";
 
 export function ModelSelect({
   cid,
@@ -12,22 +13,10 @@ export function ModelSelect({
   model: string | null | undefined;
   onChanged: () => void;
 }) {
-  const [known, setKnown] = useState<string[]>([]);
+  const choices = useModels(model);
   const [error, setError] = useState<string | null>(null);
 
-  useEffect(() => {
-    let live = true;
-    api.models().then(
-      (models) => live && setKnown(models.map((m) => m.id)),
-      () => live && setKnown([]),
-    );
-    return () => {
-      live = false;
-    };
-  }, []);
-
   if (model === undefined) return null;
-  const choices = model && !known.includes(model) ? [model, ...known] : known;
   return (
     <select
       className="mode"
