@@ -2,11 +2,11 @@
 // change, with one error line and a busy flag that disables the section's buttons.
 import { useEffect, useState } from "react";
 import { errorMessage } from "../api/client";
+import { useAction } from "./useAction";
 
 export function useList<T>(load: () => Promise<T[]>) {
   const [items, setItems] = useState<T[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, act: run } = useAction();
 
   const reload = () => load().then(setItems, (e: unknown) => setError(errorMessage(e)));
   useEffect(() => {
@@ -14,20 +14,11 @@ export function useList<T>(load: () => Promise<T[]>) {
   }, []);
 
   /** Run a change, then show the list as the server has it (or why the change failed). */
-  const act = async (action: () => Promise<unknown>): Promise<boolean> => {
-    setBusy(true);
-    setError(null);
-    try {
+  const act = (action: () => Promise<unknown>): Promise<boolean> =>
+    run(async () => {
       await action();
       await reload();
-      return true;
-    } catch (e) {
-      setError(errorMessage(e));
-      return false;
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
 
   return { items, error, setError, busy, act };
 }
