@@ -31,12 +31,21 @@ export function ModelSelect({
         });
       }}
     >
+      <ModelOptions models={choices} />
+    </select>
+  );
+}
+
+/** The server's model (value "") first, then each model that can be chosen. */
+export function ModelOptions({ models }: { models: string[] }) {
+  return (
+    <>
       <option value="">Server's model</option>
-      {choices.map((id) => (
+      {models.map((id) => (
         <option key={id} value={id}>
           {id}
         </option>
       ))}
-    </select>
+    </>
   );
 }
