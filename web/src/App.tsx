@@ -1,6 +1,6 @@
 // The shell: conversations on the left, the open conversation, settings and first run.
 import { useCallback, useEffect, useState } from "react";
-import { ApiError, api, type Conversation, type Health, type Me } from "./api/client";
+import { ApiError, api, errorMessage, type Conversation, type Health, type Me } from "./api/client";
 import { Composer } from "./composer/Composer";
 import { DEFAULT_START, StartOptions, type StartChoice } from "./composer/StartOptions";
 import { ConversationView } from "./ConversationView";
@@ -47,14 +47,14 @@ export function App() {
     } catch (e) {
       if (e instanceof ApiError && e.status === 401) setMe(null);
       else if (e instanceof ApiError && e.status === 0) setOffline(true);
-      else setError(e instanceof Error ? e.message : String(e));
+      else setError(errorMessage(e));
     }
   }, []);
 
   useEffect(() => {
     api.me().then(setMe, (e: unknown) => {
       if (e instanceof ApiError && e.status === 401) setMe(null);
-      else setError(e instanceof Error ? e.message : String(e));
+      else setError(errorMessage(e));
     });
   }, []);
 
@@ -90,26 +90,28 @@ export function App() {
     setMenuOpen(true);
   };
 
+  // Every conversation made here (new, from a repo, a fork) is listed first and opened,
+  // with the message it is to start with, if any.
+  const openNew = useCallback(
+    (created: Conversation, firstMessage?: string) => {
+      // A poll may have listed it already, while it was being made.
+      setConversations((list) => [created, ...(list ?? []).filter((c) => c.id !== created.id)]);
+      if (firstMessage) setPending({ cid: created.id, text: firstMessage });
+      open(created.id);
+    },
+    [open],
+  );
+
   const create = async (firstMessage?: string) => {
     const chosen = firstMessage
       ? { title: titleFrom(firstMessage), approval_mode: start.approval_mode, model: start.model }
       : {};
     const created = await api.createConversation(chosen);
     if (firstMessage) setStart(DEFAULT_START);
-    setConversations((list) => [created, ...(list ?? [])]);
-    if (firstMessage) setPending({ cid: created.id, text: firstMessage });
-    open(created.id);
+    openNew(created, firstMessage);
   };
 
   const onStatus = useCallback((next: LiveStatus) => setLive(next), []);
-  const onForked = useCallback(
-    (forked: Conversation) => {
-      // A poll may have listed it already, while the message was being sent.
-      setConversations((list) => [forked, ...(list ?? []).filter((c) => c.id !== forked.id)]);
-      open(forked.id);
-    },
-    [open],
-  );
   const onSent = useCallback(
     (cid: string, content: string) => {
       const c = conversations?.find((x) => x.id === cid);
@@ -185,11 +187,7 @@ export function App() {
           open(cid);
         }}
         onCreate={newConversation}
-        onCreateFromRepo={async (repo) => {
-          const created = await api.createConversation({ title: titleFrom(repo.url), repo });
-          setConversations((list) => [created, ...(list ?? [])]);
-          open(created.id);
-        }}
+        onCreateFromRepo={async (repo) => openNew(await api.createConversation({ title: titleFrom(repo.url), repo }))}
         onRename={async (cid, title) => {
           await api.renameConversation(cid, title);
           await refresh();
@@ -225,7 +223,7 @@ export function App() {
             onMenu={() => setMenuOpen(true)}
             onChanged={() => void refresh()}
             onLeave={leave}
-            onForked={onForked}
+            onForked={openNew}
             emptyState={firstRun ?? <Welcome onPick={(text) => setPending({ cid: activeId, text })} />}
           />
         </ErrorBoundary>

@@ -1,6 +1,6 @@
 // How full the model's context is (used / window), and a way to compact it now.
 import { useState } from "react";
-import { api } from "./api/client";
+import { api, errorMessage } from "./api/client";
 import { formatTokens } from "./format";
 
 export function ContextMeter({
@@ -22,7 +22,7 @@ export function ContextMeter({
     try {
       await api.compact(cid);
     } catch (error) {
-      setProblem(error instanceof Error ? error.message : String(error));
+      setProblem(errorMessage(error));
     }
   };
   return (

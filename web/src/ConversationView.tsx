@@ -3,7 +3,7 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import { api, type ApprovalMode, type Conversation } from "./api/client";
 import { ContextMeter } from "./ContextMeter";
 import { Composer } from "./composer/Composer";
-import { MODES } from "./composer/StartOptions";
+import { ModeOptions, MODES } from "./composer/StartOptions";
 import { SecretsPicker, SecretsWarning } from "./conversations/ConversationSecrets";
 import { ModelSelect } from "./conversations/ModelSelect";
 import { NetworkSelect, networkLabel, useSandboxNetwork } from "./conversations/NetworkSelect";
@@ -35,11 +35,7 @@ function ApprovalModeSelect({
         void api.setApprovalMode(cid, e.target.value as ApprovalMode).then(onChanged, onChanged);
       }}
     >
-      {MODES.map((m) => (
-        <option key={m.id} value={m.id} title={m.hint}>
-          {m.label}
-        </option>
-      ))}
+      <ModeOptions />
     </select>
   );
 }

@@ -67,6 +67,40 @@ export class ApiError extends Error {
   }
 }
 
+const UNREACHABLE = "The server cannot be reached. Is `burrow serve` running?";
+
+/** `fetch`, with a network failure as an ApiError of status 0. */
+async function reach(path: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(path, init);
+  } catch {
+    throw new ApiError(0, "network", UNREACHABLE);
+  }
+}
+
+/**
+ * The one reading of a failed answer's body: the server's `{error: {code, message}}`
+ * (DESIGN.md §3), or `fallback` with code `http_error` when the body is not that (a proxy's
+ * HTML page, no body, other JSON).
+ */
+export function apiError(status: number, body: unknown, fallback: string): ApiError {
+  const error = typeof body === "object" && body !== null ? (body as { error?: unknown }).error : undefined;
+  if (typeof error !== "object" || error === null) return new ApiError(status, "http_error", fallback);
+  const { code, message } = error as { code: string; message: string };
+  return new ApiError(status, code, message);
+}
+
+/** A failed response as an ApiError, its body read as JSON if it is JSON. */
+async function failure(response: Response, fallback = `HTTP ${response.status}`): Promise<ApiError> {
+  const body: unknown = await response.json().catch(() => null);
+  return apiError(response.status, body, fallback);
+}
+
+/** What an error says, for the UI: an Error's message, anything else as text. */
+export function errorMessage(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
 async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
   const init: RequestInit = { method, headers: {} };
   if (method !== "GET" && method !== "DELETE") {
@@ -74,23 +108,8 @@ async function request<T>(method: string, path: string, body?: unknown): Promise
     init.headers = { "Content-Type": "application/json" };
     init.body = JSON.stringify(body ?? {});
   }
-  let response: Response;
-  try {
-    response = await fetch(path, init);
-  } catch {
-    throw new ApiError(0, "network", "The server cannot be reached. Is `burrow serve` running?");
-  }
-  if (!response.ok) {
-    let code = "http_error";
-    let message = `${method} ${path} failed with ${response.status}`;
-    try {
-      const payload = (await response.json()) as { error?: { code: string; message: string } };
-      if (payload.error) ({ code, message } = payload.error);
-    } catch {
-      // not JSON: keep the generic message
-    }
-    throw new ApiError(response.status, code, message);
-  }
+  const response = await reach(path, init);
+  if (!response.ok) throw await failure(response, `${method} ${path} failed with ${response.status}`);
   if (response.status === 204) return undefined as T;
   const type = response.headers.get("content-type") ?? "";
   return (type.includes("json") ? await response.json() : await response.text()) as T;
@@ -98,13 +117,6 @@ async function request<T>(method: string, path: string, body?: unknown): Promise
 
 const conv = (cid: string) => `/api/conversations/${encodeURIComponent(cid)}`;
 const q = (path: string) => `?path=${encodeURIComponent(path)}`;
-
-/** The server's `{error: {code, message}}` of a failed response, as an ApiError. */
-async function apiError(response: Response): Promise<ApiError> {
-  const payload = (await response.json().catch(() => ({}))) as { error?: { code: string; message: string } };
-  const error = payload.error ?? { code: "http_error", message: `HTTP ${response.status}` };
-  return new ApiError(response.status, error.code, error.message);
-}
 
 export type Me = Schemas["Me"];
 export type ApiToken = Schemas["TokenOut"];
@@ -163,21 +175,10 @@ export const api = {
   upload: async (cid: string, file: File): Promise<string> => {
     const form = new FormData();
     form.append("file", file, file.name || "pasted");
-    let response: Response;
-    try {
-      response = await fetch(`${conv(cid)}/uploads`, { method: "POST", body: form });
-    } catch {
-      throw new ApiError(0, "network", "The server cannot be reached. Is `burrow serve` running?");
-    }
-    const payload = (await response.json().catch(() => ({}))) as {
-      files?: string[];
-      error?: { code: string; message: string };
-    };
-    const path = payload.files?.[0];
-    if (!response.ok || path === undefined) {
-      const error = payload.error ?? { code: "http_error", message: `Upload failed (${response.status})` };
-      throw new ApiError(response.status, error.code, error.message);
-    }
+    const response = await reach(`${conv(cid)}/uploads`, { method: "POST", body: form });
+    const body: unknown = await response.json().catch(() => null);
+    const path = (body as { files?: string[] } | null)?.files?.[0];
+    if (!response.ok || path === undefined) throw apiError(response.status, body, `Upload failed (${response.status})`);
     return path;
   },
   /** Unpacks a .zip, .tar.gz/.tgz or git .bundle into the workspace (all or nothing). */
@@ -186,13 +187,8 @@ export const api = {
     form.append("file", file, file.name);
     form.append("extract", "true");
     if (folder) form.append("path", folder);
-    let response: Response;
-    try {
-      response = await fetch(`${conv(cid)}/uploads`, { method: "POST", body: form });
-    } catch {
-      throw new ApiError(0, "network", "The server cannot be reached. Is `burrow serve` running?");
-    }
-    if (!response.ok) throw await apiError(response);
+    const response = await reach(`${conv(cid)}/uploads`, { method: "POST", body: form });
+    if (!response.ok) throw await failure(response);
     const payload = (await response.json()) as { files: string[]; total?: number };
     return { files: payload.files, total: payload.total ?? payload.files.length };
   },
@@ -209,13 +205,7 @@ export const api = {
   /** The file's text, or null when the server says it is binary. */
   fileText: async (cid: string, path: string): Promise<string | null> => {
     const response = await fetch(`${conv(cid)}/files/content${q(path)}`);
-    if (!response.ok) {
-      const payload = (await response.json().catch(() => ({}))) as {
-        error?: { code: string; message: string };
-      };
-      const error = payload.error ?? { code: "http_error", message: `HTTP ${response.status}` };
-      throw new ApiError(response.status, error.code, error.message);
-    }
+    if (!response.ok) throw await failure(response);
     if (!(response.headers.get("content-type") ?? "").startsWith("text/")) return null;
     return response.text();
   },
@@ -223,7 +213,7 @@ export const api = {
   /** The file for the editor: its text (null when binary) and the ETag a save sends back. */
   fileForEdit: async (cid: string, path: string): Promise<{ text: string | null; etag: string | null }> => {
     const response = await fetch(`${conv(cid)}/files/content${q(path)}`);
-    if (!response.ok) throw await apiError(response);
+    if (!response.ok) throw await failure(response);
     const etag = response.headers.get("etag");
     if (!(response.headers.get("content-type") ?? "").startsWith("text/")) return { text: null, etag };
     return { text: await response.text(), etag };
@@ -232,13 +222,8 @@ export const api = {
   saveFile: async (cid: string, path: string, text: string, etag: string | null): Promise<SavedFile> => {
     const headers: Record<string, string> = { "Content-Type": "text/plain; charset=utf-8" };
     if (etag) headers["If-Match"] = etag;
-    let response: Response;
-    try {
-      response = await fetch(`${conv(cid)}/files/content${q(path)}`, { method: "PUT", headers, body: text });
-    } catch {
-      throw new ApiError(0, "network", "The server cannot be reached. Is `burrow serve` running?");
-    }
-    if (!response.ok) throw await apiError(response);
+    const response = await reach(`${conv(cid)}/files/content${q(path)}`, { method: "PUT", headers, body: text });
+    if (!response.ok) throw await failure(response);
     return (await response.json()) as SavedFile;
   },
   /** The workspace as a download, without Burrow's internals. */

@@ -1,6 +1,7 @@
 // The message box: Enter sends, Shift+Enter adds a line; during a run a message steers it.
 // Files pasted or dropped on it are uploaded at once and go with the next message.
 import { useEffect, useRef, useState } from "react";
+import { errorMessage } from "../api/client";
 import { COMPOSER_ID } from "../shortcuts";
 import { filesOf, isUploadedImage } from "./attachments";
 
@@ -49,7 +50,7 @@ export function Composer({
         const path = await onUpload(file);
         setAttachments((list) => [...list, path]);
       } catch (e) {
-        setError(`${file.name}: ${e instanceof Error ? e.message : String(e)}`);
+        setError(`${file.name}: ${errorMessage(e)}`);
       } finally {
         setUploading((n) => n - 1);
       }
@@ -66,7 +67,7 @@ export function Composer({
       setText("");
       setAttachments([]);
     } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
+      setError(errorMessage(e));
     } finally {
       setBusy(false);
       box.current?.focus();
@@ -78,7 +79,7 @@ export function Composer({
     try {
       await onStop();
     } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
+      setError(errorMessage(e));
     }
   };
 

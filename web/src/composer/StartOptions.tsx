@@ -1,14 +1,28 @@
 // What a conversation starts with, chosen before its first message: the approval mode and
 // the model, above the home screen's composer and sent with the new conversation (POST).
 // An open conversation, empty or not, has both in its header.
-import { useEffect, useState } from "react";
-import { api, type ApprovalMode } from "../api/client";
+import type { ApprovalMode } from "../api/client";
+import { ModelOptions } from "../conversations/ModelSelect";
+import { useModels } from "../conversations/useModels";
 
 export const MODES: { id: ApprovalMode; label: string; hint: string }[] = [
   { id: "ask", label: "Ask before risky", hint: "Ask before dangerous commands" },
   { id: "auto", label: "Auto-approve", hint: "Run everything inside the sandbox without asking" },
   { id: "read_only", label: "Read-only", hint: "Allow only calls that read" },
 ];
+
+/** The approval modes as a select's options, each with its hint. */
+export function ModeOptions() {
+  return (
+    <>
+      {MODES.map((m) => (
+        <option key={m.id} value={m.id} title={m.hint}>
+          {m.label}
+        </option>
+      ))}
+    </>
+  );
+}
 
 export interface StartChoice {
   approval_mode: ApprovalMode;
@@ -24,18 +38,7 @@ export function StartOptions({
   choice: StartChoice;
   onChange: (next: StartChoice) => void;
 }) {
-  const [known, setKnown] = useState<string[]>([]);
-  useEffect(() => {
-    let live = true;
-    api.models().then(
-      (models) => live && setKnown(models.map((m) => m.id)),
-      () => live && setKnown([]),
-    );
-    return () => {
-      live = false;
-    };
-  }, []);
-  const models = choice.model && !known.includes(choice.model) ? [choice.model, ...known] : known;
+  const models = useModels(choice.model);
   return (
     <div className="start-options" role="group" aria-label="Start with">
       <label>
@@ -46,11 +49,7 @@ export function StartOptions({
           value={choice.approval_mode}
           onChange={(e) => onChange({ ...choice, approval_mode: e.target.value as ApprovalMode })}
         >
-          {MODES.map((m) => (
-            <option key={m.id} value={m.id} title={m.hint}>
-              {m.label}
-            </option>
-          ))}
+          <ModeOptions />
         </select>
       </label>
       <label>
@@ -60,12 +59,7 @@ export function StartOptions({
           value={choice.model ?? ""}
           onChange={(e) => onChange({ ...choice, model: e.target.value || null })}
         >
-          <option value="">Server's model</option>
-          {models.map((id) => (
-            <option key={id} value={id}>
-              {id}
-            </option>
-          ))}
+          <ModelOptions models={models} />
         </select>
       </label>
     </div>

@@ -1,7 +1,7 @@
 // Which of the user's secrets a conversation's commands and terminals get, and a warning
 // when the sandbox could send them anywhere.
 import { useEffect, useState } from "react";
-import { api, type Network, type SecretName } from "../api/client";
+import { api, errorMessage, type Network, type SecretName } from "../api/client";
 import { useSandboxNetwork } from "./NetworkSelect";
 
 export function SecretsPicker({
@@ -31,7 +31,7 @@ export function SecretsPicker({
       },
       (e: unknown) => {
         setPicked(chosen);
-        setError(e instanceof Error ? e.message : String(e));
+        setError(errorMessage(e));
         onChanged();
       },
     );

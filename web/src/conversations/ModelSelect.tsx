@@ -1,7 +1,8 @@
 // The conversation's model: the server's, or one of the models the server can reach.
 // A change applies from the next run (the timeline shows it as a notice).
-import { useEffect, useState } from "react";
-import { api } from "../api/client";
+import { useState } from "react";
+import { api, errorMessage } from "../api/client";
+import { useModels } from "./useModels";
 
 export function ModelSelect({
   cid,
@@ -12,22 +13,10 @@ export function ModelSelect({
   model: string | null | undefined;
   onChanged: () => void;
 }) {
-  const [known, setKnown] = useState<string[]>([]);
+  const choices = useModels(model);
   const [error, setError] = useState<string | null>(null);
 
-  useEffect(() => {
-    let live = true;
-    api.models().then(
-      (models) => live && setKnown(models.map((m) => m.id)),
-      () => live && setKnown([]),
-    );
-    return () => {
-      live = false;
-    };
-  }, []);
-
   if (model === undefined) return null;
-  const choices = model && !known.includes(model) ? [model, ...known] : known;
   return (
     <select
       className="mode"
@@ -37,17 +26,26 @@ export function ModelSelect({
       onChange={(e) => {
         setError(null);
         api.setModel(cid, e.target.value).then(onChanged, (err: unknown) => {
-          setError(err instanceof Error ? err.message : String(err));
+          setError(errorMessage(err));
           onChanged();
         });
       }}
     >
+      <ModelOptions models={choices} />
+    </select>
+  );
+}
+
+/** The server's model (value "") first, then each model that can be chosen. */
+export function ModelOptions({ models }: { models: string[] }) {
+  return (
+    <>
       <option value="">Server's model</option>
-      {choices.map((id) => (
+      {models.map((id) => (
         <option key={id} value={id}>
           {id}
         </option>
       ))}
-    </select>
+    </>
   );
 }

@@ -1,6 +1,6 @@
 // A conversation's network policy: none, egress, or egress limited to the server's allowlist.
 import { useEffect, useState } from "react";
-import { api, type Network, type SandboxInfo } from "../api/client";
+import { api, errorMessage, type Network, type SandboxInfo } from "../api/client";
 
 /** How the sandbox is connected, as the server says (with the allowlist and any fallback). */
 export function useSandboxNetwork(cid: string, network: Network | undefined): SandboxInfo | null {
@@ -60,7 +60,7 @@ export function NetworkSelect({
       onChange={(e) => {
         setError(null);
         void api.setNetwork(cid, e.target.value as Network).then(onChanged, (err: unknown) => {
-          setError(err instanceof Error ? err.message : String(err));
+          setError(errorMessage(err));
           onChanged();
         });
       }}

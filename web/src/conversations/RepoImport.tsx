@@ -1,6 +1,6 @@
 // A new conversation from a git repository: the server clones it into the workspace.
 import { useState } from "react";
-import { api, type RepoIn, type SecretName } from "../api/client";
+import { api, errorMessage, type RepoIn, type SecretName } from "../api/client";
 
 export function RepoImport({ onCreate }: { onCreate: (repo: RepoIn) => Promise<void> }) {
   const [url, setUrl] = useState("");
@@ -18,7 +18,7 @@ export function RepoImport({ onCreate }: { onCreate: (repo: RepoIn) => Promise<v
       setRef("");
       setError(null);
     } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
+      setError(errorMessage(e));
     } finally {
       setBusy(false);
     }

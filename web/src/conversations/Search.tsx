@@ -1,7 +1,7 @@
 // Search across the person's conversations: titles and message text, from the sidebar.
 // Hits replace the list while there is a query; choosing one opens the conversation there.
 import { useEffect, useState } from "react";
-import { api, type SearchHit } from "../api/client";
+import { api, errorMessage, type SearchHit } from "../api/client";
 
 export const SEARCH_ID = "conversation-search";
 const DEBOUNCE_MS = 200;
@@ -66,7 +66,7 @@ export function SearchResults({
     const timer = setTimeout(() => {
       api.search(text).then(
         (found) => live && setHits(found),
-        (e: unknown) => live && setError(e instanceof Error ? e.message : String(e)),
+        (e: unknown) => live && setError(errorMessage(e)),
       );
     }, DEBOUNCE_MS);
     return () => {

@@ -1,6 +1,6 @@
 // What the agent changed in the workspace since a checkpoint, and restoring one (undoable).
 import { useCallback, useEffect, useState } from "react";
-import { api, type Checkpoint } from "../api/client";
+import { api, errorMessage, type Checkpoint } from "../api/client";
 import type { components } from "../api/schema";
 import { formatBytes } from "../format";
 
@@ -31,7 +31,7 @@ export function Changes({ cid, version }: { cid: string; version: number }) {
       setDiff(start ? await api.diff(cid, start) : null);
       setError(null);
     } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
+      setError(errorMessage(e));
     }
   }, [cid, from]);
 
@@ -46,7 +46,7 @@ export function Changes({ cid, version }: { cid: string; version: number }) {
       setUndo(done.undo_checkpoint_id);
       await load();
     } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
+      setError(errorMessage(e));
     } finally {
       setBusy(false);
     }

@@ -2,7 +2,7 @@
 // initial bundle stays small). Saves go through PUT …/files/content with the ETag the file
 // was read with, so a file the agent changed meanwhile is not silently overwritten.
 import { lazy, Suspense, useCallback, useEffect, useRef, useState } from "react";
-import { api, ApiError, type FileEntry } from "../api/client";
+import { api, ApiError, errorMessage, type FileEntry } from "../api/client";
 import { formatBytes } from "../format";
 
 const CodeView = lazy(() => import("./CodeView"));
@@ -15,8 +15,6 @@ type Status =
   | { kind: "saved" }
   | { kind: "conflict" }
   | { kind: "error"; message: string };
-
-const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 export function FileEditor({
   cid,
@@ -65,7 +63,7 @@ export function FileEditor({
           setEtag(file.etag);
         }
       },
-      (e: unknown) => live && !keepDraft.current && setError(message(e)),
+      (e: unknown) => live && !keepDraft.current && setError(errorMessage(e)),
     );
     return () => {
       live = false;
@@ -84,7 +82,7 @@ export function FileEditor({
         onSaved?.();
       } catch (e) {
         if (e instanceof ApiError && e.code === "file_changed") setStatus({ kind: "conflict" });
-        else setStatus({ kind: "error", message: message(e) });
+        else setStatus({ kind: "error", message: errorMessage(e) });
       }
     },
     [cid, entry.path, draft, etag, onSaved],

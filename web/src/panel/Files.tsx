@@ -1,6 +1,6 @@
 // The workspace: a lazily expanded tree, a viewer that edits (FileEditor), and downloads.
 import { useCallback, useEffect, useRef, useState } from "react";
-import { api, type FileEntry } from "../api/client";
+import { api, errorMessage, type FileEntry } from "../api/client";
 import { formatBytes } from "../format";
 import { FileEditor } from "./FileEditor";
 
@@ -32,7 +32,7 @@ function Dir({
           setError(null);
         }
       },
-      (e: unknown) => live && setError(e instanceof Error ? e.message : String(e)),
+      (e: unknown) => live && setError(errorMessage(e)),
     );
     return () => {
       live = false;
@@ -95,7 +95,7 @@ export function Files({
       setImported({ ok: true, text: `${file.name}: ${done.total} file${done.total === 1 ? "" : "s"} unpacked.` });
       setManual((m) => m + 1);
     } catch (e) {
-      setImported({ ok: false, text: `${file.name} was not unpacked: ${e instanceof Error ? e.message : String(e)}` });
+      setImported({ ok: false, text: `${file.name} was not unpacked: ${errorMessage(e)}` });
     }
   };
   const onSaved = useCallback(() => setManual((m) => m + 1), []); // sizes in the tree

@@ -1,6 +1,6 @@
 // Taking the workspace out: commit and push a branch, then open a GitHub pull request.
 import { useEffect, useState } from "react";
-import { api, type SecretName } from "../api/client";
+import { api, errorMessage, type SecretName } from "../api/client";
 
 function SecretSelect({
   label,
@@ -47,7 +47,7 @@ export function GitOut({ cid }: { cid: string }) {
     try {
       setResult(await what());
     } catch (e) {
-      setResult({ text: e instanceof Error ? e.message : String(e), error: true });
+      setResult({ text: errorMessage(e), error: true });
     } finally {
       setBusy(false);
     }

@@ -1,7 +1,7 @@
 // The app the agent started, on its own origin (DESIGN.md §5). The iframe opens a fresh
 // signed link from GET /previews (the journal's URL carries no credentials).
 import { useEffect, useRef, useState } from "react";
-import { ApiError, api, type PreviewLink } from "../api/client";
+import { ApiError, api, errorMessage, type PreviewLink } from "../api/client";
 
 export function Preview({
   cid,
@@ -39,7 +39,7 @@ export function Preview({
       (e: unknown) => {
         if (!live) return;
         if (e instanceof ApiError && e.status === 404) setLinks([]);
-        else setError(e instanceof Error ? e.message : String(e));
+        else setError(errorMessage(e));
       },
     );
     return () => {

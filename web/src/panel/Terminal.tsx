@@ -4,7 +4,7 @@ import { FitAddon } from "@xterm/addon-fit";
 import { Terminal as XTerm } from "@xterm/xterm";
 import "@xterm/xterm/css/xterm.css";
 import { useEffect, useRef, useState } from "react";
-import { ApiError, api } from "../api/client";
+import { ApiError, api, errorMessage } from "../api/client";
 
 // "reconnecting": the socket dropped and the server is asked whether the terminal still
 // exists; "lost": it does not (the server restarted, its shells with it); "ended": the shell
@@ -139,7 +139,7 @@ export default function Terminals({ cid }: { cid: string }) {
       setActive(terminal_id);
     } catch (e) {
       if (e instanceof ApiError && (e.status === 404 || e.status === 405)) setUnavailable(true);
-      else setError(e instanceof Error ? e.message : String(e));
+      else setError(errorMessage(e));
     }
   };
 
@@ -156,7 +156,7 @@ export default function Terminals({ cid }: { cid: string }) {
       (e: unknown) => {
         if (!live) return;
         if (e instanceof ApiError && (e.status === 404 || e.status === 405)) setUnavailable(true);
-        else setError(e instanceof Error ? e.message : String(e));
+        else setError(errorMessage(e));
         setIds([]);
       },
     );

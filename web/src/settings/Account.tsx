@@ -1,8 +1,8 @@
 // The caller's own account: its password, and API tokens for the command line.
 import { useEffect, useState } from "react";
-import { api, type ApiToken, type ApiTokenCreated } from "../api/client";
+import { api, errorMessage, type ApiToken, type ApiTokenCreated } from "../api/client";
 import { relativeTime } from "../format";
-import { ErrorLine, errorText, useAction } from "./useAction";
+import { ErrorLine, useAction } from "./useAction";
 
 const MIN_PASSWORD = 8; // the server's rule (burrow/api/routes/me.py)
 
@@ -75,7 +75,7 @@ export function TokensSection() {
   const [created, setCreated] = useState<ApiTokenCreated | null>(null);
   const { busy, error, setError, act } = useAction();
 
-  const reload = () => api.tokens().then(setTokens, (e: unknown) => setError(errorText(e)));
+  const reload = () => api.tokens().then(setTokens, (e: unknown) => setError(errorMessage(e)));
   useEffect(() => {
     void reload();
   }, []);

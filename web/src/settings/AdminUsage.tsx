@@ -1,7 +1,7 @@
 // The administrator's usage page: what each account spent (tokens, cost, from the
 // database) and, since the server started, runs by status and where their time went.
 import { useEffect, useState } from "react";
-import { api, type AdminUsage } from "../api/client";
+import { api, errorMessage, type AdminUsage } from "../api/client";
 
 const money = (n: number) => `$${n.toFixed(n < 1 ? 4 : 2)}`;
 const seconds = (n: number) => (n < 60 ? `${n.toFixed(1)} s` : `${(n / 60).toFixed(1)} min`);
@@ -11,7 +11,7 @@ export function AdminUsageSection() {
   const [error, setError] = useState<string | null>(null);
 
   useEffect(() => {
-    api.adminUsage().then(setUsage, (e: unknown) => setError(e instanceof Error ? e.message : String(e)));
+    api.adminUsage().then(setUsage, (e: unknown) => setError(errorMessage(e)));
   }, []);
 
   const since = usage?.since_start;

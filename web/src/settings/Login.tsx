@@ -1,6 +1,6 @@
 // Sign in: the server sets an HttpOnly session cookie that every later request carries.
 import { useState } from "react";
-import { api, type Me } from "../api/client";
+import { api, errorMessage, type Me } from "../api/client";
 
 export function Login({ onLoggedIn }: { onLoggedIn: (me: Me) => void }) {
   const [username, setUsername] = useState("admin");
@@ -16,7 +16,7 @@ export function Login({ onLoggedIn }: { onLoggedIn: (me: Me) => void }) {
           setBusy(true);
           setError(null);
           api.login(username, password).then(onLoggedIn, (err: unknown) => {
-            setError(err instanceof Error ? err.message : String(err));
+            setError(errorMessage(err));
             setBusy(false);
           });
         }}

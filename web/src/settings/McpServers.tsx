@@ -1,6 +1,6 @@
 // The MCP servers an administrator configured in mcp.json, as your conversations found them.
 import { useEffect, useState } from "react";
-import { api, type McpServer } from "../api/client";
+import { api, errorMessage, type McpServer } from "../api/client";
 
 const WHERE: Record<string, string> = {
   sandbox: "runs in each conversation's sandbox",
@@ -30,7 +30,7 @@ export function McpServersSection({ isAdmin = false }: { isAdmin?: boolean }) {
   const [saving, setSaving] = useState(false);
 
   useEffect(() => {
-    api.mcpServers().then(setServers, (e: unknown) => setError(e instanceof Error ? e.message : String(e)));
+    api.mcpServers().then(setServers, (e: unknown) => setError(errorMessage(e)));
   }, []);
 
   const edit = async () => {
@@ -38,7 +38,7 @@ export function McpServersSection({ isAdmin = false }: { isAdmin?: boolean }) {
     try {
       setDraft(JSON.stringify(await api.mcpConfig(), null, 2));
     } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
+      setError(errorMessage(e));
     }
   };
 
@@ -51,7 +51,7 @@ export function McpServersSection({ isAdmin = false }: { isAdmin?: boolean }) {
       setServers(await api.saveMcpConfig(parsed as Parameters<typeof api.saveMcpConfig>[0]));
       setDraft(null);
     } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
+      setError(errorMessage(e));
     } finally {
       setSaving(false);
     }

@@ -1,6 +1,6 @@
 // Model settings: stored on the server; the key is write-only (only a hint comes back).
 import { useEffect, useRef, useState } from "react";
-import { ApiError, api, type Me, type ModelSettings, type ProviderSettings } from "../api/client";
+import { ApiError, api, errorMessage, type Me, type ModelSettings, type ProviderSettings } from "../api/client";
 import { AppearanceSection } from "../ThemeToggle";
 import { PasswordSection, TokensSection } from "./Account";
 import { AdminUsageSection } from "./AdminUsage";
@@ -76,7 +76,7 @@ export function SettingsDialog({
       const result = await api.testProvider("anthropic");
       setTested(result.ok ? `✓ ${result.detail}` : `✗ ${result.detail}`);
     } catch (e) {
-      setTested(e instanceof Error ? e.message : String(e));
+      setTested(errorMessage(e));
     }
   };
 
@@ -88,7 +88,7 @@ export function SettingsDialog({
       onSaved(await api.saveModelSettings(update));
       onClose();
     } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
+      setError(errorMessage(e));
     } finally {
       setSaving(false);
     }
@@ -273,7 +273,7 @@ export function FirstRun({
             type="button"
             className="primary"
             onClick={() => {
-              onUseDemo().catch((e: unknown) => setError(e instanceof Error ? e.message : String(e)));
+              onUseDemo().catch((e: unknown) => setError(errorMessage(e)));
             }}
           >
             Use the demo model

@@ -1,7 +1,7 @@
 // Administrators: every account, to create, disable, promote, or give a new password.
 import { useEffect, useState } from "react";
-import { api, type Account, type AccountChange } from "../api/client";
-import { ErrorLine, errorText, useAction } from "./useAction";
+import { api, errorMessage, type Account, type AccountChange } from "../api/client";
+import { ErrorLine, useAction } from "./useAction";
 
 export function UsersSection({ selfId }: { selfId: string }) {
   const [accounts, setAccounts] = useState<Account[] | null>(null);
@@ -11,7 +11,7 @@ export function UsersSection({ selfId }: { selfId: string }) {
   const [resetting, setResetting] = useState<{ id: string; password: string } | null>(null);
   const { busy, error, setError, act } = useAction();
 
-  const reload = () => api.users().then(setAccounts, (e: unknown) => setError(errorText(e)));
+  const reload = () => api.users().then(setAccounts, (e: unknown) => setError(errorMessage(e)));
   useEffect(() => {
     void reload();
   }, []);

@@ -1,9 +1,6 @@
 // One pending action at a time in a settings section, and its error as text.
 import { useCallback, useState } from "react";
-
-export function errorText(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
+import { errorMessage } from "../api/client";
 
 export function useAction() {
   const [busy, setBusy] = useState(false);
@@ -15,7 +12,7 @@ export function useAction() {
       await action();
       return true;
     } catch (e) {
-      setError(errorText(e));
+      setError(errorMessage(e));
       return false;
     } finally {
       setBusy(false);

@@ -1,6 +1,6 @@
 // A tool call waiting for the person's decision.
 import { memo, useState } from "react";
-import { ApiError, api, type Decision } from "../api/client";
+import { ApiError, api, errorMessage, type Decision } from "../api/client";
 import type { ApprovalItem } from "./reducer";
 
 const LABELS: Record<string, string> = {
@@ -27,9 +27,7 @@ export const ApprovalCard = memo(function ApprovalCard({
       setError(
         e instanceof ApiError && e.status === 404
           ? "This server does not accept approvals yet."
-          : e instanceof Error
-            ? e.message
-            : String(e),
+          : errorMessage(e),
       );
     } finally {
       setBusy(false);

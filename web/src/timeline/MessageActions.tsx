@@ -3,6 +3,7 @@
 // (the journal before it, the workspace as the run found it), the message is sent in the
 // fork and the fork is opened. The conversation they came from stays as it was.
 import { useState } from "react";
+import { errorMessage } from "../api/client";
 
 /** Fork at `runId`, send `content` there and open the fork. */
 export type Resend = (runId: string, content: string, attachments: string[]) => Promise<void>;
@@ -35,7 +36,7 @@ function useResend(resend: Resend | undefined) {
     try {
       await resend(runId, content, attachments);
     } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
+      setError(errorMessage(e));
     } finally {
       setBusy(false);
     }

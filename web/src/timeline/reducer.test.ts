@@ -4,6 +4,7 @@ import {
   type AssistantItem,
   type ToolItem,
   type ViewState,
+  addUsage,
   initialState,
   reduce,
   runStatus,
@@ -488,5 +489,27 @@ describe("file.saved", () => {
     const notices = s.items.filter((i) => i.kind === "notice");
     expect(notices[0]).toMatchObject({ kind: "notice", text: "You saved src/app.py in the editor." });
     expect(notices).toHaveLength(2);
+  });
+});
+
+describe("usage", () => {
+  it("is summed the same way for the conversation and a subagent's card", () => {
+    seq = 0;
+    const s = reduce(initialState, [
+      ev("run.started", { run_id: "r1" }),
+      ev("usage", { prompt_tokens: 100, completion_tokens: 20, cost: 0.25 }),
+      ev("tool.started", { call_id: "t1", name: "task", arguments: {} }),
+      ev("usage", { prompt_tokens: 7, completion_tokens: 3, cost: 0.5, parent_call_id: "t1" }),
+      ev("usage", { prompt_tokens: 1, completion_tokens: 1, cost: 0, parent_call_id: "t1" }),
+    ]);
+    const card = s.items.find((i) => i.kind === "tool") as ToolItem;
+    expect(card.sub!.usage).toEqual({ prompt_tokens: 8, completion_tokens: 4, cost: 0.5 });
+    expect(s.usage).toEqual({ prompt_tokens: 108, completion_tokens: 24, cost: 0.75 });
+  });
+
+  it("addUsage counts a missing field as zero and keeps just the three totals", () => {
+    const total = { prompt_tokens: 1, completion_tokens: 2, cost: 0.5, cache_read_tokens: 9 };
+    expect(addUsage(total, {})).toEqual({ prompt_tokens: 1, completion_tokens: 2, cost: 0.5 });
+    expect(addUsage(total, { prompt_tokens: 10, cost: 1 })).toEqual({ prompt_tokens: 11, completion_tokens: 2, cost: 1.5 });
   });
 });

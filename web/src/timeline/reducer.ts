@@ -273,6 +273,18 @@ class Draft {
   }
 }
 
+/** `total` with one `usage` event's tokens and cost added (the conversation's, or a subagent's card). */
+export function addUsage(
+  total: UsageData,
+  more: { prompt_tokens?: number; completion_tokens?: number; cost?: number },
+): UsageData {
+  return {
+    prompt_tokens: total.prompt_tokens + (more.prompt_tokens ?? 0),
+    completion_tokens: total.completion_tokens + (more.completion_tokens ?? 0),
+    cost: total.cost + (more.cost ?? 0),
+  };
+}
+
 /**
  * A subagent's event goes to the timeline inside its parent `task` call's card; what the
  * conversation as a whole shows (usage, pending approvals, changed files) counts it too.
@@ -290,12 +302,7 @@ function applyNested(d: Draft, parentCallId: string, e: BurrowEvent): void {
   tool.sub = sub.finish();
   if (tool.sub.filesVersion !== files) d.s.filesVersion += 1;
   if (e.type === "usage") {
-    const u = d.s.usage;
-    d.s.usage = {
-      prompt_tokens: u.prompt_tokens + (e.data.prompt_tokens ?? 0),
-      completion_tokens: u.completion_tokens + (e.data.completion_tokens ?? 0),
-      cost: u.cost + (e.data.cost ?? 0),
-    };
+    d.s.usage = addUsage(d.s.usage, e.data);
   } else if (e.type === "approval.requested") {
     d.s.pendingApprovals = [...d.s.pendingApprovals, e.data.request_id];
   } else if (e.type === "approval.resolved") {
@@ -460,12 +467,7 @@ function apply(d: Draft, e: BurrowEvent, nested = false): void {
       });
       return;
     case "usage": {
-      const u = d.s.usage;
-      d.s.usage = {
-        prompt_tokens: u.prompt_tokens + (e.data.prompt_tokens ?? 0),
-        completion_tokens: u.completion_tokens + (e.data.completion_tokens ?? 0),
-        cost: u.cost + (e.data.cost ?? 0),
-      };
+      d.s.usage = addUsage(d.s.usage, e.data);
       if (!e.data.compaction) {
         d.s.contextUsed = (e.data.prompt_tokens ?? 0) + (e.data.completion_tokens ?? 0);
       }
