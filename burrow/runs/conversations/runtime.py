@@ -409,7 +409,8 @@ class Runtime:
             conversation = replace(conversation, model=profile.model)  # explicit wins
         model = self._model(conversation)
         budget = BudgetHook(
-            self.options.budget.overridden(conversation.budget), spent_before=conversation.cost
+            self.options.budget.overridden(conversation.budget),
+            spent_before=conversation.usage.cost,
         )
         self._budgets[cid] = budget
         bare = lambda: self.sandboxes.get(cid)  # noqa: E731
@@ -561,7 +562,7 @@ class Runtime:
             try:
                 specs = [tool.spec for tool in self.tools.values()]
                 system = Message(role="system", content=self.options.loop.system_prompt)
-                events, _, _ = await compact(
+                events, _ = await compact(
                     context,
                     model.provider,
                     model.compaction,

@@ -10,11 +10,13 @@ reads and what the browser's types say (`web/src/api/events.gen.ts`, generated f
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict
 
+from burrow.llm import base as llm
 from burrow.store.records import NewEvent
 
 
@@ -109,9 +111,27 @@ class Usage(Record):
     optional = frozenset({"cache_read_tokens", "cache_write_tokens", "compaction"})
 
     @classmethod
-    def of(cls, totals: dict[str, float]) -> Usage:
-        """Usage from summed fields (recovery adds up a run's usage events)."""
-        return cls.model_validate({k: v for k, v in totals.items() if k in cls.model_fields})
+    def of(cls, usage: llm.Usage, *, compaction: bool | None = None) -> Self:
+        """The wire form of `usage` (`compaction`: a summary call's)."""
+        return cls(
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            cost=usage.cost,
+            compaction=compaction,
+        )
+
+    @staticmethod
+    def read(data: Mapping[str, Any]) -> llm.Usage:
+        """The usage in a stored `usage` event's data (cache counts an older one lacks: 0)."""
+        return llm.Usage(
+            prompt_tokens=int(data.get("prompt_tokens") or 0),
+            completion_tokens=int(data.get("completion_tokens") or 0),
+            cache_read_tokens=int(data.get("cache_read_tokens") or 0),
+            cache_write_tokens=int(data.get("cache_write_tokens") or 0),
+            cost=float(data.get("cost") or 0.0),
+        )
 
 
 class ToolCall(Record):
