@@ -65,7 +65,11 @@ class NotSupported(SandboxError):
         )
 
 
-SandboxStatus = Literal["starting", "ready", "hibernated", "failed", "stopped"]
+SandboxStatus = Literal["starting", "ready", "hibernated", "failed"]
+"""A conversation's sandbox as its journal's `sandbox.status` events and the pool tell it."""
+HandleStatus = SandboxStatus | Literal["stopped"]
+"""A `Sandbox` object's own state: also `stopped` (not started yet, or stopped or
+destroyed), which no conversation is told: the pool reports it hibernated or failed."""
 
 
 @dataclass(frozen=True)
@@ -207,7 +211,7 @@ class Sandbox(Protocol):
         ...
 
     @property
-    def status(self) -> SandboxStatus: ...
+    def status(self) -> HandleStatus: ...
 
     def exec(self, request: ExecRequest) -> AsyncIterator[ExecEvent]:
         """Run a command; yields output chunks as they come and ends with one `ExecExit`.

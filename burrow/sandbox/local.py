@@ -39,11 +39,11 @@ from burrow.sandbox.backend import (
     ExecExit,
     ExecRequest,
     FileEntry,
+    HandleStatus,
     HttpUpstream,
     NetworkPlan,
     Sandbox,
     SandboxError,
-    SandboxStatus,
     closing_exec,
 )
 from burrow.sandbox.cgroups import Limits
@@ -117,7 +117,7 @@ class LocalSandbox:
         self.socket_path = socket_path
         self.client = AgentClient(str(socket_path), reply_timeout=agent_timeout)
         self.detail = ""  # why the sandbox is not ready, shown with UNAVAILABLE errors
-        self._status: SandboxStatus = "stopped"
+        self._status: HandleStatus = "stopped"
         self._process: asyncio.subprocess.Process | None = None
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._watchers: list[asyncio.Task[None]] = []
@@ -132,7 +132,7 @@ class LocalSandbox:
         return bwrap.SANDBOX_WORKSPACE
 
     @property
-    def status(self) -> SandboxStatus:
+    def status(self) -> HandleStatus:
         return self._status
 
     async def start(self, plan: BootPlan) -> None:

@@ -12,12 +12,16 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, ClassVar, Literal, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict
 
 from burrow.llm import base as llm
+from burrow.sandbox.backend import SandboxStatus
 from burrow.store.records import NewEvent
+
+if TYPE_CHECKING:
+    from burrow.tools import base as tools
 
 
 class EventType(enum.StrEnum):
@@ -46,7 +50,6 @@ class EventType(enum.StrEnum):
 
 
 RunStatus = Literal["completed", "failed", "canceled", "budget_exceeded"]
-SandboxStatus = Literal["starting", "ready", "hibernated", "failed"]
 Decision = Literal["allow_once", "allow_session", "deny"]
 Risk = Literal["safe", "mutating", "dangerous"]
 # A repository brought into the workspace: started, git's progress, then done or failed.
@@ -150,6 +153,9 @@ class ThinkingBlock(Record):
     optional = frozenset({"thinking", "signature", "data"})
 
 
+# The wire form of `burrow.tools.base.ToolKind`, the one declaration of what a tool may do:
+# there `shell` names the argument holding the command and `subloop` is the loop's own
+# business; the UI gets the flags. The class name and docstring are the UI's type.
 class ToolKind(Record):
     """What a tool declares it may do; a `shell` tool also does whatever its command does."""
 
@@ -158,6 +164,10 @@ class ToolKind(Record):
     destructive: bool
     network: bool
     shell: bool
+
+    @classmethod
+    def of(cls, kind: tools.ToolKind) -> ToolKind:
+        return cls.model_validate(kind.as_event())
 
 
 class BudgetHit(Record):

@@ -342,7 +342,7 @@ class AgentRun:
                     call_id=call.id,
                     name=call.name,
                     arguments=arguments if arguments is not None else call.raw,
-                    kind=ev.ToolKind(**(tool.kind if tool is not None else ToolKind()).as_event()),
+                    kind=ev.ToolKind.of(tool.kind if tool is not None else ToolKind()),
                 ),
                 self.run_id,
             ),
