@@ -112,7 +112,7 @@ async def main() -> None:
 
             provider.seconds = 0.0
             started = time.perf_counter()
-            events, _, _ = await compact(
+            events, _ = await compact(
                 context, provider, POLICY, Pricing(), overhead=900, run_id=None
             )
             for event in await journal.append(cid, *events):

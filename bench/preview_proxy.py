@@ -39,7 +39,7 @@ from burrow.preview.proxy import PreviewProxy
 from burrow.preview.tokens import PreviewSigner
 from burrow.preview_hosts import PreviewHosts
 from burrow.sandbox.backend import Sandbox
-from burrow.sandbox.client import AgentClient
+from burrow.sandbox.client import GuestClient
 from burrow.sandbox.local import LocalBackend
 from burrow.tools.base import ToolContext
 from burrow.tools.preview import PreviewTool
@@ -238,7 +238,7 @@ async def measure(
 
 
 async def load_generator(options: dict[str, Any]) -> dict[str, Any]:
-    agent = AgentClient(options["socket"])
+    agent = GuestClient(options["socket"])
 
     async def tunnel(cid: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         return await agent.open_tunnel(port)

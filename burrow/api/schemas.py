@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import datetime
 from typing import Literal
 
@@ -82,13 +83,7 @@ class ConversationOut(BaseModel):
             sandbox_status=c.sandbox_status,
             last_seq=c.last_seq,
             last_run_failed=c.status == "failed",
-            usage=Usage(
-                prompt_tokens=c.prompt_tokens,
-                completion_tokens=c.completion_tokens,
-                cost=c.cost,
-                cache_read_tokens=c.cache_read_tokens,
-                cache_write_tokens=c.cache_write_tokens,
-            ),
+            usage=Usage(**asdict(c.usage)),
             secrets=list(c.secrets),
             model=c.model,
             budget=Budget.model_validate(c.budget),

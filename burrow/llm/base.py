@@ -7,7 +7,7 @@ sees a provider's SDK objects.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 
@@ -89,13 +89,35 @@ class ToolCallDelta:
 
 @dataclass(frozen=True)
 class Usage:
-    """Tokens of one answer. `prompt_tokens` counts the whole input; the cache counts are
-    the parts of it read from or written to the provider's prompt cache."""
+    """Tokens of one answer or a sum of them, and what they cost. `prompt_tokens` counts the
+    whole input; the cache counts are the parts of it read from or written to the
+    provider's prompt cache. A provider reports tokens; `priced` adds the cost.
+
+    The one shape of usage: an answer's, a run's tally, a batch's change to the conversation
+    row and the row's totals are all this, summed with `+`."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cost: float = 0.0  # dollars
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            cost=self.cost + other.cost,
+        )
+
+    @property
+    def tokens(self) -> int:
+        """Prompt and completion tokens: what a `tokens` budget counts."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def priced(self, pricer: Pricer) -> Usage:
+        return replace(self, cost=pricer.cost(self))
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ class NetworkPlan:
 
 
 class ErrorCode(enum.StrEnum):
-    """Typed failure causes, shared by the in-sandbox agent and every backend."""
+    """Typed failure causes, shared by the in-sandbox guest and every backend."""
 
     PATH_ESCAPE = "path_escape"  # the path resolves outside the workspace
     NOT_FOUND = "not_found"  # no such file or directory
@@ -42,7 +42,7 @@ class ErrorCode(enum.StrEnum):
     TOO_LARGE = "too_large"
     PERMISSION_DENIED = "permission_denied"
     PROTOCOL = "protocol"  # malformed frame or version mismatch
-    UNAVAILABLE = "unavailable"  # the sandbox is not running or its agent died
+    UNAVAILABLE = "unavailable"  # the sandbox is not running or its guest died
     BOOT_FAILED = "boot_failed"
     NOT_SUPPORTED = "not_supported"
     INTERNAL = "internal"
@@ -65,7 +65,11 @@ class NotSupported(SandboxError):
         )
 
 
-SandboxStatus = Literal["starting", "ready", "hibernated", "failed", "stopped"]
+SandboxStatus = Literal["starting", "ready", "hibernated", "failed"]
+"""A conversation's sandbox as its journal's `sandbox.status` events and the pool tell it."""
+HandleStatus = SandboxStatus | Literal["stopped"]
+"""A `Sandbox` object's own state: also `stopped` (not started yet, or stopped or
+destroyed), which no conversation is told: the pool reports it hibernated or failed."""
 
 
 @dataclass(frozen=True)
@@ -127,7 +131,7 @@ class ExecRequest:
     # hibernating, and hibernation ends it.
     background: bool = False
     # The command (and all it starts) may change nothing but temporary files, enforced by
-    # the sandbox whatever the command says (agent/landlock.py); a backend that cannot
+    # the sandbox whatever the command says (guest/landlock.py); a backend that cannot
     # enforce it refuses the command (NOT_SUPPORTED), never runs it unrestricted.
     read_only: bool = False
 
@@ -203,11 +207,11 @@ class Sandbox(Protocol):
 
     @property
     def workspace(self) -> str:
-        """Absolute path of the workspace inside the sandbox (the agent's first cwd)."""
+        """Absolute path of the workspace inside the sandbox (the guest's first cwd)."""
         ...
 
     @property
-    def status(self) -> SandboxStatus: ...
+    def status(self) -> HandleStatus: ...
 
     def exec(self, request: ExecRequest) -> AsyncIterator[ExecEvent]:
         """Run a command; yields output chunks as they come and ends with one `ExecExit`.
@@ -248,7 +252,7 @@ class Sandbox(Protocol):
         ...
 
     async def ping(self) -> float:
-        """Round-trip to the in-sandbox agent, in seconds."""
+        """Round-trip to the in-sandbox guest, in seconds."""
         ...
 
     async def open_pty(

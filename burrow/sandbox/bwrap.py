@@ -2,7 +2,7 @@
 
 Nothing is visible unless it is bound here: the base system read-only, a curated part of
 /etc (never shadow files, /root or the server's data directory), the sandbox's own
-workspace read-write, and the agent package read-only. The environment is cleared.
+workspace read-write, and the guest package read-only. The environment is cleared.
 Under a root server the sandbox's ids are a subordinate range (idmap.py), never the
 host's root; /proc's host-wide writable files are read-only besides.
 """
@@ -16,8 +16,8 @@ from pathlib import Path
 from burrow.sandbox.backend import ErrorCode, SandboxError
 
 SANDBOX_WORKSPACE = "/workspace"
-SANDBOX_AGENT_ROOT = "/.burrow"  # the agent package is mounted at /.burrow/agent
-AGENT_DIR = Path(__file__).parent / "agent"
+SANDBOX_GUEST_ROOT = "/.burrow"  # the guest package is mounted at /.burrow/guest
+GUEST_DIR = Path(__file__).parent / "guest"
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 
@@ -69,14 +69,14 @@ TMP_SIZE_BYTES = 512 << 20
 # kernel refuse them; this stays true if a mapping ever goes wrong.
 PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
 
-# The agent's start: sys.argv is ["-c", "--listen-fd", N, "--workspace", DIR]. Isolated
+# The guest's start: sys.argv is ["-c", "--listen-fd", N, "--workspace", DIR]. Isolated
 # (-I: no PYTHON* variables, no user site, and no current directory on sys.path): its
 # modules come from its own read-only mount and the base system, never the workspace.
-AGENT_START = (
-    f"import sys; sys.path[:0] = [{SANDBOX_AGENT_ROOT!r}]; "
-    "from agent.server import main; main(sys.argv[1:])"
+GUEST_START = (
+    f"import sys; sys.path[:0] = [{SANDBOX_GUEST_ROOT!r}]; "
+    "from guest.server import main; main(sys.argv[1:])"
 )
-AGENT_FLAGS = ("-I", "-S", "-B")  # -S: no site (faster, nothing from site-packages)
+GUEST_FLAGS = ("-I", "-S", "-B")  # -S: no site (faster, nothing from site-packages)
 
 
 def find_bwrap() -> str:
@@ -118,7 +118,7 @@ def build_argv(
     workspace: Path,
     listen_fd: int,
     python: str,
-    agent_dir: Path = AGENT_DIR,
+    guest_dir: Path = GUEST_DIR,
     hostname: str = "burrow",
     seccomp_fd: int | None = None,
     info_fd: int | None = None,
@@ -127,7 +127,7 @@ def build_argv(
     env: dict[str, str] | None = None,
     userns_block_fd: int | None = None,
 ) -> list[str]:
-    """The full command that starts the sandbox with its agent listening on `listen_fd`.
+    """The full command that starts the sandbox with its guest listening on `listen_fd`.
 
     The network namespace has only loopback; egress mode plugs user-mode networking into
     it afterwards (see network.py), which needs the pid that `info_fd` reports, and its
@@ -201,19 +201,19 @@ def build_argv(
         str(workspace),
         SANDBOX_WORKSPACE,
         "--ro-bind",
-        str(agent_dir),
-        f"{SANDBOX_AGENT_ROOT}/agent",
+        str(guest_dir),
+        f"{SANDBOX_GUEST_ROOT}/guest",
         # bwrap's root is a tmpfs the sandbox could fill: only the workspace and /tmp
         # stay writable.
         "--remount-ro",
         "/",
         "--chdir",
-        SANDBOX_AGENT_ROOT,
+        SANDBOX_GUEST_ROOT,
         "--",
         python,
-        *AGENT_FLAGS,
-        "-c",  # not `-m agent`: runpy and what it imports cost the boot milliseconds
-        AGENT_START,
+        *GUEST_FLAGS,
+        "-c",  # not `-m guest`: runpy and what it imports cost the boot milliseconds
+        GUEST_START,
         "--listen-fd",
         str(listen_fd),
         "--workspace",

@@ -3,7 +3,7 @@
 Each sandbox gets `<controller root>/burrow/<id>`: on cgroup v1 one directory per
 controller (memory, pids, cpu: what this kind of host mounts separately), on v2 one
 directory in the unified tree. bwrap is moved into it before it executes (so every process
-of the sandbox, the agent included, is born inside), and the directories are removed when
+of the sandbox, the guest included, is born inside), and the directories are removed when
 the sandbox stops. Nothing outside `burrow/` is ever written.
 """
 

@@ -1,13 +1,13 @@
-"""The host side of the agent protocol: one Unix-socket connection per request.
+"""The host side of the guest protocol: one Unix-socket connection per request.
 
 Every request starts with the version handshake; error frames become
 `SandboxError(ErrorCode(code))`; a connection that cannot be made or breaks becomes
 `UNAVAILABLE`. Closing an exec stream before its exit kills the remote process group.
 
-The agent runs inside the sandbox, so it is as hostile as the code there: it can be
+The guest runs inside the sandbox, so it is as hostile as the code there: it can be
 stopped (`kill -STOP`), slowed down or replaced. Every wait for it has a deadline
 (`reply_timeout`; an exec stream gets its own timeout plus that), and a missed deadline
-raises `AgentUnresponsive`, on which the backend kills the sandbox from the host.
+raises `GuestUnresponsive`, on which the backend kills the sandbox from the host.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import time
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Mapping
 from typing import Any, Literal, TypeVar
 
-from burrow.sandbox.agent import protocol
 from burrow.sandbox.backend import (
     ErrorCode,
     ExecChunk,
@@ -28,11 +27,12 @@ from burrow.sandbox.backend import (
     FileEntry,
     SandboxError,
 )
+from burrow.sandbox.guest import protocol
 
 RECV_BYTES = 256 * 1024
-TUNNEL_BUFFER_BYTES = 256 * 1024  # a tunnel reader's buffer before it pauses the agent
-# A terminal's output frames: the agent sends at most 64 KiB; more is a broken (or
-# subverted) agent, refused before it is buffered.
+TUNNEL_BUFFER_BYTES = 256 * 1024  # a tunnel reader's buffer before it pauses the guest
+# A terminal's output frames: the guest sends at most 64 KiB; more is a broken (or
+# subverted) guest, refused before it is buffered.
 PTY_MAX_PAYLOAD_BYTES = 256 * 1024
 STDIN_FRAME_BYTES = 1 << 20  # a streamed stdin is sent in frames of at most this
 ABORT_WAIT_SECONDS = 2.0  # how long an early close waits for the killed command to exit
@@ -41,8 +41,8 @@ REPLY_TIMEOUT_SECONDS = 5.0  # connect, handshake and one answer; generous for a
 T = TypeVar("T")
 
 
-class AgentUnresponsive(SandboxError):
-    """The agent missed a deadline: stopped, hung or starved. The sandbox must be killed."""
+class GuestUnresponsive(SandboxError):
+    """The guest missed a deadline: stopped, hung or starved. The sandbox must be killed."""
 
     def __init__(self, what: str) -> None:
         super().__init__(ErrorCode.UNAVAILABLE, f"The sandbox agent did not answer {what}.")
@@ -115,7 +115,7 @@ class PtyConnection:
         self._send(protocol.encode_frame(protocol.SIGNAL, signal=signum))
 
     def close(self) -> None:
-        """Hang up: the agent sends the session SIGHUP, then SIGKILL."""
+        """Hang up: the guest sends the session SIGHUP, then SIGKILL."""
         self._conn.close()
 
     def _send(self, data: bytes) -> None:
@@ -125,8 +125,8 @@ class PtyConnection:
             pass  # the shell is gone; read() reports its end
 
 
-class AgentClient:
-    """Talks to the agent listening on `socket_path`."""
+class GuestClient:
+    """Talks to the guest listening on `socket_path`."""
 
     def __init__(
         self,
@@ -140,7 +140,7 @@ class AgentClient:
         self._hello = protocol.hello_frame(version)
 
     async def handshake(self, timeout: float | None = None) -> dict[str, Any]:
-        """Connect and exchange hellos; returns the agent's hello (version, features).
+        """Connect and exchange hellos; returns the guest's hello (version, features).
         `timeout` replaces the reply timeout (a boot has its own)."""
         until = asyncio.get_running_loop().time() + (timeout or self.reply_timeout)
         conn, hello = await self._within("the handshake in time", self._open(b""), until=until)
@@ -153,7 +153,7 @@ class AgentClient:
         return time.perf_counter() - started
 
     async def running_commands(self) -> int:
-        """How many one-shot commands the agent is running (terminals not counted)."""
+        """How many one-shot commands the guest is running (terminals not counted)."""
         frame = await self._request(protocol.PING, protocol.PONG)
         return _number(frame.header, "busy") or 0
 
@@ -199,7 +199,7 @@ class AgentClient:
         feeding: asyncio.Task[None] | None = None
         if request.stdin is not None and not isinstance(request.stdin, bytes):
             feeding = asyncio.create_task(_feed_stdin(conn, request.stdin))
-        # The agent kills a command at its timeout and reports the exit; one that has not
+        # The guest kills a command at its timeout and reports the exit; one that has not
         # reported it a reply timeout later is not going to.
         until = None
         if request.timeout is not None:
@@ -210,7 +210,7 @@ class AgentClient:
                 what = f"with the exit of a command {self.reply_timeout:g} s past its timeout"
                 try:
                     frame = await self._within(what, self._receive_alive(conn), until=until)
-                except AgentUnresponsive:
+                except GuestUnresponsive:
                     finished = True  # no abort to wait for: the sandbox is killed instead
                     raise
                 if frame.kind in (protocol.STDOUT, protocol.STDERR):
@@ -264,7 +264,7 @@ class AgentClient:
         return _entry(frame.header.get("entry"))
 
     async def open_tunnel(self, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        """A raw byte stream to 127.0.0.1:`port` inside the sandbox (see agent/tunnel.py)."""
+        """A raw byte stream to 127.0.0.1:`port` inside the sandbox (see guest/tunnel.py)."""
         return await self._within("a tunnel request", self._open_tunnel(port))
 
     async def _open_tunnel(self, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -300,8 +300,8 @@ class AgentClient:
     async def _within(
         self, what: str, work: Awaitable[T], *, until: float | Literal["reply"] | None = "reply"
     ) -> T:
-        """`work`, or AgentUnresponsive once the deadline has passed ("reply": a reply
-        timeout from now; None: none); the one place a wait for the agent gets its deadline."""
+        """`work`, or GuestUnresponsive once the deadline has passed ("reply": a reply
+        timeout from now; None: none); the one place a wait for the guest gets its deadline."""
         loop = asyncio.get_running_loop()
         when = loop.time() + self.reply_timeout if until == "reply" else until
         try:
@@ -310,11 +310,11 @@ class AgentClient:
         except TimeoutError:
             if until == "reply":
                 what = f"{what} within {self.reply_timeout:g} s"
-            raise AgentUnresponsive(what) from None
+            raise GuestUnresponsive(what) from None
 
     async def _receive_alive(self, conn: _Connection) -> protocol.Frame:
         """The next frame of a stream that may rightly stay silent for long (a quiet
-        command): while none comes, the agent must keep answering pings on the side."""
+        command): while none comes, the guest must keep answering pings on the side."""
         while True:
             try:
                 async with asyncio.timeout(self.reply_timeout):
@@ -371,7 +371,7 @@ class AgentClient:
                 while (await conn.receive()).kind != protocol.EXIT:
                     pass
         except (OSError, SandboxError, TimeoutError):
-            pass  # the agent also kills the group when the connection closes
+            pass  # the guest also kills the group when the connection closes
 
 
 async def _feed_stdin(conn: _Connection, chunks: AsyncIterable[bytes]) -> None:
@@ -382,7 +382,7 @@ async def _feed_stdin(conn: _Connection, chunks: AsyncIterable[bytes]) -> None:
             for start in range(0, len(chunk), STDIN_FRAME_BYTES):
                 piece = chunk[start : start + STDIN_FRAME_BYTES]
                 conn.send(protocol.encode_frame(protocol.STDIN, piece))
-            await conn.writer.drain()  # the agent's pace, not an unbounded buffer here
+            await conn.writer.drain()  # the guest's pace, not an unbounded buffer here
         conn.send(protocol.encode_frame(protocol.STDIN, eof=True))
     except (OSError, RuntimeError):
         pass  # the connection is gone; the exec stream reports how the command ended
@@ -436,7 +436,7 @@ def _entry(raw: object) -> FileEntry:
     return entry
 
 
-# Answers are read defensively: the agent lives in the sandbox and is as untrusted as it.
+# Answers are read defensively: the guest lives in the sandbox and is as untrusted as it.
 
 
 def _number(header: dict[str, Any], name: str) -> int | None:

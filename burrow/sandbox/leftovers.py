@@ -11,7 +11,7 @@ Everything is keyed by the data directory: mounts and loop images under
 the same host, are never touched; nor are those of a live process of the same data
 directory (`burrow run` beside `burrow serve`): only the holder of the data directory's
 sandbox lock reaps (`claim`), and the lock file names the holder's runtime directory
-(sockets, the agent's copy under /tmp), which the next holder removes. A mount still
+(sockets, the guest's copy under /tmp), which the next holder removes. A mount still
 busy after its processes were killed is left as it is: the next boot adopts it
 (`WorkspaceDisk.mount` keeps a mounted workspace); mounting the image a second time beside
 it could corrupt it.

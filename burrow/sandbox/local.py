@@ -1,13 +1,13 @@
-"""The local backend: one long-lived bubblewrap sandbox per id, each with its own agent.
+"""The local backend: one long-lived bubblewrap sandbox per id, each with its own guest.
 
-The host binds the agent's Unix socket and hands the listening fd to the sandbox
+The host binds the guest's Unix socket and hands the listening fd to the sandbox
 (socket activation), so the sandbox never sees the socket path and the host can connect
-at once: the handshake completes when the agent is up, with no polling. The host closes
-its copy of the listener, so a dead agent refuses connections instead of hanging them.
+at once: the handshake completes when the guest is up, with no polling. The host closes
+its copy of the listener, so a dead guest refuses connections instead of hanging them.
 
-The agent shares the sandbox with the code it runs, which can stop or starve it: every
+The guest shares the sandbox with the code it runs, which can stop or starve it: every
 call to it goes through `_call` (or the exec stream), whose waits have deadlines (see
-client.py); an agent that misses one gets its sandbox killed from the host — bwrap's
+client.py); a guest that misses one gets its sandbox killed from the host — bwrap's
 process group, then the pid namespace and the cgroup — never waited on.
 """
 
@@ -39,18 +39,18 @@ from burrow.sandbox.backend import (
     ExecExit,
     ExecRequest,
     FileEntry,
+    HandleStatus,
     HttpUpstream,
     NetworkPlan,
     Sandbox,
     SandboxError,
-    SandboxStatus,
     closing_exec,
 )
 from burrow.sandbox.cgroups import Limits
 from burrow.sandbox.client import (
     REPLY_TIMEOUT_SECONDS,
-    AgentClient,
-    AgentUnresponsive,
+    GuestClient,
+    GuestUnresponsive,
     PtyConnection,
 )
 from burrow.sandbox.disk import WorkspaceDisk
@@ -76,7 +76,7 @@ class BootPlan:
 
     bwrap: str
     python: str
-    agent_dir: Path
+    guest_dir: Path
     boot_timeout: float
     seccomp_filter: bytes | None
     limits: Limits | None
@@ -115,9 +115,9 @@ class LocalSandbox:
         self._proxy: AllowlistProxy | None = None
         self.workspace_dir = workspace_dir  # on the host
         self.socket_path = socket_path
-        self.client = AgentClient(str(socket_path), reply_timeout=agent_timeout)
+        self.client = GuestClient(str(socket_path), reply_timeout=agent_timeout)
         self.detail = ""  # why the sandbox is not ready, shown with UNAVAILABLE errors
-        self._status: SandboxStatus = "stopped"
+        self._status: HandleStatus = "stopped"
         self._process: asyncio.subprocess.Process | None = None
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._watchers: list[asyncio.Task[None]] = []
@@ -132,11 +132,11 @@ class LocalSandbox:
         return bwrap.SANDBOX_WORKSPACE
 
     @property
-    def status(self) -> SandboxStatus:
+    def status(self) -> HandleStatus:
         return self._status
 
     async def start(self, plan: BootPlan) -> None:
-        """Boot the sandbox and wait until its agent answers the handshake.
+        """Boot the sandbox and wait until its guest answers the handshake.
 
         A cancelled caller does not interrupt the boot halfway (a bwrap killed during its
         own set-up can leave the namespace's init behind); the boot finishes, then stops.
@@ -201,7 +201,7 @@ class LocalSandbox:
                 workspace=plan.stage.path_for(self.id) if plan.stage else self.workspace_dir,
                 listen_fd=listener.fileno(),
                 python=plan.python,
-                agent_dir=plan.agent_dir,
+                guest_dir=plan.guest_dir,
                 seccomp_fd=seccomp_fd,
                 info_fd=info_fd,
                 tmp_size_bytes=(plan.limits.tmp_mb << 20) if plan.limits else bwrap.TMP_SIZE_BYTES,
@@ -359,7 +359,7 @@ class LocalSandbox:
         self._proxy = proxy
 
     async def stop(self) -> None:
-        """Kill every process of the sandbox from the host; nothing here waits on the agent.
+        """Kill every process of the sandbox from the host; nothing here waits on the guest.
 
         SIGKILL to bwrap's process group ends the pid namespace's init, and the kernel then
         kills every process of the namespace (stopped ones too); the cgroup is swept after.
@@ -393,7 +393,7 @@ class LocalSandbox:
         self._check_ready()
         before = self.cgroup.usage() if self.cgroup else None
         try:
-            # aclosing: closing this stream must close (and so kill) the agent's at once.
+            # aclosing: closing this stream must close (and so kill) the guest's at once.
             async with closing_exec(self.client.exec(request)) as events:
                 async for event in events:
                     if isinstance(event, ExecExit):
@@ -460,7 +460,7 @@ class LocalSandbox:
         return await self._call(self.client.ping)
 
     async def _call(self, request: Callable[[], Awaitable[T]]) -> T:
-        """Every host -> agent request goes through here (exec streams through `exec`):
+        """Every host -> guest request goes through here (exec streams through `exec`):
         the client owns the deadline, this the error mapping."""
         self._check_ready()
         try:
@@ -480,9 +480,9 @@ class LocalSandbox:
         )
 
     async def _explain(self, exc: SandboxError) -> SandboxError:
-        """Turn a broken connection into the reason the sandbox died, when it did; an
-        agent that missed a deadline is killed with its sandbox, never waited on."""
-        if isinstance(exc, AgentUnresponsive):
+        """Turn a broken connection into the reason the sandbox died, when it did; a
+        guest that missed a deadline is killed with its sandbox, never waited on."""
+        if isinstance(exc, GuestUnresponsive):
             if self._status == "ready":
                 await self.stop()
                 self._fail(
@@ -503,7 +503,7 @@ class LocalSandbox:
         self._status, self.detail = "failed", reason
 
     async def _collect_stderr(self, process: asyncio.subprocess.Process) -> None:
-        """Keep the last lines bwrap and the agent wrote: a boot failure's reason. Bounded
+        """Keep the last lines bwrap and the guest wrote: a boot failure's reason. Bounded
         per line too, as the sandbox's code can write there (/proc/1/fd/2)."""
         assert process.stderr is not None
         rest = b""
@@ -526,7 +526,7 @@ class LocalSandbox:
         self._fail(f"the sandbox agent died ({how}){': ' + stderr if stderr else ''}")
 
     async def _boot_failure(self, process: asyncio.subprocess.Process, exc: Exception) -> str:
-        if isinstance(exc, (TimeoutError, AgentUnresponsive)):
+        if isinstance(exc, (TimeoutError, GuestUnresponsive)):
             return "the sandbox agent did not answer in time"
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(1.0):
@@ -574,12 +574,12 @@ class LocalBackend:
         self.allow_domains = allow_domains or None  # empty: egress goes anywhere public
         self.proxy_limits = proxy_limits
         self.seccomp = seccomp
-        self.agent_timeout = agent_timeout  # past it, an agent that has not answered is killed
+        self.agent_timeout = agent_timeout  # past it, a guest that has not answered is killed
         self._runtime_dir: Path | None = None  # made on first use (the stage: stage.py)
         self._sandboxes: dict[str, LocalSandbox] = {}
         self._locks: dict[str, asyncio.Lock] = {}
-        self._agent_dir: Path | None = None
-        self._agent_lock = asyncio.Lock()
+        self._guest_dir: Path | None = None
+        self._guest_lock = asyncio.Lock()
         self._seccomp_filter: bytes | None = None
         self._ids: IdRange | None = None
         self._ids_known = False
@@ -686,7 +686,7 @@ class LocalBackend:
         return BootPlan(
             bwrap=bwrap_bin,
             python=self.python,
-            agent_dir=await self._prepared_agent(),
+            guest_dir=await self._prepared_guest(),
             boot_timeout=self.boot_timeout,
             seccomp_filter=self._seccomp_filter,
             limits=self.limits,
@@ -735,31 +735,31 @@ class LocalBackend:
         if self._runtime_dir is not None:
             remove_runtime_dir(self._runtime_dir)
             self._runtime_dir = None
-            self._agent_dir = None
+            self._guest_dir = None
         self.reaper.close()  # last: the sandboxes are stopped
 
-    async def _prepared_agent(self) -> Path:
-        """A private copy of the agent package, byte-compiled by the sandbox's Python.
+    async def _prepared_guest(self) -> Path:
+        """A private copy of the guest package, byte-compiled by the sandbox's Python.
 
-        The agent runs with -B from a read-only mount, so it could never cache its own
+        The guest runs with -B from a read-only mount, so it could never cache its own
         bytecode; compiling on every boot would add ~20 ms to each create.
         """
-        async with self._agent_lock:
-            if self._agent_dir is None:
-                target = self._runtime_path() / "agent"
+        async with self._guest_lock:
+            if self._guest_dir is None:
+                target = self._runtime_path() / "guest"
                 shutil.rmtree(target, ignore_errors=True)
                 shutil.copytree(
-                    bwrap.AGENT_DIR, target, ignore=shutil.ignore_patterns("__pycache__")
+                    bwrap.GUEST_DIR, target, ignore=shutil.ignore_patterns("__pycache__")
                 )
                 compiling = await asyncio.create_subprocess_exec(
                     *(self.python, "-E", "-S", "-m", "compileall", "-q", str(target)),
                     stdout=asyncio.subprocess.DEVNULL,
                     stderr=asyncio.subprocess.DEVNULL,
                 )
-                await compiling.wait()  # if it fails the agent only starts slower
+                await compiling.wait()  # if it fails the guest only starts slower
                 _readable_by_all(target)  # bwrap reads it as the sandbox's uid
-                self._agent_dir = target
-            return self._agent_dir
+                self._guest_dir = target
+            return self._guest_dir
 
     def _runtime_path(self) -> Path:
         if self._runtime_dir is None:

@@ -6,9 +6,9 @@ wall. The filter removes kernel attack surface that a build never needs — moun
 module loading, kexec, BPF, perf, keyrings, userfaultfd, io_uring, handle-based opens,
 vsock, netlink other than NETLINK_ROUTE, new user namespaces — and terminal input
 injection (TIOCSTI). It also
-refuses every way into another process: the sandbox's init and its agent share the
+refuses every way into another process: the sandbox's init and its guest share the
 sandbox's uid, so ptrace, process_vm_*, pidfd_getfd and kcmp would let any command take
-the agent's socket or memory. The price: strace and gdb do not work inside a sandbox.
+the guest's socket or memory. The price: strace and gdb do not work inside a sandbox.
 Each refused call fails with EPERM, so programs see an ordinary permission error.
 """
 
@@ -66,7 +66,7 @@ BLOCKED_X86_64 = {
     "fsconfig": 431,
     "fsmount": 432,
     "mount_setattr": 442,
-    # into another process of the sandbox (the agent, the namespace's init)
+    # into another process of the sandbox (the guest, the namespace's init)
     "ptrace": 101,
     "process_vm_readv": 310,
     "process_vm_writev": 311,

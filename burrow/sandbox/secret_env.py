@@ -18,10 +18,10 @@ from burrow.sandbox.backend import (
     ExecExit,
     ExecRequest,
     FileEntry,
+    HandleStatus,
     HttpUpstream,
     PtySession,
     Sandbox,
-    SandboxStatus,
     closing_exec,
 )
 from burrow.sandbox.masking import MaskedStream, SecretMask
@@ -89,7 +89,7 @@ class SecretSandbox:
         return self._inner.workspace
 
     @property
-    def status(self) -> SandboxStatus:
+    def status(self) -> HandleStatus:
         return self._inner.status
 
     async def exec(self, request: ExecRequest) -> AsyncIterator[ExecEvent]:

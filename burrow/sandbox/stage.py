@@ -4,15 +4,15 @@ bwrap resolves every bind source by path with the sandbox's credentials (idmap.p
 range's root, no capability over host files), and the data directory sits under paths
 only the host's root may pass (`/root/.local/share/burrow`, 0700 directories). So the
 backend's runtime directory is the stage: owned by root, group the range, mode 0710 —
-the sandbox's uid may pass through it and nobody else may — holding the agent's copy,
+the sandbox's uid may pass through it and nobody else may — holding the guest's copy,
 the resolver file, and, for a sandbox's boot only, its workspace bound under `stage/`.
-Once bwrap has set up its mount namespace (the agent answered), the stage's bind is
+Once bwrap has set up its mount namespace (the guest answered), the stage's bind is
 detached: the sandbox keeps its own mount, the host path is empty again. A server
 killed mid-boot leaves the bind behind; the next one detaches it before it removes the
 old runtime directory (leftovers.reap_runtime_dir).
 
-Agent sockets stay 0600: the range's uid passes through the directory but cannot
-connect to another sandbox's agent.
+Guest sockets stay 0600: the range's uid passes through the directory but cannot
+connect to another sandbox's guest.
 """
 
 from __future__ import annotations

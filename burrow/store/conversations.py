@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 import sqlalchemy as sa
 
+from burrow.llm.base import Usage
 from burrow.store.database import Database
 from burrow.store.records import Conversation, utc
 from burrow.store.schema import conversations
@@ -34,14 +35,16 @@ def _conversation(row: Any) -> Conversation:
         status=row.status,
         sandbox_status=row.sandbox_status,
         last_seq=row.last_seq,
-        prompt_tokens=row.prompt_tokens,
-        completion_tokens=row.completion_tokens,
-        cost=row.cost,
+        usage=Usage(
+            prompt_tokens=row.prompt_tokens,
+            completion_tokens=row.completion_tokens,
+            cache_read_tokens=row.cache_read_tokens,
+            cache_write_tokens=row.cache_write_tokens,
+            cost=row.cost,
+        ),
         secrets=tuple(json.loads(row.secrets)),
         model=row.model,
         budget=json.loads(row.budget or "{}"),
-        cache_read_tokens=row.cache_read_tokens,
-        cache_write_tokens=row.cache_write_tokens,
         network=row.network,
     )
 

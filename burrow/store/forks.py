@@ -25,10 +25,10 @@ class ForkStore:
         self._db = db
 
     async def copy(
-        self, source: str, title: str, journal: Sequence[Event], usage: ProjectionChange
+        self, source: str, title: str, journal: Sequence[Event], change: ProjectionChange
     ) -> str:
         """A new conversation like `source`, holding `journal` renumbered from seq 1 (the
-        events keep their type, time, run and data); `usage` is what the journal's events
+        events keep their type, time, run and data); `change` is what the journal's events
         do to a conversation row (runs/journal/journal.py's projection). -> its id"""
         cid = new_id("c")
         now = datetime.now(UTC)
@@ -46,14 +46,14 @@ class ForkStore:
                 updated_at=now,
                 # At rest, as its journal left it ("failed" after a failed run); open runs
                 # are closed by the caller's next append.
-                status=usage.status if usage.status == "failed" else "idle",
+                status=change.status if change.status == "failed" else "idle",
                 sandbox_status="none",
                 last_seq=len(journal),
-                prompt_tokens=usage.prompt_tokens,
-                completion_tokens=usage.completion_tokens,
-                cache_read_tokens=usage.cache_read_tokens,
-                cache_write_tokens=usage.cache_write_tokens,
-                cost=usage.cost,
+                prompt_tokens=change.usage.prompt_tokens,
+                completion_tokens=change.usage.completion_tokens,
+                cache_read_tokens=change.usage.cache_read_tokens,
+                cache_write_tokens=change.usage.cache_write_tokens,
+                cost=change.usage.cost,
             )
             conn.execute(conversations.insert().values(**values))
             if journal:

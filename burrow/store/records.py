@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from burrow.llm.base import Usage
+
 
 def utc(value: datetime) -> datetime:
     """A stored datetime as an aware UTC one (SQLite hands them back naive)."""
@@ -33,14 +35,10 @@ class Conversation:
     status: str
     sandbox_status: str
     last_seq: int
-    prompt_tokens: int
-    completion_tokens: int
-    cost: float
+    usage: Usage  # everything its runs have spent
     secrets: tuple[str, ...] = ()  # names of the owner's secrets its commands get
     model: str | None = None  # `[provider:]model`; None: the server's model
     budget: dict[str, float] = field(default_factory=dict)  # overrides of the run limits
-    cache_read_tokens: int = 0  # of the prompt tokens, read from the provider's cache
-    cache_write_tokens: int = 0  # of the prompt tokens, written to it
     network: str | None = None  # "none" | "egress"; None: the server's default policy
 
 
@@ -87,11 +85,7 @@ class ProjectionChange:
 
     status: str | None = None
     sandbox_status: str | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    cost: float = 0.0
+    usage: Usage = field(default_factory=Usage)  # added to the row's totals
     # Whether the batch is conversation activity (messages, runs), which orders the list;
     # sandbox wakes and hibernations are not.
     activity: bool = False

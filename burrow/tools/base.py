@@ -38,7 +38,7 @@ class ToolKind:
     subloop: bool = False
 
     def as_event(self) -> dict[str, bool]:
-        """The flags as `tool.started` carries them (`kind`) for the UI."""
+        """The flags as `tool.started` carries them (`kind`: events.ToolKind) for the UI."""
         return {
             "reads": self.reads,
             "writes": self.writes,

@@ -29,7 +29,7 @@ import httpx
 from tests.api.harness import ADMIN_PASSWORD, log_in, serve_process, sse_events
 from tests.api.test_output_bounds import until_idle
 from tests.proof.test_slow_clients import all_events
-from tests.sandbox.harness import agent_of, host_pids
+from tests.sandbox.harness import guest_of, host_pids
 
 Event = dict[str, Any]
 
@@ -104,7 +104,7 @@ async def test_the_agent_killed_mid_call_fails_the_call_clearly_and_the_next_wor
             async with asyncio.timeout(60):
                 while not host_pids(marker):  # noqa: ASYNC110 (polling the host's /proc)
                     await asyncio.sleep(0.05)
-            _, agent = agent_of(marker)
+            _, agent = guest_of(marker)
             os.kill(agent, signal.SIGKILL)
             await until_idle(client, cid)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from burrow.sandbox.backend import Backend, ExecChunk, ExecExit, ExecRequest, PtySession, Sandbox
-from burrow.sandbox.bwrap import AGENT_FLAGS, AGENT_START
+from burrow.sandbox.bwrap import GUEST_FLAGS, GUEST_START
 from burrow.sandbox.cgroups import Limits
 from burrow.sandbox.local import LocalBackend, LocalSandbox
 
@@ -172,19 +172,19 @@ def process_state(pid: int) -> str:
         return ""
 
 
-def agent_of(marker: bytes) -> tuple[str, int]:
+def guest_of(marker: bytes) -> tuple[str, int]:
     """The pid namespace of the sandbox running the process marked `marker`, and the host
-    pid of that sandbox's agent (the namespace's pid 2: python, not bwrap's pid 1)."""
+    pid of that sandbox's guest (the namespace's pid 2: python, not bwrap's pid 1)."""
     marked = host_pids(marker)
     assert marked, f"no process marked {marker!r}"
     namespace = os.readlink(f"/proc/{marked[0]}/ns/pid")
     for pid in namespace_members(namespace):
         with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as f:
             argv = f.read().split(b"\0")
-            flags = [flag.encode() for flag in (*AGENT_FLAGS, "-c", AGENT_START)]
+            flags = [flag.encode() for flag in (*GUEST_FLAGS, "-c", GUEST_START)]
             if argv[1 : 1 + len(flags)] == flags:
                 return namespace, pid
-    raise AssertionError(f"no agent in the sandbox of {marker!r}")
+    raise AssertionError(f"no guest in the sandbox of {marker!r}")
 
 
 async def wait_for_state(pid: int, state: str, within: float = 10.0) -> None:

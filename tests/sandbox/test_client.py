@@ -1,4 +1,4 @@
-"""The host's agent client against a hostile agent: one that never answers, goes silent
+"""The host's guest client against a hostile guest: one that never answers, goes silent
 under a command, or sends malformed answers. Every wait ends at its deadline and every
 bad answer is a typed PROTOCOL error, never a hang or a crash."""
 
@@ -13,17 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from burrow.sandbox.agent import protocol
 from burrow.sandbox.backend import ErrorCode, ExecRequest, SandboxError
-from burrow.sandbox.client import AgentClient, AgentUnresponsive
+from burrow.sandbox.client import GuestClient, GuestUnresponsive
+from burrow.sandbox.guest import protocol
 
 REPLY_TIMEOUT = 0.5
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
 
 @contextlib.asynccontextmanager
-async def fake_agent(path: Path, handler: Handler) -> AsyncIterator[AgentClient]:
-    """A hostile agent on a real Unix socket, and a client with a short reply timeout."""
+async def fake_guest(path: Path, handler: Handler) -> AsyncIterator[GuestClient]:
+    """A hostile guest on a real Unix socket, and a client with a short reply timeout."""
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -35,7 +35,7 @@ async def fake_agent(path: Path, handler: Handler) -> AsyncIterator[AgentClient]
 
     server = await asyncio.start_unix_server(connection, str(path))
     try:
-        yield AgentClient(str(path), reply_timeout=REPLY_TIMEOUT)
+        yield GuestClient(str(path), reply_timeout=REPLY_TIMEOUT)
     finally:
         server.close()
         await server.wait_closed()
@@ -53,13 +53,13 @@ async def test_an_agent_that_accepts_but_never_answers_misses_its_deadline(
     tmp_path: Path,
 ) -> None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(tmp_path / "agent.sock"))
-    listener.listen(8)  # the kernel completes connects; nobody ever reads (a stopped agent)
-    client = AgentClient(str(tmp_path / "agent.sock"), reply_timeout=REPLY_TIMEOUT)
+    listener.bind(str(tmp_path / "guest.sock"))
+    listener.listen(8)  # the kernel completes connects; nobody ever reads (a stopped guest)
+    client = GuestClient(str(tmp_path / "guest.sock"), reply_timeout=REPLY_TIMEOUT)
     try:
         for call in (client.ping, lambda: client.list_dir("."), lambda: client.open_pty(80, 24)):
             started = time.monotonic()
-            with pytest.raises(AgentUnresponsive) as caught:
+            with pytest.raises(GuestUnresponsive) as caught:
                 async with asyncio.timeout(10):  # main: forever
                     await call()
             assert time.monotonic() - started < REPLY_TIMEOUT * 10
@@ -70,16 +70,16 @@ async def test_an_agent_that_accepts_but_never_answers_misses_its_deadline(
 
 
 async def test_a_command_stream_gone_silent_is_ended_by_a_failed_ping(tmp_path: Path) -> None:
-    """A command without a timeout may rightly print nothing for hours; the agent must still
+    """A command without a timeout may rightly print nothing for hours; the guest must still
     answer pings meanwhile, and one that does not ends the stream."""
 
     async def spawn_then_freeze(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if await request_kind(reader) == protocol.SPAWN:
             writer.write(protocol.hello_frame())  # then silence; pings get not even a hello
 
-    async with fake_agent(tmp_path / "agent.sock", spawn_then_freeze) as client:
+    async with fake_guest(tmp_path / "guest.sock", spawn_then_freeze) as client:
         started = time.monotonic()
-        with pytest.raises(AgentUnresponsive):
+        with pytest.raises(GuestUnresponsive):
             async with asyncio.timeout(10):  # main: forever
                 async for _ in client.exec(ExecRequest(argv=["sleep", "infinity"])):
                     pass
@@ -103,7 +103,7 @@ async def test_malformed_answers_are_protocol_errors(
         await request_kind(reader)
         writer.write(protocol.hello_frame() + answer)
 
-    async with fake_agent(tmp_path / "agent.sock", hostile) as client:
+    async with fake_guest(tmp_path / "guest.sock", hostile) as client:
         requests: dict[str, Callable[[], Awaitable[object]]] = {
             "list": lambda: client.list_dir("."),
             "stat": lambda: client.stat("x"),

@@ -1,8 +1,8 @@
-"""The host side of the agent protocol refuses oversized terminal frames.
+"""The host side of the guest protocol refuses oversized terminal frames.
 
-The agent runs inside the sandbox, next to the code it serves; a subverted agent could
+The guest runs inside the sandbox, next to the code it serves; a subverted guest could
 answer a terminal with 64 MiB frames, each buffered whole on the host and queued for every
-watching socket. The peer here plays that agent over a real Unix socket.
+watching socket. The peer here plays that guest over a real Unix socket.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from burrow.sandbox.agent import protocol
-from burrow.sandbox.client import PTY_MAX_PAYLOAD_BYTES, AgentClient
+from burrow.sandbox.client import PTY_MAX_PAYLOAD_BYTES, GuestClient
+from burrow.sandbox.guest import protocol
 
 
 async def test_a_terminal_frame_over_the_bound_ends_the_session_before_it_is_buffered(
@@ -20,7 +20,7 @@ async def test_a_terminal_frame_over_the_bound_ends_the_session_before_it_is_buf
     huge = 64 << 20
     delivered = 0
 
-    async def subverted_agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def subverted_guest(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         nonlocal delivered
         decoder, frames = protocol.FrameDecoder(), list[protocol.Frame]()
         while len(frames) < 2:  # the host's hello and its pty_open
@@ -39,9 +39,9 @@ async def test_a_terminal_frame_over_the_bound_ends_the_session_before_it_is_buf
         finally:
             writer.close()
 
-    server = await asyncio.start_unix_server(subverted_agent, str(tmp_path / "agent.sock"))
+    server = await asyncio.start_unix_server(subverted_guest, str(tmp_path / "guest.sock"))
     async with server:
-        session = await AgentClient(str(tmp_path / "agent.sock")).open_pty(80, 24)
+        session = await GuestClient(str(tmp_path / "guest.sock")).open_pty(80, 24)
         data = await asyncio.wait_for(session.read(), 30)
         assert data == b"" and session.exit is not None  # the session ended, nothing returned
     # The host hung up at the frame's prefix instead of reading 64 MiB.
@@ -50,7 +50,7 @@ async def test_a_terminal_frame_over_the_bound_ends_the_session_before_it_is_buf
 
 
 async def test_terminal_frames_within_the_bound_pass_whole(tmp_path: Path) -> None:
-    async def agent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def guest(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         decoder, frames = protocol.FrameDecoder(), list[protocol.Frame]()
         while len(frames) < 2:
             frames += decoder.feed(await reader.read(65536))
@@ -60,9 +60,9 @@ async def test_terminal_frames_within_the_bound_pass_whole(tmp_path: Path) -> No
         await writer.drain()
         writer.close()
 
-    server = await asyncio.start_unix_server(agent, str(tmp_path / "agent.sock"))
+    server = await asyncio.start_unix_server(guest, str(tmp_path / "guest.sock"))
     async with server:
-        session = await AgentClient(str(tmp_path / "agent.sock")).open_pty(80, 24)
+        session = await GuestClient(str(tmp_path / "guest.sock")).open_pty(80, 24)
         assert await session.read() == b"B" * PTY_MAX_PAYLOAD_BYTES
         assert await session.read() == b""
         assert session.exit is not None and session.exit.exit_code == 0

@@ -85,7 +85,7 @@ async def test_files_outside_the_sandbox_cannot_be_read(pair: Pair) -> None:
 
 
 async def test_nothing_outside_the_workspace_and_tmp_is_writable(pair: Pair) -> None:
-    for target in ("/usr/evil", "/etc/passwd", "/evil", "/.burrow/agent/evil.py", "/proc/x"):
+    for target in ("/usr/evil", "/etc/passwd", "/evil", "/.burrow/guest/evil.py", "/proc/x"):
         result = await run(pair.attacker, "sh", "-c", f"echo pwned > {target}")
         assert result.exit.exit_code != 0, f"{target} is writable"
     sysrq = "open('/proc/sysrq-trigger', 'w')"  # opened, never written
@@ -203,12 +203,12 @@ def call(name, number, *args):
     result = libc.syscall(ctypes.c_long(number), *(ctypes.c_long(a) for a in args))
     error = errno.errorcode.get(ctypes.get_errno(), "?") if result == -1 else "succeeded"
     print(name, error)
-agent_pidfd = libc.syscall(ctypes.c_long(434), ctypes.c_long(2), ctypes.c_long(0))
-call("ptrace-attach-agent", 101, 16, 2, 0, 0)
+guest_pidfd = libc.syscall(ctypes.c_long(434), ctypes.c_long(2), ctypes.c_long(0))
+call("ptrace-attach-guest", 101, 16, 2, 0, 0)
 call("ptrace-attach-init", 101, 16, 1, 0, 0)
 call("process_vm_readv", 310, 2, ctypes.addressof(iovec), 1, ctypes.addressof(iovec), 1, 0)
 call("process_vm_writev", 311, 2, ctypes.addressof(iovec), 1, ctypes.addressof(iovec), 1, 0)
-call("pidfd_getfd", 438, agent_pidfd, 4, 0)
+call("pidfd_getfd", 438, guest_pidfd, 4, 0)
 call("kcmp", 312, 1, 2, 0, 0, 0)
 call("io_uring_setup", 425, 4, ctypes.addressof(buffer))
 call("modify_ldt", 154, 0, ctypes.addressof(buffer), 16)
@@ -232,8 +232,8 @@ for path in ("/proc/2/mem", "/proc/2/environ"):
 
 
 async def test_the_agent_and_init_cannot_be_traced_or_robbed(pair: Pair) -> None:
-    """Finding 4: ptrace/process_vm/pidfd_getfd on the agent (pid 2) and init (pid 1), the
-    agent's memory through /proc, and kernel surface a build never needs."""
+    """Finding 4: ptrace/process_vm/pidfd_getfd on the guest (pid 2) and init (pid 1), the
+    guest's memory through /proc, and kernel surface a build never needs."""
     result = await run(pair.attacker, "python3", "-c", INTO_OTHER_PROCESSES)
     outcomes = dict(line.rsplit(" ", 1) for line in result.text.splitlines())
     assert len(outcomes) == 15, result.text + result.stderr.decode()
@@ -252,7 +252,7 @@ async def test_what_stays_allowed_routes_interfaces_and_ps(pair: Pair) -> None:
     node = await run(pair.attacker, "node", "-e", interfaces)
     assert node.text == "lo\n", node.stderr
     ps = await run(pair.attacker, "ps", "-eo", "pid,args")
-    assert ps.exit.exit_code == 0 and "from agent.server import main" in ps.text, ps.text
+    assert ps.exit.exit_code == 0 and "from guest.server import main" in ps.text, ps.text
 
 
 async def test_dev_is_read_only_and_dev_shm_is_bounded(pair: Pair) -> None:
@@ -299,7 +299,7 @@ except PermissionError:
     outcome = "refused"
 with open("flood.txt", "w") as note:
     note.write(outcome)
-os.kill(os.getppid(), 9)  # the agent: the sandbox dies, its stderr becomes the reason
+os.kill(os.getppid(), 9)  # the guest: the sandbox dies, its stderr becomes the reason
 """
 
 
@@ -436,17 +436,17 @@ print(subprocess.run(["echo", "spawned"], capture_output=True, text=True).stdout
     await assert_unaffected(pair)
 
 
-# Modules a workspace could plant to run inside the agent: everything the agent imports
+# Modules a workspace could plant to run inside the guest: everything the guest imports
 # lazily (its file API, commands, terminals, tunnels) and the protocol's json.
 PLANTED_MODULES = (
     "json", "subprocess", "selectors", "signal", "fcntl", "termios", "struct", "errno",
-    "stat", "os", "time", "agent", "pty", "select", "socket",
+    "stat", "os", "time", "guest", "pty", "select", "socket",
 )  # fmt: skip
 PLANT = "import os\nopen('/workspace/ran-{name}', 'w').close()\n"
 
 
-def agent_pid(sandbox: LocalSandbox) -> int:
-    """The agent as the host sees it: bwrap's child's child."""
+def guest_pid(sandbox: LocalSandbox) -> int:
+    """The guest as the host sees it: bwrap's child's child."""
     assert sandbox._process is not None
     parent = sandbox._process.pid
     for _ in range(2):
@@ -467,18 +467,18 @@ def _ppid(entry: Path) -> int:
 
 
 async def test_a_workspace_module_never_runs_in_the_agent(limited_backend: LocalBackend) -> None:
-    """Hardening finding 3: the agent ran `python3 -E -S -B -c` (the current directory on
+    """Hardening finding 3: the guest ran `python3 -E -S -B -c` (the current directory on
     sys.path) and chdir'd to /workspace before its lazy imports, so a planted `json.py`
     ran inside it at its next boot. Now it runs isolated and never has the workspace as
     its working directory."""
     sandbox = await limited_backend.create("planted")
     for name in PLANTED_MODULES:
         await sandbox.write_file(f"{name}.py", PLANT.format(name=name).encode())
-    await sandbox.write_file("agent/__init__.py", PLANT.format(name="agent-package").encode())
+    await sandbox.write_file("guest/__init__.py", PLANT.format(name="guest-package").encode())
     await limited_backend.hibernate(sandbox)
     sandbox = await limited_backend.create("planted")  # the next boot, over those files
     await sandbox.write_file("touch.txt", b"a file request first")
-    pid = await asyncio.to_thread(agent_pid, sandbox)
+    pid = await asyncio.to_thread(guest_pid, sandbox)
     cwd = await asyncio.to_thread(os.readlink, f"/proc/{pid}/cwd")
     assert cwd == "/.burrow", cwd
     assert (await run(sandbox, "python3", "-c", "print('a command')")).text == "a command\n"

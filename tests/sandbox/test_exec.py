@@ -1,4 +1,4 @@
-"""The agent's exec through the host client, in a real sandbox."""
+"""The guest's exec through the host client, in a real sandbox."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import signal
 
 import pytest
 
-from burrow.sandbox.agent import protocol
 from burrow.sandbox.backend import (
     ErrorCode,
     ExecChunk,
@@ -17,7 +16,8 @@ from burrow.sandbox.backend import (
     SandboxError,
     closing_exec,
 )
-from burrow.sandbox.client import AgentClient
+from burrow.sandbox.client import GuestClient
+from burrow.sandbox.guest import protocol
 from burrow.sandbox.local import LocalSandbox
 from tests.sandbox.harness import run, sleeper, wait_for_no_processes
 
@@ -33,7 +33,7 @@ async def test_a_client_with_another_major_version_gets_a_protocol_error(
     sandbox: LocalSandbox,
 ) -> None:
     major, _ = protocol.PROTOCOL_VERSION
-    client = AgentClient(str(sandbox.socket_path), version=(major + 1, 0))
+    client = GuestClient(str(sandbox.socket_path), version=(major + 1, 0))
     with pytest.raises(SandboxError) as caught:
         await client.handshake()
     assert caught.value.code == ErrorCode.PROTOCOL
@@ -147,7 +147,7 @@ async def test_a_background_server_outlives_its_exec_and_keeps_answering(
     any_sandbox: Sandbox,
 ) -> None:
     # The server inherits the exec's stdout/stderr and logs every request to stderr:
-    # the exec must end when `sh` exits, and the agent must keep draining those pipes.
+    # the exec must end when `sh` exits, and the guest must keep draining those pipes.
     started = await run(any_sandbox, "sh", "-c", "python3 -m http.server 8000 & echo started")
     assert started.text == "started\n"
     fetch = (

@@ -1,4 +1,4 @@
-"""File operations through the agent, confined to the workspace."""
+"""File operations through the guest, confined to the workspace."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ async def test_a_fifo_is_refused_at_once_and_the_agent_keeps_answering(
     any_sandbox: Sandbox,
 ) -> None:
     """Sandboxed code plants a FIFO where a file is expected: reading or writing it through
-    the agent is refused at once (a blocking open would hold the agent until the host's
+    the guest is refused at once (a blocking open would hold the guest until the host's
     deadline killed the any_sandbox), and the next request is answered as usual."""
     await run(any_sandbox, "mkfifo", "pipe")
     for attempt in (any_sandbox.read_file("pipe"), any_sandbox.write_file("pipe", b"x")):

@@ -111,9 +111,9 @@ async def test_a_restarted_backend_reaps_only_its_own_data_directory(tmp_path: P
             left = census.take(tmp_path / "data")
             assert (left.processes, left.mounts, left.loops, left.cgroups) == (1, 1, 1, 1)
             before_other = census.take(tmp_path / "other")
-            # The dead owner's runtime directory (sockets, the agent's copy), as it recorded.
+            # The dead owner's runtime directory (sockets, the guest's copy), as it recorded.
             runtime = Path((tmp_path / "data" / "sandboxes.lock").read_text())
-            assert (runtime / "agent").is_dir()
+            assert (runtime / "guest").is_dir()
             await backend.recover()
             assert backend.reaper.sweep is not None
             reaped = await backend.reaper.sweep

@@ -14,7 +14,7 @@ from burrow.sandbox.backend import ErrorCode, SandboxError
 from burrow.sandbox.local import LocalBackend
 from tests.sandbox.harness import (
     TEST_LIMITS,
-    agent_of,
+    guest_of,
     host_pids,
     process_state,
     run,
@@ -42,7 +42,7 @@ async def test_an_agent_that_dies_makes_the_sandbox_unavailable_until_recreated(
     sandbox = await backend.create("dies")
     await sandbox.write_file("kept.txt", b"still here")
     with pytest.raises(SandboxError) as caught:
-        await run(sandbox, "sh", "-c", "kill -KILL $PPID; sleep 5")  # $PPID is the agent
+        await run(sandbox, "sh", "-c", "kill -KILL $PPID; sleep 5")  # $PPID is the guest
     assert caught.value.code == ErrorCode.UNAVAILABLE
     assert sandbox.status == "failed"
     assert "died" in caught.value.message
@@ -114,7 +114,7 @@ async def test_an_agent_that_cannot_start_is_a_boot_failure(tmp_path: Path) -> N
 
 
 async def test_a_cancelled_create_leaves_nothing_running(backend: LocalBackend) -> None:
-    await backend.create("warm")  # prepare the agent copy so the next create reaches bwrap
+    await backend.create("warm")  # prepare the guest copy so the next create reaches bwrap
     creating = asyncio.create_task(backend.create("cancelled"))
     await asyncio.sleep(0.005)
     creating.cancel()
@@ -137,7 +137,7 @@ AGENT_TIMEOUT = 1.0
 
 @pytest.fixture
 async def impatient_backend(tmp_path: Path) -> AsyncIterator[LocalBackend]:
-    """Production limits, and a short deadline for the agent's answers."""
+    """Production limits, and a short deadline for the guest's answers."""
     backend = LocalBackend(tmp_path / "data", limits=TEST_LIMITS, agent_timeout=AGENT_TIMEOUT)
     try:
         yield backend
@@ -156,9 +156,9 @@ async def wait_until_gone(marker: str, within: float = 5.0) -> int:
 async def test_a_command_that_stops_the_agent_gets_the_sandbox_killed(
     impatient_backend: LocalBackend,
 ) -> None:
-    """Finding 3: the agent (pid 2) stopped under a running command; the exec stream ends
+    """Finding 3: the guest (pid 2) stopped under a running command; the exec stream ends
     a reply timeout after the command's own, and the host kills every process."""
-    marker = f"stopped-agent-{os.getpid()}"
+    marker = f"stopped-guest-{os.getpid()}"
     sandbox = await impatient_backend.create("frozen")
     await sandbox.write_file("kept.txt", b"still here")
     attack = f"{sleeper(marker)} > /dev/null 2>&1 & kill -STOP 2; sleep 30"
@@ -183,8 +183,8 @@ async def test_a_request_to_a_stopped_agent_fails_at_its_deadline(
     sandbox = await impatient_backend.create("idle")
     later = "(sleep 0.3; kill -STOP 2) > /dev/null 2>&1 &"  # once this command has exited
     await run(sandbox, "sh", "-c", f"{sleeper(marker)} > /dev/null 2>&1 & {later}")
-    _, agent = agent_of(marker.encode())
-    await wait_for_state(agent, "T")  # stopped
+    _, guest = guest_of(marker.encode())
+    await wait_for_state(guest, "T")  # stopped
     started = time.monotonic()
     with pytest.raises(SandboxError) as caught:
         async with asyncio.timeout(30):  # main: forever
@@ -192,7 +192,7 @@ async def test_a_request_to_a_stopped_agent_fails_at_its_deadline(
     assert caught.value.code == ErrorCode.UNAVAILABLE
     assert time.monotonic() - started < AGENT_TIMEOUT + 10
     assert await wait_until_gone(marker) == 0
-    assert not process_state(agent)
+    assert not process_state(guest)
     with pytest.raises(SandboxError) as caught:  # at once now: the sandbox is known dead
         await sandbox.read_file("anything")
     assert "did not answer" in caught.value.message

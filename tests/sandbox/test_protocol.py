@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from burrow.sandbox.agent import protocol
 from burrow.sandbox.backend import ErrorCode
+from burrow.sandbox.guest import protocol
 
 
 def test_error_codes_match_the_backend_enum() -> None:
@@ -53,7 +53,7 @@ def test_hello_with_another_major_version_is_refused() -> None:
 
 
 def test_the_hello_written_out_is_what_json_encodes_and_decodes_the_same() -> None:
-    # Without json on the handshake path (the agent's start gates readiness), the hello is
+    # Without json on the handshake path (the guest's start gates readiness), the hello is
     # written out by hand; it must stay the frame encode_frame would build.
     for version in (protocol.PROTOCOL_VERSION, (2, 0)):
         fields = {"version": list(version), "features": list(protocol.FEATURES)}
@@ -65,13 +65,13 @@ def test_the_hello_written_out_is_what_json_encodes_and_decodes_the_same() -> No
 def test_the_agent_starts_without_json_socket_os_or_runpy() -> None:
     # Each costs the sandbox's boot milliseconds; they load with the first request needing them.
     code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import agent.server; "
+        "import sys; sys.path.insert(0, sys.argv[1]); import guest.server; "
         "costly = {'json', 're', 'enum', 'socket', 'runpy', 'typing', 'os'}; "
         "print(sorted(costly & set(sys.modules)))"
     )
-    agent_parent = str(Path(protocol.__file__).parent.parent)
+    guest_parent = str(Path(protocol.__file__).parent.parent)
     out = subprocess.run(
-        ["/usr/bin/python3", "-E", "-S", "-B", "-c", code, agent_parent],
+        ["/usr/bin/python3", "-E", "-S", "-B", "-c", code, guest_parent],
         capture_output=True,
         text=True,
         check=True,

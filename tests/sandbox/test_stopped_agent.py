@@ -1,4 +1,4 @@
-"""Finding 3 through a real `burrow serve`: a terminal stops its sandbox's agent
+"""Finding 3 through a real `burrow serve`: a terminal stops its sandbox's guest
 (`sleep 1000 &`, then `kill -STOP 2`). Hibernation, restart, delete and SIGTERM must each
 finish within a deadline, leave no process of that sandbox alive (counted from the host,
 by pid namespace), and the server must answer as fast as when idle meanwhile, its memory
@@ -22,14 +22,14 @@ from websockets.asyncio.client import connect
 
 from tests.api.harness import ADMIN_PASSWORD, log_in, serve_process
 from tests.process_memory import MIB, PeakRss
-from tests.sandbox.harness import agent_of, host_pids, namespace_members, wait_for_state
+from tests.sandbox.harness import guest_of, host_pids, namespace_members, wait_for_state
 
 IDLE = 3.0  # seconds before an idle sandbox hibernates
 AGENT_TIMEOUT = 2.0
 DEADLINE = 20.0  # for each of hibernation, restart, delete, shutdown; on main: forever
 HEALTH_SAMPLES = 30
 # Three frozen sandboxes, each hibernated, restarted or deleted: the server holds nothing
-# per frozen agent but a connection and a task, so its peak grows by what first use of
+# per frozen guest but a connection and a task, so its peak grows by what first use of
 # terminals and sandboxes loads, not by the attack.
 RSS_GROWTH_BOUND = 32 * MIB  # measured: about 1 MiB
 
@@ -48,9 +48,9 @@ def server(
         yield running
 
 
-async def freeze_agent(client: httpx.AsyncClient, cid: str) -> str:
+async def freeze_guest(client: httpx.AsyncClient, cid: str) -> str:
     """In a terminal of the conversation's sandbox: `sleep 1000.N &` then `kill -STOP 2`.
-    Returns the sandbox's pid namespace once its agent is seen stopped from the host."""
+    Returns the sandbox's pid namespace once its guest is seen stopped from the host."""
     opened = await client.post(f"/api/conversations/{cid}/terminals", json={"cols": 80, "rows": 24})
     assert opened.status_code == 201, opened.text
     tid = opened.json()["terminal_id"]
@@ -64,10 +64,10 @@ async def freeze_agent(client: httpx.AsyncClient, cid: str) -> str:
         async with asyncio.timeout(10):
             while not host_pids(marker):  # noqa: ASYNC110 (polling the host's /proc)
                 await asyncio.sleep(0.05)
-        namespace, agent = agent_of(marker)
+        namespace, guest = guest_of(marker)
         await terminal.send(b"kill -STOP 2\n")
-        await wait_for_state(agent, "T")
-    assert len(namespace_members(namespace)) >= 4  # init, agent, shell, sleep
+        await wait_for_state(guest, "T")
+    assert len(namespace_members(namespace)) >= 4  # init, guest, shell, sleep
     return namespace
 
 
@@ -121,7 +121,7 @@ async def sandbox_status(client: httpx.AsyncClient, cid: str) -> str:
 
 
 async def new_conversation(client: httpx.AsyncClient) -> str:
-    response = await client.post("/api/conversations", json={"title": "frozen agent"})
+    response = await client.post("/api/conversations", json={"title": "frozen guest"})
     assert response.status_code == 201, response.text
     cid: str = response.json()["id"]
     return cid
@@ -143,9 +143,9 @@ async def test_a_sandbox_that_stops_its_agent_is_still_stoppable(
         memory.mark()
         probe.start()
 
-        # Hibernation: the idle timer asks the frozen agent whether it is busy.
+        # Hibernation: the idle timer asks the frozen guest whether it is busy.
         cid = await new_conversation(client)
-        namespace = await freeze_agent(client, cid)
+        namespace = await freeze_guest(client, cid)
         took = {"frozen -> hibernated": time.monotonic()}
         async with asyncio.timeout(IDLE + DEADLINE):
             while await sandbox_status(client, cid) != "hibernated":  # noqa: ASYNC110
@@ -155,7 +155,7 @@ async def test_a_sandbox_that_stops_its_agent_is_still_stoppable(
 
         # Restart and delete, each while hibernation is under way.
         cid = await new_conversation(client)
-        namespace = await freeze_agent(client, cid)
+        namespace = await freeze_guest(client, cid)
         await asyncio.sleep(IDLE + 0.5)
         started = time.monotonic()
         restarted = await client.post(f"/api/conversations/{cid}/sandbox/restart", json={})
@@ -164,7 +164,7 @@ async def test_a_sandbox_that_stops_its_agent_is_still_stoppable(
         assert restarted.json()["status"] == "ready"
         await assert_all_gone(namespace)
 
-        namespace = await freeze_agent(client, cid)
+        namespace = await freeze_guest(client, cid)
         await asyncio.sleep(IDLE + 0.5)
         started = time.monotonic()
         deleted = await client.delete(f"/api/conversations/{cid}")
@@ -182,9 +182,9 @@ async def test_a_sandbox_that_stops_its_agent_is_still_stoppable(
         assert during_p50 <= 5 * idle_p50, (idle_p50, during_p50)
         assert memory.growth() <= RSS_GROWTH_BOUND, memory.describe()
 
-        # SIGTERM with a request to the frozen agent in flight.
+        # SIGTERM with a request to the frozen guest in flight.
         cid = await new_conversation(client)
-        namespace = await freeze_agent(client, cid)
+        namespace = await freeze_guest(client, cid)
         await asyncio.sleep(IDLE + 0.5)
         listing = asyncio.create_task(client.get(f"/api/conversations/{cid}/files"))
         await asyncio.sleep(0.2)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from burrow.sandbox.agent import protocol
 from burrow.sandbox.backend import ExecChunk, ExecExit, ExecRequest, Sandbox, closing_exec
+from burrow.sandbox.guest import protocol
 from burrow.sandbox.local import LocalSandbox
 
 

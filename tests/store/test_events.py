@@ -66,7 +66,11 @@ async def test_projection_tracks_status_and_usage(engine: Database) -> None:
     after = await conversations.get(cid)
     assert after is not None
     assert (after.status, after.sandbox_status) == ("idle", "ready")
-    assert (after.prompt_tokens, after.completion_tokens, after.cost) == (11, 7, 0.75)
+    assert (after.usage.prompt_tokens, after.usage.completion_tokens, after.usage.cost) == (
+        11,
+        7,
+        0.75,
+    )
 
 
 async def test_append_to_deleted_conversation_fails_clearly(engine: Database) -> None:

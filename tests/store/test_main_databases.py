@@ -25,7 +25,11 @@ async def assert_main_rows_survive(db: Database) -> None:
     assert alice is not None, "main's password hash no longer verifies"
     [conversation] = await ConversationStore(db).owned_by(alice.id)
     assert conversation.title == TITLE
-    assert (conversation.last_seq, conversation.prompt_tokens, conversation.cost) == (5, 12, 0.25)
+    assert (conversation.last_seq, conversation.usage.prompt_tokens, conversation.usage.cost) == (
+        5,
+        12,
+        0.25,
+    )
     events = await EventStore(db).read(conversation.id)
     assert [e.seq for e in events] == [1, 2, 3, 4, 5]
     assert events[0].data == {"content": FIRST_MESSAGE, "steering": False}

@@ -162,7 +162,7 @@ class RunAssembly:
             conversation = replace(conversation, model=profile.model)  # explicit wins
         model = self.model(conversation)
         budget = BudgetHook(
-            options.budget.overridden(conversation.budget), spent_before=conversation.cost
+            options.budget.overridden(conversation.budget), spent_before=conversation.usage.cost
         )
         bare = lambda: self._sandboxes.get(cid)  # noqa: E731
         env = RunEnv(
@@ -249,7 +249,7 @@ class RunAssembly:
         summary call's ModelError."""
         model = self.model(conversation)
         system = Message(role="system", content=self._options.loop.system_prompt)
-        events, _, _ = await compact(
+        events, _ = await compact(
             context,
             model.provider,
             model.compaction,

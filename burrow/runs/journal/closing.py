@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+from burrow.llm.base import Usage
 from burrow.runs.journal import events as ev
 from burrow.runs.journal.events import EventType
 from burrow.store.records import Event, NewEvent
@@ -20,26 +21,25 @@ def ending(journal: Sequence[Event], reason: str) -> tuple[OpenWork, list[NewEve
     """What `journal` left open, and the events that close all of it: approvals denied,
     calls finished with `reason`, runs finished `failed` with the usage they had spent."""
     work = OpenWork()
-    spent: dict[str, dict[str, float]] = {}  # each run's usage so far, for its run.finished
+    spent: dict[str, Usage] = {}  # each run's usage so far, for its run.finished
     for event in journal:
         work.apply(event)
         if event.type == EventType.USAGE and event.run_id:
-            usage = spent.setdefault(event.run_id, {})
-            for name, value in event.data.items():
-                if isinstance(value, int | float) and not isinstance(value, bool):
-                    usage[name] = usage.get(name, 0) + value
+            spent[event.run_id] = spent.get(event.run_id, Usage()) + ev.Usage.read(event.data)
     open_runs = list(work.runs)
     approvals = dict(work.approvals)
     closing = work.closing(reason, timed=False)
     work.approvals = approvals  # still listed, for the caller to abandon
     closing += [
-        ev.make(
-            ev.RunFinished(status="failed", error=reason, usage=ev.Usage.of(spent.get(r, {}))),
-            r,
-        )
+        ev.make(ev.RunFinished(status="failed", error=reason, usage=_spent(spent, r)), r)
         for r in open_runs
     ]
     return work, closing
+
+
+def _spent(spent: dict[str, Usage], run_id: str) -> ev.Usage:
+    # A run that never reached the model reports zeros without the optional cache counts.
+    return ev.Usage.of(spent[run_id]) if run_id in spent else ev.Usage()
 
 
 class OpenWork:

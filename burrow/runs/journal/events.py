@@ -10,12 +10,18 @@ reads and what the browser's types say (`web/src/api/events.gen.ts`, generated f
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict
 
+from burrow.llm import base as llm
+from burrow.sandbox.backend import SandboxStatus
 from burrow.store.records import NewEvent
+
+if TYPE_CHECKING:
+    from burrow.tools import base as tools
 
 
 class EventType(enum.StrEnum):
@@ -44,7 +50,6 @@ class EventType(enum.StrEnum):
 
 
 RunStatus = Literal["completed", "failed", "canceled", "budget_exceeded"]
-SandboxStatus = Literal["starting", "ready", "hibernated", "failed"]
 Decision = Literal["allow_once", "allow_session", "deny"]
 Risk = Literal["safe", "mutating", "dangerous"]
 # A repository brought into the workspace: started, git's progress, then done or failed.
@@ -109,9 +114,27 @@ class Usage(Record):
     optional = frozenset({"cache_read_tokens", "cache_write_tokens", "compaction"})
 
     @classmethod
-    def of(cls, totals: dict[str, float]) -> Usage:
-        """Usage from summed fields (recovery adds up a run's usage events)."""
-        return cls.model_validate({k: v for k, v in totals.items() if k in cls.model_fields})
+    def of(cls, usage: llm.Usage, *, compaction: bool | None = None) -> Self:
+        """The wire form of `usage` (`compaction`: a summary call's)."""
+        return cls(
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            cost=usage.cost,
+            compaction=compaction,
+        )
+
+    @staticmethod
+    def read(data: Mapping[str, Any]) -> llm.Usage:
+        """The usage in a stored `usage` event's data (cache counts an older one lacks: 0)."""
+        return llm.Usage(
+            prompt_tokens=int(data.get("prompt_tokens") or 0),
+            completion_tokens=int(data.get("completion_tokens") or 0),
+            cache_read_tokens=int(data.get("cache_read_tokens") or 0),
+            cache_write_tokens=int(data.get("cache_write_tokens") or 0),
+            cost=float(data.get("cost") or 0.0),
+        )
 
 
 class ToolCall(Record):
@@ -130,6 +153,9 @@ class ThinkingBlock(Record):
     optional = frozenset({"thinking", "signature", "data"})
 
 
+# The wire form of `burrow.tools.base.ToolKind`, the one declaration of what a tool may do:
+# there `shell` names the argument holding the command and `subloop` is the loop's own
+# business; the UI gets the flags. The class name and docstring are the UI's type.
 class ToolKind(Record):
     """What a tool declares it may do; a `shell` tool also does whatever its command does."""
 
@@ -138,6 +164,10 @@ class ToolKind(Record):
     destructive: bool
     network: bool
     shell: bool
+
+    @classmethod
+    def of(cls, kind: tools.ToolKind) -> ToolKind:
+        return cls.model_validate(kind.as_event())
 
 
 class BudgetHit(Record):

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 
+from burrow.runs.journal import events as ev
 from burrow.runs.journal.events import EventType
 from burrow.store.events import EventStore
 from burrow.store.records import Event, NewEvent, ProjectionChange
@@ -154,11 +155,7 @@ def projection_change(batch: Sequence[NewEvent]) -> ProjectionChange:
         elif e.type == EventType.SANDBOX_STATUS:
             change.sandbox_status = str(e.data["status"])
         elif e.type == EventType.USAGE:
-            change.prompt_tokens += int(e.data.get("prompt_tokens", 0))
-            change.completion_tokens += int(e.data.get("completion_tokens", 0))
-            change.cache_read_tokens += int(e.data.get("cache_read_tokens") or 0)
-            change.cache_write_tokens += int(e.data.get("cache_write_tokens") or 0)
-            change.cost += float(e.data.get("cost", 0.0))
+            change.usage += ev.Usage.read(e.data)
     return change
 
 

@@ -106,7 +106,7 @@ class ModelContext:
             else:
                 self._add(message, event.seq)
         elif event.type == EventType.USAGE:
-            tokens = int(data.get("prompt_tokens") or 0) + int(data.get("completion_tokens") or 0)
+            tokens = ev.Usage.read(data).tokens
             # Only an answer's usage says how big the context is, not a summary call's.
             if tokens and not data.get("compaction"):
                 self.reported = (tokens, self.estimated)

@@ -302,16 +302,9 @@ class AgentRun:
         return ev.make(message, self.run_id)
 
     def _usage_event(self, answer: _Answer) -> NewEvent:
-        cost = self.env.pricing.cost(answer.usage)
-        self.tally.add(answer.usage, cost)
-        usage = ev.UsageReported(
-            prompt_tokens=answer.usage.prompt_tokens,
-            completion_tokens=answer.usage.completion_tokens,
-            cache_read_tokens=answer.usage.cache_read_tokens,
-            cache_write_tokens=answer.usage.cache_write_tokens,
-            cost=cost,
-        )
-        return ev.make(usage, self.run_id)
+        usage = answer.usage.priced(self.env.pricing)
+        self.tally.usage += usage
+        return ev.make(ev.UsageReported.of(usage), self.run_id)
 
     async def _call_tools(self, calls: list[dict[str, str]]) -> None:
         """In order; consecutive calls of subloop tools (subagents) run at once. A stop
@@ -349,7 +342,7 @@ class AgentRun:
                     call_id=call.id,
                     name=call.name,
                     arguments=arguments if arguments is not None else call.raw,
-                    kind=ev.ToolKind(**(tool.kind if tool is not None else ToolKind()).as_event()),
+                    kind=ev.ToolKind.of(tool.kind if tool is not None else ToolKind()),
                 ),
                 self.run_id,
             ),
@@ -444,7 +437,7 @@ class AgentRun:
             finished = ev.RunFinished(
                 status=status,
                 error=error,
-                usage=self.tally.usage(),
+                usage=ev.Usage.of(self.tally.usage),
                 budget=budget,
                 duration_ms=round((time.monotonic() - self._started - waited) * 1000),
                 approval_wait_ms=round(waited * 1000),

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from burrow.llm.base import Message, ToolSpec
 from burrow.llm.catalog import describe
 from burrow.llm.factory import PROVIDERS, split_model
-from burrow.runs.journal.events import EventType
+from burrow.runs.journal.events import EventType, Usage
 from burrow.runs.journal.journal import Journal
 
 CHARS_PER_TOKEN = 4
@@ -63,7 +63,5 @@ async def context_used(journal: Journal, cids: Sequence[str]) -> dict[str, int]:
         if event.type == EventType.CONTEXT_COMPACTED:
             used[cid] = int(data.get("tokens_after") or 0)
         else:  # a summary call's usage is always followed by its context.compacted
-            used[cid] = int(data.get("prompt_tokens") or 0) + int(
-                data.get("completion_tokens") or 0
-            )
+            used[cid] = Usage.read(data).tokens
     return used

@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from burrow.runs.journal.events import SandboxStatus, SandboxStatusChanged, make
+from burrow.runs.journal.events import SandboxStatusChanged, make
 from burrow.runs.journal.journal import Journal
 from burrow.runs.workspace.quotas import DiskQuotaExceeded, OwnerTally, SandboxQuotaExceeded
 from burrow.sandbox.backend import (
@@ -29,6 +29,7 @@ from burrow.sandbox.backend import (
     NetworkPolicy,
     Sandbox,
     SandboxError,
+    SandboxStatus,
     closing_exec,
 )
 from burrow.sandbox.terminals import Terminal, TerminalRegistry

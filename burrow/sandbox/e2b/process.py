@@ -136,7 +136,7 @@ class RemoteProcesses:
                 await self._rpc.send_signal(request)
 
     async def _feed(self, pid: int, stdin: bytes | AsyncIterable[bytes]) -> None:
-        """Write stdin in order, then close it (EOF), as the local agent does."""
+        """Write stdin in order, then close it (EOF), as the local guest does."""
         selector = _selector(pid)
         pieces = _pieces(stdin) if isinstance(stdin, bytes) else stdin
         try:

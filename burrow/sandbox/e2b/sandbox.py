@@ -25,10 +25,10 @@ from burrow.sandbox.backend import (
     ExecExit,
     ExecRequest,
     FileEntry,
+    HandleStatus,
     HttpUpstream,
     NotSupported,
     SandboxError,
-    SandboxStatus,
     closing_exec,
 )
 from burrow.sandbox.e2b.errors import mapped
@@ -56,7 +56,7 @@ class E2BSandbox:
         self.remote = remote
         self._workspace = workspace.rstrip("/") or "/"
         self._processes = RemoteProcesses(remote)
-        self._status: SandboxStatus = "ready"
+        self._status: HandleStatus = "ready"
         self._running = 0  # one-shot commands this server runs there now
         self.detail = ""
 
@@ -73,10 +73,10 @@ class E2BSandbox:
         return self._workspace
 
     @property
-    def status(self) -> SandboxStatus:
+    def status(self) -> HandleStatus:
         return self._status
 
-    def mark(self, status: SandboxStatus, detail: str = "") -> None:
+    def mark(self, status: HandleStatus, detail: str = "") -> None:
         self._status, self.detail = status, detail
 
     def _renew(self) -> None:

@@ -38,34 +38,10 @@ class Tally:
     """What a run has used so far. Time waiting for an approval is in none of it."""
 
     steps: int = 0  # model calls made
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cache_read_tokens: int = 0  # parts of prompt_tokens read from / written to the cache
-    cache_write_tokens: int = 0
-    cost: float = 0.0
+    # The model calls' tokens and cost, a compaction's summary calls included.
+    usage: Usage = field(default_factory=Usage)
     tool_seconds: float = 0.0  # time tools ran
     approval_wait_seconds: float = 0.0  # time a person took to answer approvals
-
-    def add(self, usage: Usage, cost: float) -> None:
-        self.prompt_tokens += usage.prompt_tokens
-        self.completion_tokens += usage.completion_tokens
-        self.cache_read_tokens += usage.cache_read_tokens
-        self.cache_write_tokens += usage.cache_write_tokens
-        self.cost += cost
-
-    @property
-    def tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    def usage(self) -> ev.Usage:
-        """As run.finished reports it."""
-        return ev.Usage(
-            prompt_tokens=self.prompt_tokens,
-            completion_tokens=self.completion_tokens,
-            cache_read_tokens=self.cache_read_tokens,
-            cache_write_tokens=self.cache_write_tokens,
-            cost=self.cost,
-        )
 
 
 @dataclass

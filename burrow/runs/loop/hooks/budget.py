@@ -76,11 +76,11 @@ def exceeded(budget: Budget, tally: Tally, spent_before: float = 0.0) -> BudgetE
     """The first limit `tally` has reached, if any; `spent_before`: the conversation's
     cost before this run, for `total_cost`."""
     used: dict[BudgetKind, float] = {
-        "tokens": tally.tokens,
-        "cost": round(tally.cost, 6),
+        "tokens": tally.usage.tokens,
+        "cost": round(tally.usage.cost, 6),
         "steps": tally.steps,
         "tool_seconds": round(tally.tool_seconds, 3),
-        "total_cost": round(spent_before + tally.cost, 6),
+        "total_cost": round(spent_before + tally.usage.cost, 6),
     }
     for kind in KINDS:
         limit = getattr(budget, kind)

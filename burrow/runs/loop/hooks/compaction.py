@@ -135,10 +135,11 @@ async def compact(
     overhead: int,
     run_id: str | None,
     keep_tokens: float | None = None,
-) -> tuple[list[NewEvent], Usage, float]:
-    """The events that compact `context`: the summary call's usage, then context.compacted.
-    `keep_tokens`: how much of the recent context may stay whole (default: `keep` of the
-    window). Raises NothingToCompact, or the summary call's ModelError."""
+) -> tuple[list[NewEvent], Usage]:
+    """The events that compact `context` (the summary call's usage, then context.compacted)
+    and that usage, priced. `keep_tokens`: how much of the recent context may stay whole
+    (default: `keep` of the window). Raises NothingToCompact, or the summary call's
+    ModelError."""
     tokens_before = context.size(overhead)
     if keep_tokens is None:
         keep_tokens = policy.window * policy.keep
@@ -147,20 +148,11 @@ async def compact(
     summary, usage = await summarize(provider, context.messages[:cut], policy)
     after = context.compacted(upto_seq, summary, context.last_seq + 1)
     tokens_after = overhead + estimate([m for m, _ in after])
-    cost = pricing.cost(usage)
+    usage = usage.priced(pricing)
     return (
         [
-            ev.make(
-                ev.UsageReported(
-                    prompt_tokens=usage.prompt_tokens,
-                    completion_tokens=usage.completion_tokens,
-                    cache_read_tokens=usage.cache_read_tokens,
-                    cache_write_tokens=usage.cache_write_tokens,
-                    cost=cost,
-                    compaction=True,  # the summary call's: not the size of the context
-                ),
-                run_id,
-            ),
+            # compaction: the summary call's, not the size of the context
+            ev.make(ev.UsageReported.of(usage, compaction=True), run_id),
             ev.make(
                 ev.ContextCompacted(
                     tokens_before=tokens_before,
@@ -172,7 +164,6 @@ async def compact(
             ),
         ],
         usage,
-        cost,
     )
 
 
@@ -208,7 +199,7 @@ class Compactor(Hook):
         return True
 
     async def _compact(self, run: Run, policy: CompactionPolicy | None = None) -> None:
-        events, usage, cost = await compact(
+        events, usage = await compact(
             run.context,
             self._provider,
             policy or self._policy,
@@ -216,5 +207,5 @@ class Compactor(Hook):
             overhead=self.overhead(run),
             run_id=run.run_id,
         )
-        run.tally.add(usage, cost)  # the summary call counts in the run's budget
+        run.tally.usage += usage  # the summary call counts in the run's budget
         await run.emit(*events)

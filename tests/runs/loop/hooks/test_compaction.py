@@ -106,10 +106,10 @@ async def test_a_context_rebuilt_from_the_journal_equals_the_live_one(
     policy = CompactionPolicy(window=1_000, keep=0.05)
     await write(user("build it"), calls("a"), result("a", "x" * 800), answer("built"))
     await write(user("test it"), calls("b"), result("b", "y" * 800), answer("tested"))
-    events, _, _ = await compact(live, summarizer, policy, Pricing(), overhead=50, run_id="r1")
+    events, _ = await compact(live, summarizer, policy, Pricing(), overhead=50, run_id="r1")
     await write(*events)
     await write(user("ship it"), calls("c"), result("c", "z" * 800), answer("shipped"))
-    events, _, _ = await compact(live, summarizer, policy, Pricing(), overhead=50, run_id="r1")
+    events, _ = await compact(live, summarizer, policy, Pricing(), overhead=50, run_id="r1")
     await write(*events)
     await write(user("thanks"))
 

@@ -1,4 +1,4 @@
-"""The in-sandbox agent's accept loop: one connection per request, one thread each.
+"""The in-sandbox guest's accept loop: one connection per request, one thread each.
 
 One connection per request (instead of multiplexing ids on one stream) makes the
 connection the request's lifetime: a host that drops it cancels exactly that request,
@@ -8,7 +8,7 @@ A Unix-socket connect costs a few microseconds, so this is also the fast path.
 
 from __future__ import annotations
 
-# The agent's start-up is on the sandbox's boot path: _thread, not threading; _socket, not
+# The guest's start-up is on the sandbox's boot path: _thread, not threading; _socket, not
 # socket (whose enums cost the start milliseconds); posix, not os (os, stat and the file
 # API load with the first file request).
 import _socket
@@ -16,7 +16,7 @@ import _thread
 import posix
 
 from . import protocol
-from .protocol import AgentError
+from .protocol import GuestError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -49,13 +49,13 @@ def handle_connection(conn: _socket.socket, root: str) -> None:
         request = _next_frame(conn, decoder, backlog)
         try:
             _dispatch(conn, request, decoder, backlog, root)
-        except AgentError as exc:
+        except GuestError as exc:
             conn.sendall(protocol.error_frame(exc.code, exc.message))
     except (ConnectionError, EOFError):
         pass  # the host went away; nothing is left to answer
     except protocol.ProtocolError as exc:
         _send_quietly(conn, protocol.error_frame("protocol", str(exc), fatal=True))
-    except Exception as exc:  # keep the agent alive and tell the host what broke
+    except Exception as exc:  # keep the guest alive and tell the host what broke
         _send_quietly(conn, protocol.error_frame("internal", f"{type(exc).__name__}: {exc}"))
     finally:
         conn.close()
@@ -111,7 +111,7 @@ def _dispatch(
 
         open_tunnel(conn, request.header, decoder.take_pending())
     else:
-        raise AgentError("protocol", f"{kind!r} is not a request")
+        raise GuestError("protocol", f"{kind!r} is not a request")
 
 
 def _files(root: str) -> Workspace:
@@ -123,10 +123,10 @@ def _files(root: str) -> Workspace:
 
 
 def _make_undumpable() -> None:
-    """Close /proc/<agent>/mem, environ and fd to the sandbox's code, which runs as the
+    """Close /proc/<guest>/mem, environ and fd to the sandbox's code, which runs as the
     same uid: without CAP_SYS_PTRACE nothing may touch an undumpable process (seccomp
     refuses ptrace itself). Children are dumpable again once they exec. The first thing
-    the agent does; prctl through _ctypes alone (the ctypes package costs the boot ~3 ms)."""
+    the guest does; prctl through _ctypes alone (the ctypes package costs the boot ~3 ms)."""
     import _ctypes
 
     class Libc:
@@ -168,9 +168,9 @@ def main(argv: list[str]) -> None:
     _make_undumpable()
     options = dict(zip(argv[0::2], argv[1::2], strict=False))
     listen_fd = int(options["--listen-fd"])
-    posix.set_inheritable(listen_fd, False)  # commands must never get the agent's socket
+    posix.set_inheritable(listen_fd, False)  # commands must never get the guest's socket
     listener = _socket.socket(fileno=listen_fd)
     root = options["--workspace"]  # a mount point of bwrap's: no symlink to resolve
-    # The agent's own working directory stays its read-only /.burrow: commands and
-    # terminals get the workspace (or their cwd) as theirs, never the agent.
+    # The guest's own working directory stays its read-only /.burrow: commands and
+    # terminals get the workspace (or their cwd) as theirs, never the guest.
     serve(listener, root)

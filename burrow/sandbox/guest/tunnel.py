@@ -1,6 +1,6 @@
-"""A TCP tunnel: the agent connects to a port inside the sandbox and pipes bytes both ways.
+"""A TCP tunnel: the guest connects to a port inside the sandbox and pipes bytes both ways.
 
-The agent runs in the sandbox's network namespace, so `127.0.0.1:<port>` is the sandbox's
+The guest runs in the sandbox's network namespace, so `127.0.0.1:<port>` is the sandbox's
 own loopback: a service there is reached without ever opening a port on the host. After
 the `tunnel_open` answer the connection stops carrying frames and becomes the raw byte
 stream (like HTTP CONNECT), so a proxied body costs no framing and no copy into JSON.
@@ -14,7 +14,7 @@ import _thread
 import socket
 
 from . import protocol
-from .protocol import AgentError
+from .protocol import GuestError
 
 TYPE_CHECKING = False  # typing is not imported at run time (see protocol.py)
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ def open_tunnel(conn: _socket.socket, header: dict[str, Any], pending: bytes) ->
     """
     port = header.get("port")
     if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
-        raise AgentError("protocol", f"tunnel port must be an integer 1-65535, not {port!r}")
+        raise GuestError("protocol", f"tunnel port must be an integer 1-65535, not {port!r}")
     upstream = _connect(port)
     try:
         upstream.settimeout(None)
@@ -62,8 +62,8 @@ def _connect(port: int) -> socket.socket:
         except OSError as exc:
             if address == "::1":  # no IPv6 loopback in this sandbox
                 break
-            raise AgentError("unavailable", f"cannot connect to port {port}: {exc}") from None
-    raise AgentError("connection_refused", f"nothing is listening on port {port} in the sandbox")
+            raise GuestError("unavailable", f"cannot connect to port {port}: {exc}") from None
+    raise GuestError("connection_refused", f"nothing is listening on port {port} in the sandbox")
 
 
 def _pipe_then_release(

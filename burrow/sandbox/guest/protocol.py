@@ -1,6 +1,6 @@
-"""The wire protocol between Burrow and the agent inside a sandbox.
+"""The wire protocol between Burrow and the guest inside a sandbox.
 
-Stdlib only: this module is imported by the in-sandbox agent (Debian's python3, no
+Stdlib only: this module is imported by the in-sandbox guest (Debian's python3, no
 site-packages) and by the host client, so there is one definition of the framing.
 
 A frame is `u32 header length | u32 payload length | JSON header | raw payload`, all
@@ -8,7 +8,7 @@ lengths big-endian. The header is a JSON object with a `kind`; the payload carri
 (process output, file contents) untouched, so binary data never goes through JSON.
 
 Each connection carries one request: the client sends `hello` and then its request; the
-agent answers `hello` (or a fatal `error` when the major versions differ) and then the
+guest answers `hello` (or a fatal `error` when the major versions differ) and then the
 response frames. An exec connection stays open for `stdin`/`signal` frames until `exit`.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 
-# The agent starts on every sandbox boot, and its handshake gates the sandbox's readiness:
+# The guest starts on every sandbox boot, and its handshake gates the sandbox's readiness:
 # typing, and json (with re and enum under it) would cost that start milliseconds. json is
 # imported where a frame other than the hello is encoded or decoded.
 TYPE_CHECKING = False
@@ -38,7 +38,7 @@ FEATURES = (
     "background",
 )
 
-# Requests (host -> agent)
+# Requests (host -> guest)
 HELLO = "hello"
 PING = "ping"
 SPAWN = "spawn"  # `argv`, `cwd`, `env`, `timeout`, `stdin`, `result_file`, `background`
@@ -51,9 +51,9 @@ STAT = "stat"
 TUNNEL = "tunnel"  # `port`: connect to 127.0.0.1:port in the sandbox, then raw bytes
 PTY_OPEN = "pty_open"  # `cols`, `rows`, `argv`?, `cwd`?: a shell on a new pseudo-terminal;
 # then `stdin` frames are keystrokes, `resize` frames change the window, `signal` frames
-# reach the session; the agent streams `stdout` frames and ends with `exit`
+# reach the session; the guest streams `stdout` frames and ends with `exit`
 RESIZE = "resize"  # `cols`, `rows`
-# Responses (agent -> host)
+# Responses (guest -> host)
 PONG = "pong"
 STDOUT = "stdout"
 STDERR = "stderr"
@@ -95,7 +95,7 @@ FRAME_KINDS = frozenset(
 )
 
 # The string values of burrow.sandbox.backend.ErrorCode (a test keeps the two equal);
-# duplicated because the agent cannot import the host package.
+# duplicated because the guest cannot import the host package.
 ERROR_CODES = frozenset(
     {
         "path_escape",
@@ -127,7 +127,7 @@ class ProtocolError(Exception):
     """The peer sent something that is not a valid frame."""
 
 
-class AgentError(Exception):
+class GuestError(Exception):
     """A request failed with one of ERROR_CODES."""
 
     def __init__(self, code: str, message: str) -> None:
@@ -172,7 +172,7 @@ def error_frame(code: str, message: str, *, fatal: bool = False) -> bytes:
 
 def _hello_header(version: tuple[int, int]) -> bytes:
     """The hello's header, written out: what `encode_frame` would give, without json (a
-    test keeps the two equal). Host and agent send the same hello."""
+    test keeps the two equal). Host and guest send the same hello."""
     features = ",".join(f'"{name}"' for name in FEATURES)
     return (
         f'{{"kind":"{HELLO}","version":[{version[0]},{version[1]}],"features":[{features}]}}'

@@ -6,7 +6,7 @@ thread that has first restricted itself with Landlock: no write, create, remove,
 link or truncate anywhere except /tmp and /dev (temporary files, /dev/null, terminals);
 reading and executing stay free. The restriction is the thread's and every process it
 starts inherits it; nothing inside can lift it. The thread is the request's own and ends
-with it, so the agent's other work is not restricted. Where the kernel has no Landlock,
+with it, so the guest's other work is not restricted. Where the kernel has no Landlock,
 the command is refused, never run without the wall.
 """
 
@@ -16,7 +16,7 @@ import ctypes
 import os
 import struct
 
-from .protocol import AgentError
+from .protocol import GuestError
 
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446  # the same on every architecture
 _CREATE_RULESET_VERSION = 1
@@ -40,7 +40,7 @@ def restrict_this_thread() -> None:
     """From now on, this thread and what it starts may change nothing outside WRITABLE."""
     abi = _call(_CREATE_RULESET, None, 0, _CREATE_RULESET_VERSION, allow_error=True)
     if abi < 1:
-        raise AgentError(
+        raise GuestError(
             "read_only_unavailable",
             "This sandbox cannot run commands read-only: the kernel has no Landlock (Linux "
             "5.13 or newer, with landlock in its lsm= list). The command was not run.",
@@ -67,11 +67,11 @@ def _call(number: int, *args: object, allow_error: bool = False) -> int:
     result = int(_libc.syscall(ctypes.c_long(number), *converted))
     if result < 0 and not allow_error:
         error = ctypes.get_errno()
-        raise AgentError("internal", f"Landlock call {number} failed: {os.strerror(error)}")
+        raise GuestError("internal", f"Landlock call {number} failed: {os.strerror(error)}")
     return result
 
 
 def _call_libc(function: object, *args: int) -> None:
     if function(*args) != 0:  # type: ignore[operator]
         error = ctypes.get_errno()
-        raise AgentError("internal", f"prctl failed: {os.strerror(error)}")
+        raise GuestError("internal", f"prctl failed: {os.strerror(error)}")

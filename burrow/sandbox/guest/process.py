@@ -1,4 +1,4 @@
-"""One command run by the in-sandbox agent: spawn, stream, signal, time out, reap.
+"""One command run by the in-sandbox guest: spawn, stream, signal, time out, reap.
 
 The command is the leader of a new session (so of a new process group): a timeout, a
 `signal` frame or a host that hangs up reaches everything the command started. The exec
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import protocol
-from .protocol import AgentError
+from .protocol import GuestError
 from .request import Request
 
 CHUNK_BYTES = 64 * 1024
@@ -100,10 +100,10 @@ class Execution(Request):
     def _spawn(self) -> subprocess.Popen[bytes]:
         argv = self.header.get("argv")
         if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
-            raise AgentError("protocol", f"spawn needs a non-empty argv list, got {argv!r}")
+            raise GuestError("protocol", f"spawn needs a non-empty argv list, got {argv!r}")
         cwd = self.header.get("cwd") or self.workspace_root
         if not os.path.isdir(cwd):
-            raise AgentError("invalid_cwd", f"Working directory {cwd} does not exist")
+            raise GuestError("invalid_cwd", f"Working directory {cwd} does not exist")
         env = dict(os.environ)
         env.update(self.header.get("env") or {})
         if self.header.get("read_only"):
@@ -122,11 +122,11 @@ class Execution(Request):
                 close_fds=True,
             )
         except FileNotFoundError:
-            raise AgentError("exec_not_found", f"Command not found: {argv[0]}") from None
+            raise GuestError("exec_not_found", f"Command not found: {argv[0]}") from None
         except PermissionError:
-            raise AgentError("permission_denied", f"Not executable: {argv[0]}") from None
+            raise GuestError("permission_denied", f"Not executable: {argv[0]}") from None
         except OSError as exc:
-            raise AgentError("internal", f"Could not start {argv[0]}: {exc}") from None
+            raise GuestError("internal", f"Could not start {argv[0]}: {exc}") from None
 
     def _forward(self, selector: selectors.BaseSelector, fd: int, kind: str) -> None:
         try:

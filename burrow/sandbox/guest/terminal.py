@@ -1,4 +1,4 @@
-"""An interactive shell on a pseudo-terminal, served over one agent connection.
+"""An interactive shell on a pseudo-terminal, served over one guest connection.
 
 The shell leads a new session with the PTY as its controlling terminal, so the line
 discipline does what a terminal user expects: Ctrl-C (byte 0x03) sends SIGINT to the
@@ -21,7 +21,7 @@ import termios
 import time
 
 from . import protocol
-from .protocol import AgentError
+from .protocol import GuestError
 from .request import Request
 
 TYPE_CHECKING = False
@@ -51,7 +51,7 @@ def _winsize(header: dict[str, Any]) -> bytes:
     cols, rows = header.get("cols"), header.get("rows")
     for value in (cols, rows):
         if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 10000:
-            raise AgentError("protocol", f"cols and rows must be integers 1-9999, not {value!r}")
+            raise GuestError("protocol", f"cols and rows must be integers 1-9999, not {value!r}")
     return struct.pack("HHHH", rows, cols, 0, 0)
 
 
@@ -64,19 +64,19 @@ class Terminal(Request):
         winsize = _winsize(self.header)
         argv = self.header.get("argv") or list(DEFAULT_SHELL)
         if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
-            raise AgentError("protocol", f"argv must be a list of strings, not {argv!r}")
+            raise GuestError("protocol", f"argv must be a list of strings, not {argv!r}")
         if not os.path.exists(argv[0]):
             argv = ["/bin/sh", "-i"]
         cwd = self.header.get("cwd") or self.workspace_root
         if not os.path.isdir(cwd):
-            raise AgentError("invalid_cwd", f"Working directory {cwd} does not exist")
+            raise GuestError("invalid_cwd", f"Working directory {cwd} does not exist")
         env = dict(os.environ)
         env.update(self.header.get("env") or {})
         env.setdefault("TERM", "xterm-256color")
         try:
             pid, master = os.forkpty()
         except OSError as exc:
-            raise AgentError(
+            raise GuestError(
                 "internal", f"Could not start a shell: {exc} (is the sandbox at its process limit?)"
             ) from None
         if pid == 0:  # the child: only system calls until exec
@@ -178,7 +178,7 @@ class Terminal(Request):
         elif frame.kind == protocol.RESIZE:
             try:
                 fcntl.ioctl(master, termios.TIOCSWINSZ, _winsize(frame.header))
-            except AgentError:
+            except GuestError:
                 pass  # a bad size from the host changes nothing
         elif frame.kind == protocol.SIGNAL:
             self._signal(pid, int(frame.header.get("signal", signal.SIGHUP)))

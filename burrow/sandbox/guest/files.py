@@ -1,4 +1,4 @@
-"""File operations of the in-sandbox agent, confined to the workspace.
+"""File operations of the in-sandbox guest, confined to the workspace.
 
 The sandbox itself is the security boundary; this confinement keeps the file API to the
 workspace as the contract says, so `../../etc/passwd` or a symlink to /etc is refused
@@ -12,7 +12,7 @@ import os
 import stat as stat_module
 
 from . import protocol
-from .protocol import AgentError
+from .protocol import GuestError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,27 +31,27 @@ _ERRNO_CODES = {
 }
 
 
-def os_error(exc: OSError, path: str) -> AgentError:
+def os_error(exc: OSError, path: str) -> GuestError:
     code = _ERRNO_CODES.get(exc.errno or 0, "internal")
-    return AgentError(code, f"{exc.strerror or exc}: {path}")
+    return GuestError(code, f"{exc.strerror or exc}: {path}")
 
 
 def _open_regular(real: str, flags: int, path: str) -> IO[bytes]:
     """Open `real` only if it is a regular file. Never blocking: a FIFO planted in the
-    workspace would otherwise hold the agent (and every request behind it) until the host's
+    workspace would otherwise hold the guest (and every request behind it) until the host's
     deadline kills the sandbox; a FIFO without a reader refuses a non-blocking write open."""
     try:
         fd = os.open(real, flags | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, 0o644)
     except OSError as exc:
         if exc.errno == errno.ENXIO:
-            raise AgentError("not_a_file", f"{path} is not a regular file") from None
+            raise GuestError("not_a_file", f"{path} is not a regular file") from None
         raise
     mode = os.fstat(fd).st_mode
     if not stat_module.S_ISREG(mode):
         os.close(fd)
         if stat_module.S_ISDIR(mode):
-            raise AgentError("is_a_directory", f"Is a directory: {path}")
-        raise AgentError("not_a_file", f"{path} is not a regular file (a FIFO, socket or device)")
+            raise GuestError("is_a_directory", f"Is a directory: {path}")
+        raise GuestError("not_a_file", f"{path} is not a regular file (a FIFO, socket or device)")
     os.set_blocking(fd, True)
     return os.fdopen(fd, "wb" if flags & os.O_WRONLY else "rb")
 
@@ -63,10 +63,10 @@ class Workspace:
     def resolve(self, path: str) -> str:
         """Absolute real path of `path` (workspace-relative or absolute), symlinks followed."""
         if not isinstance(path, str) or "\0" in path:
-            raise AgentError("protocol", f"invalid path {path!r}")
+            raise GuestError("protocol", f"invalid path {path!r}")
         real = os.path.realpath(os.path.join(self.root, path))
         if real != self.root and not real.startswith(self.root + "/"):
-            raise AgentError("path_escape", f"Path '{path}' is outside the workspace")
+            raise GuestError("path_escape", f"Path '{path}' is outside the workspace")
         return real
 
     def relative(self, real: str) -> str:
@@ -100,7 +100,7 @@ class Workspace:
                 size = os.fstat(file.fileno()).st_size
                 wanted = max(size - offset, 0) if limit is None else int(limit)
                 if wanted > protocol.MAX_READ_BYTES:
-                    raise AgentError(
+                    raise GuestError(
                         "too_large",
                         f"{path} is {size} bytes; read at most {protocol.MAX_READ_BYTES} "
                         "bytes at a time (pass offset and limit)",

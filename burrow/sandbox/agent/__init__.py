@@ -1,1 +1,0 @@
-"""The agent that runs inside a sandbox (stdlib only: it runs with the sandbox's python3)."""
