@@ -20,7 +20,7 @@ export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.hooksPath GIT_CONFIG_VALUE_0=/de
 cd "$ws"
 # Operations on one store run one at a time (Checkpoints' lock): a lock file is what a git
 # killed mid-way (a server killed, a timeout) left, and would refuse every later one.
-rm -f "$GIT_DIR/index.lock"
+[ ! -e "$GIT_DIR/index.lock" ] || rm -f "$GIT_DIR/index.lock"
 if [ -f "$GIT_DIR/HEAD" ]; then
   printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n' > "$GIT_DIR/config"
 fi
@@ -32,43 +32,77 @@ store() {
 # The store's size is kept in a file: added to by each checkpoint, measured after a prune
 # (counting objects stats every one of them, too slow for each run's start).
 stored() {  # the bytes the store takes, as last known
-  n=$(cat "$GIT_DIR/size" 2>/dev/null || true)
+  n=; read -r n < "$GIT_DIR/size" 2>/dev/null || true
   case $n in ''|*[!0-9]*) echo 0 ;; *) echo "$n" ;; esac
 }
 measure() {  # what the store's objects take on disk, recorded
   git count-objects -v | awk '/^size(-pack)?:/ {s += $2} END {print s * 1024}' > "$GIT_DIR/size"
   stored
 }
-added() {  # $1 a tree: the bytes on disk of what changed since the newest checkpoint
-  prev=$(git for-each-ref --sort=-refname --count=1 --format='%(objectname)' refs/checkpoints/)
-  git diff-tree -r --no-renames "${prev:-4b825dc642cb6eb9a060e54bf8d69288fbee4904}" "$1" \
+added() {  # $1 a tree, $2 the newest checkpoint's: the bytes on disk of what changed since
+  [ "$1" != "$2" ] || { echo 0; return; }
+  git diff-tree -r --no-renames "${2:-4b825dc642cb6eb9a060e54bf8d69288fbee4904}" "$1" \
     | awk '$5 != "D" {print $4}' | git cat-file --batch-check='%(objectsize:disk)' \
     | awk '$2 != "missing" {s += $1} END {print s + 0}'
 }
+# A snapshot reads what changed since the last one, not all there is. Each walk leaves a
+# mark timed 1 s before it began (walk0 or walk1, named in `mark`); the next walk hands git
+# only the files whose ctime is newer. ctime is set by the kernel on every write, chmod,
+# rename and utime (an mtime put back still moves it), and the second covers a change in the
+# same clock tick as the mark, as git's racy rule does. Every other file is as the index
+# has it. Creating, removing or renaming an entry changes its folder: only then are the
+# walk's paths and the index's compared, for what was deleted and for files that came in
+# with an old ctime (a folder moved in). No mark (a new store, an import): a whole walk,
+# where git's index is the stat cache.
 snapshot() {
   store
-  : > "$GIT_DIR/skipped"
-  find . -mindepth 1 \( -path ./.burrow/outputs -o -path ./.burrow/services \
+  mark=; read -r mark < "$GIT_DIR/mark" 2>/dev/null || true
+  case $mark in 0|1) ;; *) mark= ;; esac
+  [ -f "$GIT_DIR/walk$mark" ] && [ -f "$GIT_DIR/index" ] || mark=
+  next=$(( ${mark:-1} ^ 1 ))
+  touch -d '1 second ago' "$GIT_DIR/walk$next"
+  if [ -n "$mark" ]; then set -- -cnewer "$GIT_DIR/walk$mark"; else set --; fi
+  find . \( -path ./.burrow/outputs -o -path ./.burrow/services \
       -o -path ./.burrow/services.json -o -path ./.burrow/checkpoints -o -name .git \) -prune \
+    -o -type d "$@" -fprintf "$GIT_DIR/folders" '%P\0' \
     -o -type f -size +"$maxk"k -fprintf "$GIT_DIR/skipped" '%P\0' \
-    -o \( -type f -o -type l \) -printf '%P\0' \
+    -o \( -type f -o -type l \) -fprintf "$GIT_DIR/listed" '%P\0' "$@" -printf '%P\0' \
     | git update-index --add --remove --replace -z --stdin
-  git ls-files -z --deleted | git update-index --remove -z --stdin
-  git update-index --force-remove -z --stdin < "$GIT_DIR/skipped"
+  if [ -z "$mark" ] || [ -s "$GIT_DIR/folders" ]; then
+    sort -z -o "$GIT_DIR/listed" "$GIT_DIR/listed"
+    git ls-files -z > "$GIT_DIR/indexed"
+    comm -z -23 "$GIT_DIR/indexed" "$GIT_DIR/listed" | git update-index --force-remove -z --stdin
+    comm -z -13 "$GIT_DIR/indexed" "$GIT_DIR/listed" | git update-index --add --replace -z --stdin
+  fi
+  if [ -s "$GIT_DIR/skipped" ]; then
+    git update-index --force-remove -z --stdin < "$GIT_DIR/skipped"
+  fi
   git write-tree
+  echo "$next" > "$GIT_DIR/mark"
 }
-commit() {  # $1 id, $2 subject (time and run); the subject gains the bytes it added
+newest() {  # the newest checkpoint's tree, if any
+  git for-each-ref --sort=-refname --count=1 --format='%(tree)' refs/checkpoints/
+}
+commit() {  # $1 id, $2 subject (time and run), $3 the newest checkpoint's tree; the subject
+  # gains the bytes it added, which are printed
   tree=$(snapshot)
-  bytes=$(added "$tree")
+  bytes=$(added "$tree" "$3")
   c=$(printf '%s %s\n' "$2" "$bytes" | git commit-tree "$tree")
-  git update-ref "refs/checkpoints/$1" "$c"
+  # A new ref, so a loose ref file is all update-ref would write (one process fewer).
+  [ -d "$GIT_DIR/refs/checkpoints" ] || mkdir "$GIT_DIR/refs/checkpoints"
+  echo "$c" > "$GIT_DIR/refs/checkpoints/$1"
   echo $(( $(stored) + bytes )) > "$GIT_DIR/size"
+  echo "$bytes"
 }
 case $op in
-  take)  # then what pruning needs: the store's bytes, and the checkpoints
-    commit "$1" "$2"
+  take)  # the bytes it added; then what pruning needs: the store's bytes, the checkpoints
+    store
+    refs=$(git for-each-ref --format='%(tree) %(refname:lstrip=2) %(subject)' refs/checkpoints/)
+    newest=${refs##*"
+"}  # the last line: ids sort in the order they were taken
+    commit "$1" "$2" "${newest%% *}"
     stored
-    git for-each-ref --format='%(refname:lstrip=2) %(subject)' refs/checkpoints/ ;;
+    [ -z "$refs" ] || printf '%s\n' "$refs" ;;
   list)
     [ -f "$GIT_DIR/HEAD" ] || exit 0
     git for-each-ref --format='%(refname:lstrip=2) %(subject)' refs/checkpoints/ ;;
@@ -85,7 +119,7 @@ case $op in
     esac ;;
   restore)  # $1 target id, $2 undo id, $3 undo subject
     git rev-parse -q --verify "refs/checkpoints/$1^{tree}" >/dev/null || exit 3
-    commit "$2" "$3" >/dev/null
+    commit "$2" "$3" "$(newest)" >/dev/null
     git read-tree --reset -u "refs/checkpoints/$1^{tree}" ;;
   prune)  # the ids to drop; their objects no other checkpoint holds go too
     for id; do git update-ref -d "refs/checkpoints/$id"; done
@@ -106,10 +140,11 @@ case $op in
     tree=$(git rev-parse "$c^{tree}")
     n=$(printf '%s %s\n' "$3" "$(measure)" | git commit-tree "$tree")
     git update-ref "refs/checkpoints/$2" "$n"
-    git read-tree --reset -u "$tree" ;;
+    git read-tree --reset -u "$tree"
+    rm -f "$GIT_DIR/mark" ;;  # the index is the bundle's now: the next walk is whole
   revert)  # $1 target id, $2 undo id, $3 undo subject, $4 path
     git rev-parse -q --verify "refs/checkpoints/$1^{tree}" >/dev/null || exit 3
-    commit "$2" "$3" >/dev/null
+    commit "$2" "$3" "$(newest)" >/dev/null
     if [ -n "$(git ls-tree -r --name-only "refs/checkpoints/$1" -- "$4")" ]; then
       git checkout -q "refs/checkpoints/$1" -- "$4" && echo restored
     elif [ -n "$(git ls-files -- "$4")" ]; then

@@ -6,8 +6,10 @@ model's to shape, symlinks out and hostile names included) with `GIT_DIR` at
 captured as well as the file tools'. The user's own `.git` never sees the store: it holds
 a `.gitignore` of `*`. Files are listed with `find` and fed to `git update-index`, not
 `git add`: a nested repository's working files are checkpointed as plain files (its `.git`
-folder is not), where `git add -A` would record a submodule pointer and lose them. The
-index doubles as a stat cache, so a checkpoint of an unchanged workspace re-reads no file.
+folder is not), where `git add -A` would record a submodule pointer and lose them. A
+checkpoint costs what changed, not what exists: one walk stats every file, git is handed
+only those whose ctime is newer than the walk before (less a racy second), and the index
+keeps the rest; see `snapshot` in checkpoint_script.py for why that misses nothing.
 
 A checkpoint is a commit with a ref `refs/checkpoints/<id>`; its subject holds the time, the
 run and the bytes it added, so the store lists itself (`git for-each-ref`) with no table to
@@ -147,8 +149,11 @@ class Checkpoints:
         async with self._locks[cid]:
             checkpoint_id, subject = _new_id(), _subject(run_id)
             out = await self._git(cid, "take", checkpoint_id, subject)
-            size, *listed = out.data.decode(errors="replace").splitlines() or ["0"]
-            entries = sorted(map(_parse_entry, listed), key=lambda c: (c.created_at, c.id))
+            # The bytes it added, the store's bytes, then `<tree> <id> <subject>` of the others.
+            added, size, *others = [*out.data.decode(errors="replace").splitlines(), "", ""]
+            taken = _parse_entry(f"{checkpoint_id} {subject} {added}")
+            listed = [_parse_entry(line.partition(" ")[2]) for line in others if line]
+            entries = sorted([*listed, taken], key=lambda c: (c.created_at, c.id))
             await self._prune(cid, entries, int(size) if size.isdigit() else 0)
             return _parse_entry(f"{checkpoint_id} {subject}")
 
