@@ -71,8 +71,11 @@ snapshot() {
   if [ -z "$mark" ] || [ -s "$GIT_DIR/folders" ]; then
     sort -z -o "$GIT_DIR/listed" "$GIT_DIR/listed"
     git ls-files -z > "$GIT_DIR/indexed"
-    comm -z -23 "$GIT_DIR/indexed" "$GIT_DIR/listed" | git update-index --force-remove -z --stdin
-    comm -z -13 "$GIT_DIR/indexed" "$GIT_DIR/listed" | git update-index --add --replace -z --stdin
+    comm -z -23 "$GIT_DIR/indexed" "$GIT_DIR/listed" > "$GIT_DIR/gone"
+    comm -z -13 "$GIT_DIR/indexed" "$GIT_DIR/listed" > "$GIT_DIR/came"
+    # A file made is in the index by now (its ctime is new): most often both are empty.
+    [ ! -s "$GIT_DIR/gone" ] || git update-index --force-remove -z --stdin < "$GIT_DIR/gone"
+    [ ! -s "$GIT_DIR/came" ] || git update-index --add --replace -z --stdin < "$GIT_DIR/came"
   fi
   if [ -s "$GIT_DIR/skipped" ]; then
     git update-index --force-remove -z --stdin < "$GIT_DIR/skipped"
