@@ -39,11 +39,13 @@ measure() {  # what the store's objects take on disk, recorded
   git count-objects -v | awk '/^size(-pack)?:/ {s += $2} END {print s * 1024}' > "$GIT_DIR/size"
   stored
 }
-added() {  # $1 a tree, $2 the newest checkpoint's: the bytes on disk of what changed since
+added() {  # $1 a tree, $2 the newest checkpoint's: the bytes on disk of the objects it added
   [ "$1" != "$2" ] || { echo 0; return; }
-  git diff-tree -r --no-renames "${2:-4b825dc642cb6eb9a060e54bf8d69288fbee4904}" "$1" \
-    | awk '$5 != "D" {print $4}' | git cat-file --batch-check='%(objectsize:disk)' \
-    | awk '$2 != "missing" {s += $1} END {print s + 0}'
+  if [ -n "$2" ]; then set -- "$1" --not "$2"; else set -- "$1"; fi
+  # One process from git 2.38; an older git sums them itself.
+  git rev-list --objects --disk-usage "$@" 2>/dev/null && return
+  git rev-list --objects "$@" | git cat-file --batch-check='%(objectsize:disk) %(rest)' \
+    | awk '{s += $1} END {print s + 0}'
 }
 # A snapshot reads what changed since the last one, not all there is. Each walk leaves a
 # mark timed 1 s before it began (walk0 or walk1, named in `mark`); the next walk hands git
@@ -53,7 +55,7 @@ added() {  # $1 a tree, $2 the newest checkpoint's: the bytes on disk of what ch
 # has it. Creating, removing or renaming an entry changes its folder: only then are the
 # walk's paths and the index's compared, for what was deleted and for files that came in
 # with an old ctime (a folder moved in). No mark (a new store, an import): a whole walk,
-# where git's index is the stat cache.
+# where git's index is the stat cache. Sets `tree`, the workspace's tree.
 snapshot() {
   store
   mark=; read -r mark < "$GIT_DIR/mark" 2>/dev/null || true
@@ -80,7 +82,7 @@ snapshot() {
   if [ -s "$GIT_DIR/skipped" ]; then
     git update-index --force-remove -z --stdin < "$GIT_DIR/skipped"
   fi
-  git write-tree
+  tree=$(git write-tree)
   echo "$next" > "$GIT_DIR/mark"
 }
 newest() {  # the newest checkpoint's tree, if any
@@ -88,9 +90,9 @@ newest() {  # the newest checkpoint's tree, if any
 }
 commit() {  # $1 id, $2 subject (time and run), $3 the newest checkpoint's tree; the subject
   # gains the bytes it added, which are printed
-  tree=$(snapshot)
+  snapshot
   bytes=$(added "$tree" "$3")
-  c=$(printf '%s %s\n' "$2" "$bytes" | git commit-tree "$tree")
+  c=$(git commit-tree -m "$2 $bytes" "$tree")
   # A new ref, so a loose ref file is all update-ref would write (one process fewer).
   [ -d "$GIT_DIR/refs/checkpoints" ] || mkdir "$GIT_DIR/refs/checkpoints"
   echo "$c" > "$GIT_DIR/refs/checkpoints/$1"
@@ -110,7 +112,7 @@ case $op in
     [ -f "$GIT_DIR/HEAD" ] || exit 0
     git for-each-ref --format='%(refname:lstrip=2) %(subject)' refs/checkpoints/ ;;
   tree)  # $1 a checkpoint id, or "now" for the workspace as it is
-    if [ "$1" = now ]; then snapshot
+    if [ "$1" = now ]; then snapshot; echo "$tree"
     else git rev-parse -q --verify "refs/checkpoints/$1^{tree}" || exit 3; fi ;;
   diff)  # $1 from tree, $2 to tree, $3 raw|numstat|patch|skipped
     a=$1 b=$2
@@ -129,7 +131,7 @@ case $op in
     git prune --expire=now
     measure ;;
   export)  # $1 a checkpoint id or "now", $2 a bundle file to write with its commit
-    if [ "$1" = now ]; then c=$(printf 'fork\n' | git commit-tree "$(snapshot)")
+    if [ "$1" = now ]; then snapshot; c=$(git commit-tree -m fork "$tree")
     else c=$(git rev-parse -q --verify "refs/checkpoints/$1^{commit}") || exit 3; fi
     git update-ref refs/export "$c"
     # No delta search and light compression: the bundle is read once, at once; searching
@@ -141,7 +143,7 @@ case $op in
     c=$(git bundle unbundle "$1" | cut -d' ' -f1)
     rm -f "$1"
     tree=$(git rev-parse "$c^{tree}")
-    n=$(printf '%s %s\n' "$3" "$(measure)" | git commit-tree "$tree")
+    n=$(git commit-tree -m "$3 $(measure)" "$tree")
     git update-ref "refs/checkpoints/$2" "$n"
     git read-tree --reset -u "$tree"
     rm -f "$GIT_DIR/mark" ;;  # the index is the bundle's now: the next walk is whole
