@@ -32,7 +32,7 @@ store() {
 # The store's size is kept in a file: added to by each checkpoint, measured after a prune
 # (counting objects stats every one of them, too slow for each run's start).
 stored() {  # the bytes the store takes, as last known
-  n=; read -r n < "$GIT_DIR/size" 2>/dev/null || true
+  n=; read -r n 2>/dev/null < "$GIT_DIR/size" || true
   case $n in ''|*[!0-9]*) echo 0 ;; *) echo "$n" ;; esac
 }
 measure() {  # what the store's objects take on disk, recorded
@@ -58,7 +58,7 @@ added() {  # $1 a tree, $2 the newest checkpoint's: the bytes on disk of the obj
 # where git's index is the stat cache. Sets `tree`, the workspace's tree.
 snapshot() {
   store
-  mark=; read -r mark < "$GIT_DIR/mark" 2>/dev/null || true
+  mark=; read -r mark 2>/dev/null < "$GIT_DIR/mark" || true
   case $mark in 0|1) ;; *) mark= ;; esac
   [ -f "$GIT_DIR/walk$mark" ] && [ -f "$GIT_DIR/index" ] || mark=
   next=$(( ${mark:-1} ^ 1 ))
@@ -85,8 +85,16 @@ snapshot() {
   tree=$(git write-tree)
   echo "$next" > "$GIT_DIR/mark"
 }
-newest() {  # the newest checkpoint's tree, if any
+newest() {  # the newest checkpoint's tree, if any: kept by each commit, asked of git if not
+  t=; read -r t 2>/dev/null < "$GIT_DIR/newest" || true
+  case $t in *[!0-9a-f]*) t= ;; esac
+  [ -n "$t" ] && echo "$t" && return
   git for-each-ref --sort=-refname --count=1 --format='%(tree)' refs/checkpoints/
+}
+checkpoints() {  # how many there are (loose refs: only update-ref and commit write them)
+  [ ! -f "$GIT_DIR/packed-refs" ] || { echo 999999; return; }
+  set -- "$GIT_DIR"/refs/checkpoints/*
+  if [ -e "$1" ]; then echo $#; else echo 0; fi
 }
 commit() {  # $1 id, $2 subject (time and run), $3 the newest checkpoint's tree; the subject
   # gains the bytes it added, which are printed
@@ -96,18 +104,20 @@ commit() {  # $1 id, $2 subject (time and run), $3 the newest checkpoint's tree;
   # A new ref, so a loose ref file is all update-ref would write (one process fewer).
   [ -d "$GIT_DIR/refs/checkpoints" ] || mkdir "$GIT_DIR/refs/checkpoints"
   echo "$c" > "$GIT_DIR/refs/checkpoints/$1"
+  echo "$tree" > "$GIT_DIR/newest"
   echo $(( $(stored) + bytes )) > "$GIT_DIR/size"
   echo "$bytes"
 }
 case $op in
-  take)  # the bytes it added; then what pruning needs: the store's bytes, the checkpoints
+  take)  # $3 the most checkpoints, $4 the most bytes (0: no bound): the bytes it added, the
+    # store's bytes, and past a bound what pruning needs, the checkpoints
     store
-    refs=$(git for-each-ref --format='%(tree) %(refname:lstrip=2) %(subject)' refs/checkpoints/)
-    newest=${refs##*"
-"}  # the last line: ids sort in the order they were taken
-    commit "$1" "$2" "${newest%% *}"
-    stored
-    [ -z "$refs" ] || printf '%s\n' "$refs" ;;
+    commit "$1" "$2" "$(newest)"
+    n=$(stored)
+    echo "$n"
+    if [ $(( $3 && $(checkpoints) > $3 )) = 1 ] || [ $(( $4 && n > $4 )) = 1 ]; then
+      git for-each-ref --format='%(refname:lstrip=2) %(subject)' refs/checkpoints/
+    fi ;;
   list)
     [ -f "$GIT_DIR/HEAD" ] || exit 0
     git for-each-ref --format='%(refname:lstrip=2) %(subject)' refs/checkpoints/ ;;
@@ -145,6 +155,7 @@ case $op in
     tree=$(git rev-parse "$c^{tree}")
     n=$(git commit-tree -m "$3 $(measure)" "$tree")
     git update-ref "refs/checkpoints/$2" "$n"
+    echo "$tree" > "$GIT_DIR/newest"
     git read-tree --reset -u "$tree"
     rm -f "$GIT_DIR/mark" ;;  # the index is the bundle's now: the next walk is whole
   revert)  # $1 target id, $2 undo id, $3 undo subject, $4 path

@@ -148,13 +148,13 @@ class Checkpoints:
     async def take(self, cid: str, run_id: str | None) -> Checkpoint:
         async with self._locks[cid]:
             checkpoint_id, subject = _new_id(), _subject(run_id)
-            out = await self._git(cid, "take", checkpoint_id, subject)
-            # The bytes it added, the store's bytes, then `<tree> <id> <subject>` of the others.
-            added, size, *others = [*out.data.decode(errors="replace").splitlines(), "", ""]
-            taken = _parse_entry(f"{checkpoint_id} {subject} {added}")
-            listed = [_parse_entry(line.partition(" ")[2]) for line in others if line]
-            entries = sorted([*listed, taken], key=lambda c: (c.created_at, c.id))
-            await self._prune(cid, entries, int(size) if size.isdigit() else 0)
+            bounds = str(self._max_count), str(self._max_bytes)
+            out = await self._git(cid, "take", checkpoint_id, subject, *bounds)
+            # The bytes it added, the store's, then (past a bound) every checkpoint.
+            _, size, *listed = [*out.data.decode(errors="replace").splitlines(), "", ""]
+            if listed := [line for line in listed if line]:
+                entries = sorted(map(_parse_entry, listed), key=lambda c: (c.created_at, c.id))
+                await self._prune(cid, entries, int(size) if size.isdigit() else 0)
             return _parse_entry(f"{checkpoint_id} {subject}")
 
     async def _prune(self, cid: str, kept: builtins.list[Checkpoint], store: int) -> None:
@@ -302,8 +302,9 @@ def _parse_entry(line: str) -> Checkpoint:
 
 class CheckpointAtStart(Hook):
     """Checkpoints the workspace at the run's start, so whatever the run does (tools or
-    bash) can be diffed against and undone. Taken while the first model call streams (it
-    costs tens of milliseconds) and awaited before the first tool call can change a file.
+    bash) can be diffed against and undone. Taken while the first model call streams (a
+    walk that stats every file, and git for what changed) and awaited before the first tool
+    call can change a file.
     A failure is logged, not fatal: a full disk must not stop the agent that could clean it."""
 
     def __init__(
