@@ -54,36 +54,56 @@ added() {  # $1 a tree, $2 the newest checkpoint's: the bytes on disk of the obj
 # same clock tick as the mark, as git's racy rule does. Every other file is as the index
 # has it. Creating, removing or renaming an entry changes its folder: only then are the
 # walk's paths and the index's compared, for what was deleted and for files that came in
-# with an old ctime (a folder moved in). No mark (a new store, an import): a whole walk,
-# where git's index is the stat cache. Sets `tree`, the workspace's tree.
+# with an old ctime (a folder moved in). No mark (a new store, an import, a lost index): a
+# whole walk, where git's index is the stat cache. Sets `tree`, the workspace's tree.
 snapshot() {
   store
-  mark=; read -r mark 2>/dev/null < "$GIT_DIR/mark" || true
+  mark= at=; read -r mark at 2>/dev/null < "$GIT_DIR/mark" || true
   case $mark in 0|1) ;; *) mark= ;; esac
-  [ -f "$GIT_DIR/walk$mark" ] && [ -f "$GIT_DIR/index" ] || mark=
+  # The bound on a file's size changed: a file the walk before kept may be over it now.
+  [ "$at" = "$maxk" ] && [ -f "$GIT_DIR/walk$mark" ] && [ -f "$GIT_DIR/index" ] || mark=
   next=$(( ${mark:-1} ^ 1 ))
   touch -d '1 second ago' "$GIT_DIR/walk$next"
+  # A mark later than now (the clock set back, or planted) says nothing: walk everything.
+  [ -z "$mark" ] || [ ! "$GIT_DIR/walk$mark" -nt "$GIT_DIR/walk$next" ] || mark=
   if [ -n "$mark" ]; then set -- -cnewer "$GIT_DIR/walk$mark"; else set --; fi
   find . \( -path ./.burrow/outputs -o -path ./.burrow/services \
       -o -path ./.burrow/services.json -o -path ./.burrow/checkpoints -o -name .git \) -prune \
     -o -type d "$@" -fprintf "$GIT_DIR/folders" '%P\0' \
-    -o -type f -size +"$maxk"k -fprintf "$GIT_DIR/skipped" '%P\0' \
-    -o \( -type f -o -type l \) -fprintf "$GIT_DIR/listed" '%P\0' "$@" -printf '%P\0' \
-    | git update-index --add --remove --replace -z --stdin
+    -o -type f -size +"$maxk"k \( -fprintf "$GIT_DIR/skipped" '%P\0' \
+      "$@" -fprintf "$GIT_DIR/grown" '%P\0' -o -true \) \
+    -o \( -type f -o -type l \) -fprintf "$GIT_DIR/listed" '%P\0' \
+      "$@" -fprintf "$GIT_DIR/changed" '%P\0'
+  updated=
+  if [ -s "$GIT_DIR/changed" ]; then
+    git update-index --add --remove --replace -z --stdin < "$GIT_DIR/changed"
+    updated=1
+  fi
   if [ -z "$mark" ] || [ -s "$GIT_DIR/folders" ]; then
     sort -z -o "$GIT_DIR/listed" "$GIT_DIR/listed"
     git ls-files -z > "$GIT_DIR/indexed"
     comm -z -23 "$GIT_DIR/indexed" "$GIT_DIR/listed" > "$GIT_DIR/gone"
     comm -z -13 "$GIT_DIR/indexed" "$GIT_DIR/listed" > "$GIT_DIR/came"
     # A file made is in the index by now (its ctime is new): most often both are empty.
-    [ ! -s "$GIT_DIR/gone" ] || git update-index --force-remove -z --stdin < "$GIT_DIR/gone"
-    [ ! -s "$GIT_DIR/came" ] || git update-index --add --replace -z --stdin < "$GIT_DIR/came"
+    if [ -s "$GIT_DIR/gone" ]; then
+      git update-index --force-remove -z --stdin < "$GIT_DIR/gone"
+      updated=1
+    fi
+    if [ -s "$GIT_DIR/came" ]; then
+      git update-index --add --replace -z --stdin < "$GIT_DIR/came"
+      updated=1
+    fi
   fi
-  if [ -s "$GIT_DIR/skipped" ]; then
-    git update-index --force-remove -z --stdin < "$GIT_DIR/skipped"
+  if [ -s "$GIT_DIR/grown" ]; then  # over the bound since the walk before: out of the index
+    git update-index --force-remove -z --stdin < "$GIT_DIR/grown"
+    updated=1
   fi
-  tree=$(git write-tree)
-  echo "$next" > "$GIT_DIR/mark"
+  # The index as the last snapshot left it (restore, revert and import forget that tree).
+  tree=; read -r tree 2>/dev/null < "$GIT_DIR/tree" || true
+  case $tree in *[!0-9a-f]*) tree= ;; esac
+  [ -z "$updated" ] && [ -n "$tree" ] || tree=$(git write-tree)
+  echo "$tree" > "$GIT_DIR/tree"
+  echo "$next $maxk" > "$GIT_DIR/mark"
 }
 newest() {  # the newest checkpoint's tree, if any: kept by each commit, asked of git if not
   t=; read -r t 2>/dev/null < "$GIT_DIR/newest" || true
@@ -135,6 +155,7 @@ case $op in
   restore)  # $1 target id, $2 undo id, $3 undo subject
     git rev-parse -q --verify "refs/checkpoints/$1^{tree}" >/dev/null || exit 3
     commit "$2" "$3" "$(newest)" >/dev/null
+    rm -f "$GIT_DIR/tree"
     git read-tree --reset -u "refs/checkpoints/$1^{tree}" ;;
   prune)  # the ids to drop; their objects no other checkpoint holds go too
     for id; do git update-ref -d "refs/checkpoints/$id"; done
@@ -157,10 +178,11 @@ case $op in
     git update-ref "refs/checkpoints/$2" "$n"
     echo "$tree" > "$GIT_DIR/newest"
     git read-tree --reset -u "$tree"
-    rm -f "$GIT_DIR/mark" ;;  # the index is the bundle's now: the next walk is whole
+    rm -f "$GIT_DIR/mark" "$GIT_DIR/tree" ;;  # the index is the bundle's: walk it all next
   revert)  # $1 target id, $2 undo id, $3 undo subject, $4 path
     git rev-parse -q --verify "refs/checkpoints/$1^{tree}" >/dev/null || exit 3
     commit "$2" "$3" "$(newest)" >/dev/null
+    rm -f "$GIT_DIR/tree"
     if [ -n "$(git ls-tree -r --name-only "refs/checkpoints/$1" -- "$4")" ]; then
       git checkout -q "refs/checkpoints/$1" -- "$4" && echo restored
     elif [ -n "$(git ls-files -- "$4")" ]; then

@@ -1,7 +1,8 @@
 """A checkpoint reads what changed since the one before, not all there is: a change that
 keeps the size and puts the mtime back, a file become a link, deletions, a folder moved in
-with old times and a folder renamed are all caught, and unchanged files are never opened
-(counted with inotify on the host's side of the workspace)."""
+with old times and a folder renamed are all caught, a lost index or a mark from the future
+costs a whole walk, not a change missed, and unchanged files are never opened (counted with
+inotify on the host's side of the workspace)."""
 
 from __future__ import annotations
 
@@ -34,11 +35,11 @@ async def sandbox(tmp_path: Path) -> AsyncIterator[LocalSandbox]:
         await backend.close()
 
 
-def store_of(sandbox: LocalSandbox) -> Checkpoints:
+def store_of(sandbox: LocalSandbox, max_file_bytes: int = 10 * 1024 * 1024) -> Checkpoints:
     async def get(_cid: str) -> LocalSandbox:
         return sandbox
 
-    return Checkpoints(get)
+    return Checkpoints(get, max_file_bytes=max_file_bytes)
 
 
 async def sh(sandbox: LocalSandbox, command: str) -> str:
@@ -120,6 +121,30 @@ async def test_a_store_without_its_index_walks_everything(sandbox: LocalSandbox)
     await sh(sandbox, "echo bb > b && echo c > c && rm .burrow/checkpoints/index")
     after = await store.take(CID, None)
     assert changes(await store.diff(CID, before.id, after.id)) == {"b": "modified", "c": "added"}
+
+
+async def test_a_mark_later_than_now_is_not_trusted(sandbox: LocalSandbox) -> None:
+    store = store_of(sandbox)
+    await sh(sandbox, "echo one > a")
+    before = await store.take(CID, None)
+    await sh(sandbox, PAST_RACY)
+    # As if the clock were set back an hour since the last walk (or the mark planted).
+    await sh(sandbox, "touch -d '1 hour' .burrow/checkpoints/walk*")
+    await sh(sandbox, 't=$(stat -c %y a) && echo two > a && touch -d "$t" a')
+    after = await store.take(CID, None)
+    assert changes(await store.diff(CID, before.id, after.id)) == {"a": "modified"}
+
+
+async def test_a_lower_bound_on_file_size_leaves_out_an_unchanged_file(
+    sandbox: LocalSandbox,
+) -> None:
+    await sh(sandbox, "head -c 4096 /dev/zero > mid && echo s > small")
+    before = await store_of(sandbox).take(CID, None)
+    await sh(sandbox, PAST_RACY)
+    lower = store_of(sandbox, max_file_bytes=2048)
+    after = await lower.take(CID, None)
+    assert changes(await lower.diff(CID, before.id, after.id)) == {"mid": "deleted"}
+    assert (await lower.diff(CID, after.id, None)).skipped == ["mid"]
 
 
 class Opened:
