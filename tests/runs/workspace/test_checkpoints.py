@@ -138,8 +138,11 @@ async def test_a_mark_later_than_now_is_not_trusted(sandbox: LocalSandbox) -> No
 async def test_a_lower_bound_on_file_size_leaves_out_an_unchanged_file(
     sandbox: LocalSandbox,
 ) -> None:
+    store = store_of(sandbox)
     await sh(sandbox, "head -c 4096 /dev/zero > mid && echo s > small")
-    before = await store_of(sandbox).take(CID, None)
+    await store.take(CID, None)
+    await sh(sandbox, PAST_RACY)
+    before = await store.take(CID, None)
     await sh(sandbox, PAST_RACY)
     lower = store_of(sandbox, max_file_bytes=2048)
     after = await lower.take(CID, None)
