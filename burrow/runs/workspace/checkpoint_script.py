@@ -48,19 +48,20 @@ added() {  # $1 a tree, $2 the newest checkpoint's: the bytes on disk of the obj
     | awk '{s += $1} END {print s + 0}'
 }
 # A snapshot reads what changed since the last one, not all there is. Each walk leaves a
-# mark timed 1 s before it began (walk0 or walk1, named in `mark`); the next walk hands git
-# only the files whose ctime is newer. ctime is set by the kernel on every write, chmod,
-# rename and utime (an mtime put back still moves it), and the second covers a change in the
-# same clock tick as the mark, as git's racy rule does. Every other file is as the index
-# has it. Creating, removing or renaming an entry changes its folder: only then are the
-# walk's paths and the index's compared, for what was deleted and for files that came in
-# with an old ctime (a folder moved in). No mark (a new store, an import, a lost index): a
-# whole walk, where git's index is the stat cache. Sets `tree`, the workspace's tree.
+# mark timed 1 s before it began (walk0 or walk1, named in `mark` with the size bound it
+# walked with); the next walk hands git only the files whose ctime is newer. ctime is set
+# by the kernel on every write, chmod, rename and utime (an mtime put back still moves it),
+# and the second covers a change in the same clock tick as the mark, as git's racy rule
+# does. Every other file is as the index has it. Creating, removing or renaming an entry
+# changes its folder: only then are the walk's paths and the index's compared, for what was
+# deleted and for files that came in with an old ctime (a folder moved in). No mark (a new
+# store, an import, a lost index): a whole walk, where git's index is the stat cache.
+# Sets `tree`, the workspace's tree.
 snapshot() {
   store
   mark= at=; read -r mark at 2>/dev/null < "$GIT_DIR/mark" || true
   case $mark in 0|1) ;; *) mark= ;; esac
-  # The bound on a file's size changed: a file the walk before kept may be over it now.
+  # Another size bound: a file the walk before kept may be over this one.
   [ "$at" = "$maxk" ] && [ -f "$GIT_DIR/walk$mark" ] && [ -f "$GIT_DIR/index" ] || mark=
   next=$(( ${mark:-1} ^ 1 ))
   touch -d '1 second ago' "$GIT_DIR/walk$next"
