@@ -20,7 +20,7 @@ export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.hooksPath GIT_CONFIG_VALUE_0=/de
 cd "$ws"
 # Operations on one store run one at a time (Checkpoints' lock): a lock file is what a git
 # killed mid-way (a server killed, a timeout) left, and would refuse every later one.
-rm -f "$GIT_DIR/index.lock"
+[ ! -e "$GIT_DIR/index.lock" ] || rm -f "$GIT_DIR/index.lock"
 if [ -f "$GIT_DIR/HEAD" ]; then
   printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n' > "$GIT_DIR/config"
 fi
@@ -32,48 +32,118 @@ store() {
 # The store's size is kept in a file: added to by each checkpoint, measured after a prune
 # (counting objects stats every one of them, too slow for each run's start).
 stored() {  # the bytes the store takes, as last known
-  n=$(cat "$GIT_DIR/size" 2>/dev/null || true)
+  n=; read -r n 2>/dev/null < "$GIT_DIR/size" || true
   case $n in ''|*[!0-9]*) echo 0 ;; *) echo "$n" ;; esac
 }
 measure() {  # what the store's objects take on disk, recorded
   git count-objects -v | awk '/^size(-pack)?:/ {s += $2} END {print s * 1024}' > "$GIT_DIR/size"
   stored
 }
-added() {  # $1 a tree: the bytes on disk of what changed since the newest checkpoint
-  prev=$(git for-each-ref --sort=-refname --count=1 --format='%(objectname)' refs/checkpoints/)
-  git diff-tree -r --no-renames "${prev:-4b825dc642cb6eb9a060e54bf8d69288fbee4904}" "$1" \
-    | awk '$5 != "D" {print $4}' | git cat-file --batch-check='%(objectsize:disk)' \
-    | awk '$2 != "missing" {s += $1} END {print s + 0}'
+added() {  # $1 a tree, $2 the newest checkpoint's: the bytes on disk of the objects it added
+  [ "$1" != "$2" ] || { echo 0; return; }
+  if [ -n "$2" ]; then set -- "$1" --not "$2"; else set -- "$1"; fi
+  # One process from git 2.38; an older git sums them itself.
+  git rev-list --objects --disk-usage "$@" 2>/dev/null && return
+  git rev-list --objects "$@" | git cat-file --batch-check='%(objectsize:disk) %(rest)' \
+    | awk '{s += $1} END {print s + 0}'
 }
+# A snapshot reads what changed since the last one, not all there is. Each walk leaves a
+# mark timed 1 s before it began (walk0 or walk1, named in `mark` with the size bound it
+# walked with); the next walk hands git only the files whose ctime is newer. ctime is set
+# by the kernel on every write, chmod, rename and utime (an mtime put back still moves it),
+# and the second covers a change in the same clock tick as the mark, as git's racy rule
+# does. Every other file is as the index has it. Creating, removing or renaming an entry
+# changes its folder: only then are the walk's paths and the index's compared, for what was
+# deleted and for files that came in with an old ctime (a folder moved in). No mark (a new
+# store, an import, a lost index): a whole walk, where git's index is the stat cache.
+# Sets `tree`, the workspace's tree.
 snapshot() {
   store
-  : > "$GIT_DIR/skipped"
-  find . -mindepth 1 \( -path ./.burrow/outputs -o -path ./.burrow/services \
+  mark= at=; read -r mark at 2>/dev/null < "$GIT_DIR/mark" || true
+  case $mark in 0|1) ;; *) mark= ;; esac
+  # Another size bound: a file the walk before kept may be over this one.
+  [ "$at" = "$maxk" ] && [ -f "$GIT_DIR/walk$mark" ] && [ -f "$GIT_DIR/index" ] || mark=
+  next=$(( ${mark:-1} ^ 1 ))
+  touch -d '1 second ago' "$GIT_DIR/walk$next"
+  # A mark later than now (the clock set back, or planted) says nothing: walk everything.
+  [ -z "$mark" ] || [ ! "$GIT_DIR/walk$mark" -nt "$GIT_DIR/walk$next" ] || mark=
+  if [ -n "$mark" ]; then set -- -cnewer "$GIT_DIR/walk$mark"; else set --; fi
+  find . \( -path ./.burrow/outputs -o -path ./.burrow/services \
       -o -path ./.burrow/services.json -o -path ./.burrow/checkpoints -o -name .git \) -prune \
-    -o -type f -size +"$maxk"k -fprintf "$GIT_DIR/skipped" '%P\0' \
-    -o \( -type f -o -type l \) -printf '%P\0' \
-    | git update-index --add --remove --replace -z --stdin
-  git ls-files -z --deleted | git update-index --remove -z --stdin
-  git update-index --force-remove -z --stdin < "$GIT_DIR/skipped"
-  git write-tree
+    -o -type d "$@" -fprintf "$GIT_DIR/folders" '%P\0' \
+    -o -type f -size +"$maxk"k \( -fprintf "$GIT_DIR/skipped" '%P\0' \
+      "$@" -fprintf "$GIT_DIR/grown" '%P\0' -o -true \) \
+    -o \( -type f -o -type l \) -fprintf "$GIT_DIR/listed" '%P\0' \
+      "$@" -fprintf "$GIT_DIR/changed" '%P\0'
+  updated=
+  if [ -s "$GIT_DIR/changed" ]; then
+    git update-index --add --remove --replace -z --stdin < "$GIT_DIR/changed"
+    updated=1
+  fi
+  if [ -z "$mark" ] || [ -s "$GIT_DIR/folders" ]; then
+    sort -z -o "$GIT_DIR/listed" "$GIT_DIR/listed"
+    git ls-files -z > "$GIT_DIR/indexed"
+    comm -z -23 "$GIT_DIR/indexed" "$GIT_DIR/listed" > "$GIT_DIR/gone"
+    comm -z -13 "$GIT_DIR/indexed" "$GIT_DIR/listed" > "$GIT_DIR/came"
+    # A file made is in the index by now (its ctime is new): most often both are empty.
+    if [ -s "$GIT_DIR/gone" ]; then
+      git update-index --force-remove -z --stdin < "$GIT_DIR/gone"
+      updated=1
+    fi
+    if [ -s "$GIT_DIR/came" ]; then
+      git update-index --add --replace -z --stdin < "$GIT_DIR/came"
+      updated=1
+    fi
+  fi
+  if [ -s "$GIT_DIR/grown" ]; then  # over the bound since the walk before: out of the index
+    git update-index --force-remove -z --stdin < "$GIT_DIR/grown"
+    updated=1
+  fi
+  # The index as the last snapshot left it (restore, revert and import forget that tree).
+  tree=; read -r tree 2>/dev/null < "$GIT_DIR/tree" || true
+  case $tree in *[!0-9a-f]*) tree= ;; esac
+  [ -z "$updated" ] && [ -n "$tree" ] || tree=$(git write-tree)
+  echo "$tree" > "$GIT_DIR/tree"
+  echo "$next $maxk" > "$GIT_DIR/mark"
 }
-commit() {  # $1 id, $2 subject (time and run); the subject gains the bytes it added
-  tree=$(snapshot)
-  bytes=$(added "$tree")
-  c=$(printf '%s %s\n' "$2" "$bytes" | git commit-tree "$tree")
-  git update-ref "refs/checkpoints/$1" "$c"
+newest() {  # the newest checkpoint's tree, if any: kept by each commit, asked of git if not
+  t=; read -r t 2>/dev/null < "$GIT_DIR/newest" || true
+  case $t in *[!0-9a-f]*) t= ;; esac
+  [ -n "$t" ] && echo "$t" && return
+  git for-each-ref --sort=-refname --count=1 --format='%(tree)' refs/checkpoints/
+}
+checkpoints() {  # how many there are (loose refs: only update-ref and commit write them)
+  [ ! -f "$GIT_DIR/packed-refs" ] || { echo 999999; return; }
+  set -- "$GIT_DIR"/refs/checkpoints/*
+  if [ -e "$1" ]; then echo $#; else echo 0; fi
+}
+commit() {  # $1 id, $2 subject (time and run), $3 the newest checkpoint's tree; the subject
+  # gains the bytes it added, which are printed
+  snapshot
+  bytes=$(added "$tree" "$3")
+  c=$(git commit-tree -m "$2 $bytes" "$tree")
+  # A new ref, so a loose ref file is all update-ref would write (one process fewer).
+  [ -d "$GIT_DIR/refs/checkpoints" ] || mkdir "$GIT_DIR/refs/checkpoints"
+  echo "$c" > "$GIT_DIR/refs/checkpoints/$1"
+  echo "$tree" > "$GIT_DIR/newest"
   echo $(( $(stored) + bytes )) > "$GIT_DIR/size"
+  echo "$bytes"
 }
 case $op in
-  take)  # then what pruning needs: the store's bytes, and the checkpoints
-    commit "$1" "$2"
-    stored
-    git for-each-ref --format='%(refname:lstrip=2) %(subject)' refs/checkpoints/ ;;
+  take)  # $3 the most checkpoints, $4 the most bytes (0: no bound): the bytes it added, the
+    # store's bytes, and past a bound what pruning needs, the checkpoints
+    store
+    commit "$1" "$2" "$(newest)"
+    n=$(stored)
+    echo "$n"
+    if [ $(( $3 && $(checkpoints) > $3 )) = 1 ] || [ $(( $4 && n > $4 )) = 1 ]; then
+      git for-each-ref --format='%(refname:lstrip=2) %(subject)' refs/checkpoints/
+    fi ;;
   list)
     [ -f "$GIT_DIR/HEAD" ] || exit 0
     git for-each-ref --format='%(refname:lstrip=2) %(subject)' refs/checkpoints/ ;;
   tree)  # $1 a checkpoint id, or "now" for the workspace as it is
-    if [ "$1" = now ]; then snapshot
+    if [ "$1" = now ]; then snapshot; echo "$tree"
     else git rev-parse -q --verify "refs/checkpoints/$1^{tree}" || exit 3; fi ;;
   diff)  # $1 from tree, $2 to tree, $3 raw|numstat|patch|skipped
     a=$1 b=$2
@@ -85,14 +155,15 @@ case $op in
     esac ;;
   restore)  # $1 target id, $2 undo id, $3 undo subject
     git rev-parse -q --verify "refs/checkpoints/$1^{tree}" >/dev/null || exit 3
-    commit "$2" "$3" >/dev/null
+    commit "$2" "$3" "$(newest)" >/dev/null
+    rm -f "$GIT_DIR/tree"
     git read-tree --reset -u "refs/checkpoints/$1^{tree}" ;;
   prune)  # the ids to drop; their objects no other checkpoint holds go too
     for id; do git update-ref -d "refs/checkpoints/$id"; done
     git prune --expire=now
     measure ;;
   export)  # $1 a checkpoint id or "now", $2 a bundle file to write with its commit
-    if [ "$1" = now ]; then c=$(printf 'fork\n' | git commit-tree "$(snapshot)")
+    if [ "$1" = now ]; then snapshot; c=$(git commit-tree -m fork "$tree")
     else c=$(git rev-parse -q --verify "refs/checkpoints/$1^{commit}") || exit 3; fi
     git update-ref refs/export "$c"
     # No delta search and light compression: the bundle is read once, at once; searching
@@ -104,12 +175,15 @@ case $op in
     c=$(git bundle unbundle "$1" | cut -d' ' -f1)
     rm -f "$1"
     tree=$(git rev-parse "$c^{tree}")
-    n=$(printf '%s %s\n' "$3" "$(measure)" | git commit-tree "$tree")
+    n=$(git commit-tree -m "$3 $(measure)" "$tree")
     git update-ref "refs/checkpoints/$2" "$n"
-    git read-tree --reset -u "$tree" ;;
+    echo "$tree" > "$GIT_DIR/newest"
+    git read-tree --reset -u "$tree"
+    rm -f "$GIT_DIR/mark" "$GIT_DIR/tree" ;;  # the index is the bundle's: walk it all next
   revert)  # $1 target id, $2 undo id, $3 undo subject, $4 path
     git rev-parse -q --verify "refs/checkpoints/$1^{tree}" >/dev/null || exit 3
-    commit "$2" "$3" >/dev/null
+    commit "$2" "$3" "$(newest)" >/dev/null
+    rm -f "$GIT_DIR/tree"
     if [ -n "$(git ls-tree -r --name-only "refs/checkpoints/$1" -- "$4")" ]; then
       git checkout -q "refs/checkpoints/$1" -- "$4" && echo restored
     elif [ -n "$(git ls-files -- "$4")" ]; then

@@ -6,8 +6,10 @@ model's to shape, symlinks out and hostile names included) with `GIT_DIR` at
 captured as well as the file tools'. The user's own `.git` never sees the store: it holds
 a `.gitignore` of `*`. Files are listed with `find` and fed to `git update-index`, not
 `git add`: a nested repository's working files are checkpointed as plain files (its `.git`
-folder is not), where `git add -A` would record a submodule pointer and lose them. The
-index doubles as a stat cache, so a checkpoint of an unchanged workspace re-reads no file.
+folder is not), where `git add -A` would record a submodule pointer and lose them. A
+checkpoint costs what changed, not what exists: one walk stats every file, git is handed
+only those whose ctime is newer than the walk before (less a racy second), and the index
+keeps the rest; see `snapshot` in checkpoint_script.py for why that misses nothing.
 
 A checkpoint is a commit with a ref `refs/checkpoints/<id>`; its subject holds the time, the
 run and the bytes it added, so the store lists itself (`git for-each-ref`) with no table to
@@ -146,10 +148,13 @@ class Checkpoints:
     async def take(self, cid: str, run_id: str | None) -> Checkpoint:
         async with self._locks[cid]:
             checkpoint_id, subject = _new_id(), _subject(run_id)
-            out = await self._git(cid, "take", checkpoint_id, subject)
-            size, *listed = out.data.decode(errors="replace").splitlines() or ["0"]
-            entries = sorted(map(_parse_entry, listed), key=lambda c: (c.created_at, c.id))
-            await self._prune(cid, entries, int(size) if size.isdigit() else 0)
+            bounds = str(self._max_count), str(self._max_bytes)
+            out = await self._git(cid, "take", checkpoint_id, subject, *bounds)
+            # The bytes it added, the store's, then (past a bound) every checkpoint.
+            _, size, *listed = [*out.data.decode(errors="replace").splitlines(), "", ""]
+            if listed := [line for line in listed if line]:
+                entries = sorted(map(_parse_entry, listed), key=lambda c: (c.created_at, c.id))
+                await self._prune(cid, entries, int(size) if size.isdigit() else 0)
             return _parse_entry(f"{checkpoint_id} {subject}")
 
     async def _prune(self, cid: str, kept: builtins.list[Checkpoint], store: int) -> None:
@@ -297,8 +302,9 @@ def _parse_entry(line: str) -> Checkpoint:
 
 class CheckpointAtStart(Hook):
     """Checkpoints the workspace at the run's start, so whatever the run does (tools or
-    bash) can be diffed against and undone. Taken while the first model call streams (it
-    costs tens of milliseconds) and awaited before the first tool call can change a file.
+    bash) can be diffed against and undone. Taken while the first model call streams (a
+    walk that stats every file, and git for what changed) and awaited before the first tool
+    call can change a file.
     A failure is logged, not fatal: a full disk must not stop the agent that could clean it."""
 
     def __init__(

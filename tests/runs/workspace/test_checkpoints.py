@@ -1,0 +1,209 @@
+"""A checkpoint reads what changed since the one before, not all there is: a change that
+keeps the size and puts the mtime back, a file become a link, deletions, a folder moved in
+with old times and a folder renamed are all caught, a lost index or a mark from the future
+costs a whole walk, not a change missed, and unchanged files are never opened (counted with
+inotify on the host's side of the workspace)."""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import ctypes.util
+import os
+import struct
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from burrow.runs.workspace.checkpoints import Checkpoints
+from burrow.runs.workspace.workspace_diff import Diff
+from burrow.sandbox.local import LocalBackend, LocalSandbox
+from tests.sandbox.harness import run
+
+CID = "c"
+# Past git's and the checkpoints' racy second: what follows is told apart by stat alone.
+PAST_RACY = "sleep 1.1"
+
+
+@pytest.fixture
+async def sandbox(tmp_path: Path) -> AsyncIterator[LocalSandbox]:
+    backend = LocalBackend(tmp_path / "data")
+    try:
+        yield await backend.create("ckpt")
+    finally:
+        await backend.close()
+
+
+def store_of(sandbox: LocalSandbox, max_file_bytes: int = 10 * 1024 * 1024) -> Checkpoints:
+    async def get(_cid: str) -> LocalSandbox:
+        return sandbox
+
+    return Checkpoints(get, max_file_bytes=max_file_bytes)
+
+
+async def sh(sandbox: LocalSandbox, command: str) -> str:
+    done = await run(sandbox, "sh", "-c", command)
+    assert done.exit.exit_code == 0, (command, done.stderr)
+    return done.text
+
+
+def changes(diff: Diff) -> dict[str, str]:
+    return {f.path: f.status for f in diff.files}
+
+
+async def test_a_change_that_keeps_size_and_mtime_is_seen(sandbox: LocalSandbox) -> None:
+    store = store_of(sandbox)
+    await sh(sandbox, "mkdir d && echo one > d/a && echo one > d/b")
+    await store.take(CID, None)
+    await sh(sandbox, PAST_RACY)
+    before = await store.take(CID, None)
+    await sh(sandbox, PAST_RACY)
+    # Same size, the mtime put back to the nanosecond: only the ctime tells.
+    await sh(sandbox, 't=$(stat -c %y d/a) && echo two > d/a && touch -d "$t" d/a')
+    assert await sh(sandbox, "stat -c %s d/a d/b") == "4\n4\n"
+    after = await store.take(CID, None)
+    diff = await store.diff(CID, before.id, after.id)
+    assert changes(diff) == {"d/a": "modified"} and "+two" in diff.files[0].patch
+    # The same within the racy second of the checkpoint before it.
+    await sh(sandbox, 't=$(stat -c %y d/b) && echo six > d/b && touch -d "$t" d/b')
+    racy = await store.take(CID, None)
+    assert changes(await store.diff(CID, after.id, racy.id)) == {"d/b": "modified"}
+
+
+async def test_links_deletions_and_moved_folders_are_seen(sandbox: LocalSandbox) -> None:
+    store = store_of(sandbox)
+    await sh(
+        sandbox,
+        "mkdir -p src/deep old .burrow/outputs/pkg && echo a > src/a && echo b > src/deep/b"
+        " && echo c > old/c && echo gone > gone.txt && echo kept > kept.txt"
+        " && echo p > .burrow/outputs/pkg/p.txt && mkdir .burrow/outputs/pkg/sub"
+        " && echo q > .burrow/outputs/pkg/sub/q.txt",
+    )
+    await store.take(CID, None)
+    await sh(sandbox, PAST_RACY)
+    before = await store.take(CID, None)
+    await sh(sandbox, PAST_RACY)
+    # A file become a link, a file and a folder deleted, a folder (with a subfolder) moved
+    # in from outside the checkpoints with its old ctimes, a folder renamed.
+    await sh(
+        sandbox,
+        "rm src/a && ln -s kept.txt src/a && rm gone.txt && rm -r old"
+        " && mv .burrow/outputs/pkg pkg && mv src/deep src/moved",
+    )
+    after = await store.take(CID, None)
+    diff = await store.diff(CID, before.id, after.id)
+    assert changes(diff) == {
+        "src/a": "modified",
+        "gone.txt": "deleted",
+        "old/c": "deleted",
+        "pkg/p.txt": "added",
+        "pkg/sub/q.txt": "added",
+        "src/deep/b": "deleted",
+        "src/moved/b": "added",
+    }
+    link = next(f for f in diff.files if f.path == "src/a")
+    assert "+kept.txt" in link.patch and "new file mode 120000" in link.patch
+    # Restore and diff give what they gave before: the workspace as it was.
+    await store.restore(CID, before.id)
+    assert await sh(sandbox, "cat src/a old/c gone.txt src/deep/b; ls . src") == (
+        "a\nc\ngone\nb\n.:\ngone.txt\nkept.txt\nold\nsrc\n\nsrc:\na\ndeep\n"
+    )
+    again = await store.take(CID, None)
+    assert changes(await store.diff(CID, before.id, again.id)) == {}
+
+
+async def test_a_store_without_its_index_walks_everything(sandbox: LocalSandbox) -> None:
+    store = store_of(sandbox)
+    await sh(sandbox, "echo a > a && echo b > b")
+    before = await store.take(CID, None)
+    await sh(sandbox, PAST_RACY)
+    await sh(sandbox, "echo bb > b && echo c > c && rm .burrow/checkpoints/index")
+    after = await store.take(CID, None)
+    assert changes(await store.diff(CID, before.id, after.id)) == {"b": "modified", "c": "added"}
+
+
+async def test_a_mark_later_than_now_is_not_trusted(sandbox: LocalSandbox) -> None:
+    store = store_of(sandbox)
+    await sh(sandbox, "echo one > a")
+    before = await store.take(CID, None)
+    await sh(sandbox, PAST_RACY)
+    # As if the clock were set back an hour since the last walk (or the mark planted).
+    await sh(sandbox, "touch -d '1 hour' .burrow/checkpoints/walk*")
+    await sh(sandbox, 't=$(stat -c %y a) && echo two > a && touch -d "$t" a')
+    after = await store.take(CID, None)
+    assert changes(await store.diff(CID, before.id, after.id)) == {"a": "modified"}
+
+
+async def test_a_lower_bound_on_file_size_leaves_out_an_unchanged_file(
+    sandbox: LocalSandbox,
+) -> None:
+    store = store_of(sandbox)
+    await sh(sandbox, "head -c 4096 /dev/zero > mid && echo s > small")
+    await store.take(CID, None)
+    await sh(sandbox, PAST_RACY)
+    before = await store.take(CID, None)
+    await sh(sandbox, PAST_RACY)
+    lower = store_of(sandbox, max_file_bytes=2048)
+    after = await lower.take(CID, None)
+    assert changes(await lower.diff(CID, before.id, after.id)) == {"mid": "deleted"}
+    assert (await lower.diff(CID, after.id, None)).skipped == ["mid"]
+
+
+class Opened:
+    """Files opened under a folder, as inotify on the host reports them."""
+
+    IN_OPEN, IN_ISDIR, IN_NONBLOCK = 0x20, 0x40000000, 0o4000
+
+    def __init__(self, root: Path) -> None:
+        self._libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        self._fd = self._libc.inotify_init1(self.IN_NONBLOCK)
+        assert self._fd >= 0
+        self._folders: dict[int, str] = {}
+        for here, dirs, _ in os.walk(root):
+            dirs[:] = [d for d in dirs if d != ".burrow"]
+            wd = self._libc.inotify_add_watch(self._fd, here.encode(), self.IN_OPEN)
+            assert wd >= 0, ctypes.get_errno()
+            self._folders[wd] = os.path.relpath(here, root)
+
+    def files(self) -> list[str]:
+        opened, data = [], b""
+        while True:
+            try:
+                data += os.read(self._fd, 65536)
+            except BlockingIOError:
+                break
+        offset = 0
+        while offset < len(data):
+            wd, mask, _cookie, size = struct.unpack_from("iIII", data, offset)
+            name = data[offset + 16 : offset + 16 + size].rstrip(b"\0").decode()
+            offset += 16 + size
+            if not mask & self.IN_ISDIR and name:
+                opened.append(os.path.join(self._folders[wd], name))
+        return opened
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+async def test_unchanged_files_are_not_opened(sandbox: LocalSandbox) -> None:
+    store = store_of(sandbox)
+    await sh(
+        sandbox,
+        "for d in $(seq 1 20); do mkdir d$d && for f in $(seq 1 100); do echo $d.$f > d$d/f$f;"
+        " done; done",
+    )
+    await store.take(CID, None)
+    await sh(sandbox, PAST_RACY)
+    before = await store.take(CID, None)
+    await sh(sandbox, PAST_RACY)
+    await sh(sandbox, "echo changed >> d7/f7")
+    opened = Opened(sandbox.workspace_dir)
+    try:
+        await asyncio.sleep(0)
+        after = await store.take(CID, None)
+        files = opened.files()
+    finally:
+        opened.close()
+    assert files == ["d7/f7"]  # of 2,000: the one that changed, read once to be stored
+    assert changes(await store.diff(CID, before.id, after.id)) == {"d7/f7": "modified"}
