@@ -8,7 +8,7 @@ import asyncio
 import json
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from burrow.store.datadir import ensure_private_dir
 from burrow.store.migrate import SchemaError, prepare_database
 from burrow.store.records import Event
 from burrow.telemetry import logs
+from burrow.telemetry.startup import StartClock
 
 if TYPE_CHECKING:
     import uvicorn
@@ -43,6 +44,8 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def serve(args: argparse.Namespace) -> int:
+    clock = StartClock()
+    clock.mark("python, burrow.cli imports")
     from burrow.api.app import create_app
     from burrow.api.forwarded import ForwardedHeaders, TrustedProxies
     from burrow.api.listener import HeadGuard, Listener
@@ -50,15 +53,18 @@ def serve(args: argparse.Namespace) -> int:
     from burrow.preview.proxy import build_proxy
     from burrow.services import open_services
 
+    clock.mark("server imports")
     # Before anything is opened or spawned (burrow/descriptors.py).
     descriptors.close_inherited_on_exec()
     open_files = descriptors.raise_open_file_limit()
     settings = _settings(args)
     logs.configure(settings.log_format, settings.log_level)
+    clock.mark("config")
     opened: list[Services] = []
 
     async def start() -> Services:
         opened.append(await open_services(settings))
+        clock.mark("services: stores, runtime and sandbox recovery, admin")
         return opened[0]
 
     trusted = TrustedProxies.parse(settings.trusted_proxies)
@@ -105,6 +111,8 @@ def serve(args: argparse.Namespace) -> int:
         ),
     ]
 
+    clock.mark("app, listeners' configuration")
+
     def end_streams() -> None:
         cap = getattr(app.state, "stream_cap", None)  # absent when start-up failed
         if cap is not None:
@@ -115,8 +123,17 @@ def serve(args: argparse.Namespace) -> int:
     with runner:
         # The schema first, before anything listens: a refusal is then one clear message
         # and exit status 2, not a failed ASGI start-up inside uvicorn.
-        runner.run(prepare_database(_database_url(settings), upgrade=settings.auto_migrate))
-        runner.run(_serve_together(servers, end_streams))
+        migrated = runner.run(
+            prepare_database(_database_url(settings), upgrade=settings.auto_migrate)
+        )
+        clock.mark(f"database: open, {'migrated' if migrated else 'schema at head'}")
+
+        def started() -> None:
+            clock.mark("listeners up")
+            if args.timings:
+                clock.print(sys.stderr)
+
+        runner.run(_serve_together(servers, end_streams, started))
     return 0
 
 
@@ -141,11 +158,16 @@ def server_config(app: Callable[..., Any], host: str, port: int, **options: Any)
     return config
 
 
-async def _serve_together(servers: list[Listener], end_streams: Callable[[], None]) -> None:
+async def _serve_together(
+    servers: list[Listener],
+    end_streams: Callable[[], None],
+    started: Callable[[], None] = lambda: None,
+) -> None:
     """Both listeners in one event loop; when one stops (SIGTERM, Ctrl+C, a failed bind) so
     does the other. Stopping, they first stop accepting and end every open stream and
     terminal socket, which would otherwise hold the shutdown (and the sandboxes, their
-    mounts and lock) for as long as their clients stay; a second Ctrl+C stops at once."""
+    mounts and lock) for as long as their clients stay; a second Ctrl+C stops at once.
+    `started` is called once both accept connections."""
     loop = asyncio.get_running_loop()
     signalled = asyncio.Event()
 
@@ -159,14 +181,27 @@ async def _serve_together(servers: list[Listener], end_streams: Callable[[], Non
         loop.add_signal_handler(sig, on_signal)
     tasks = [asyncio.ensure_future(server.serve()) for server in servers]
     waiting = asyncio.ensure_future(signalled.wait())
+    watching = asyncio.ensure_future(_when_started(servers, tasks, started))
     await asyncio.wait([*tasks, waiting], return_when=asyncio.FIRST_COMPLETED)
     waiting.cancel()
+    watching.cancel()
     for server in servers:
         server.stop_accepting()
     end_streams()
     for server in servers:
         server.should_exit = True
     await asyncio.gather(*tasks)
+
+
+async def _when_started(
+    servers: list[Listener], tasks: Sequence[asyncio.Future[None]], then: Callable[[], None]
+) -> None:
+    # uvicorn offers only its `started` flag; a few milliseconds of polling, once.
+    while not all(server.started for server in servers):
+        if any(task.done() for task in tasks):
+            return  # a listener failed to start: there is no "up" to report
+        await asyncio.sleep(0.002)
+    then()
 
 
 def _render(event: Event, as_json: bool) -> str | None:
@@ -292,6 +327,12 @@ def main(argv: list[str] | None = None) -> int:
         "--model",
         help="[provider:]model, e.g. gpt-4.1 or anthropic:claude-sonnet-4-6; `demo` for the "
         "offline demo model; `scripted:<file.json>` for tests (BURROW_MODEL)",
+    )
+    p_serve.add_argument(
+        "--timings",
+        action="store_true",
+        help="print how long each phase of the start took, once listening (they are "
+        "logged at debug level either way)",
     )
     p_serve.set_defaults(handler=serve)
     p_run = sub.add_parser("run", help="run one prompt headless, streaming its events")
