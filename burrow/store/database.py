@@ -98,6 +98,17 @@ class Database:
             else None
         )
 
+    def upsert(self, table: sa.Table) -> Any:
+        """The dialect's own INSERT, which has ON CONFLICT: SQLite's or PostgreSQL's (a SQLite
+        server never imports the latter)."""
+        if self.engine.dialect.name == "postgresql":
+            from sqlalchemy.dialects import postgresql
+
+            return postgresql.insert(table)
+        from sqlalchemy.dialects import sqlite
+
+        return sqlite.insert(table)
+
     async def run(self, fn: Callable[[sa.Connection], T]) -> T:
         """Run `fn(connection)` in one transaction and return its result."""
         if self._sync_engine is not None and self._thread is not None:
