@@ -317,9 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     p_serve = sub.add_parser(
         "serve",
         help="start the server and the web UI",
-        description="Start the API, the web UI and the preview proxy. Each flag overrides "
-        "its BURROW_* environment variable; every other setting is an environment variable "
-        "only (README.md, Configuration).",
+        description="Start the API, the web UI and the preview proxy. Each flag but "
+        "--timings overrides its BURROW_* environment variable; every other setting is an "
+        "environment variable only (README.md, Configuration).",
         epilog="First start: the admin's password is BURROW_ADMIN_PASSWORD, or one is "
         "generated and printed once.",
     )
