@@ -133,14 +133,26 @@ def serve(args: argparse.Namespace) -> int:
         )
         clock.mark(f"database: open, {'migrated' if migrated else 'schema at head'}")
 
+        after_start: list[asyncio.Future[None]] = []  # held: the loop keeps weak references
+
         def started() -> None:
             clock.mark("listeners up")
             collect_from_now_on()
             if args.timings:
                 clock.print(sys.stderr)
+            after_start.append(asyncio.ensure_future(_after_start()))
 
         runner.run(_serve_together(servers, end_streams, started))
     return 0
+
+
+async def _after_start() -> None:
+    """Start-up work that no request waits for, done once listening, a slice at a time so
+    requests go between the slices."""
+    from burrow.runs.journal.events import build_validators
+
+    for _ in build_validators():
+        await asyncio.sleep(0)
 
 
 def collect_from_now_on() -> None:
