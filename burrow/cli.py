@@ -138,8 +138,7 @@ def serve(args: argparse.Namespace) -> int:
         def started() -> None:
             clock.mark("listeners up")
             collect_from_now_on()
-            if args.timings:
-                clock.print(sys.stderr)
+            clock.report(sys.stderr if args.timings else None)
             after_start.append(asyncio.ensure_future(_after_start()))
 
         runner.run(_serve_together(servers, end_streams, started))

@@ -2,7 +2,7 @@
 `burrow serve --timings`, and logged at debug level either way.
 
 The clock starts when the process did (Linux's /proc/self/stat), so the first phase holds
-the interpreter's start and the imports of `burrow.cli` as well. CPU time beside wall time
+the interpreter's start and the CLI's imports as well. CPU time beside wall time
 tells a slow phase from a busy machine.
 """
 
@@ -51,9 +51,16 @@ class StartClock:
         phase = Phase(name, (wall - self._wall) * 1000, (cpu - self._cpu) * 1000)
         self.phases.append(phase)
         self._wall, self._cpu = wall, cpu
-        log.debug("start: %s in %.1f ms (%.1f ms CPU)", name, phase.wall_ms, phase.cpu_ms)
 
-    def print(self, out: TextIO) -> None:
+    def report(self, out: TextIO | None = None) -> None:
+        """A debug log line per phase (all at the end: the first ones end before logging is
+        configured), and the table on `out` if given."""
+        for p in self.phases:
+            log.debug("start: %s in %.1f ms (%.1f ms CPU)", p.name, p.wall_ms, p.cpu_ms)
+        if out is not None:
+            self._print(out)
+
+    def _print(self, out: TextIO) -> None:
         width = max((len(p.name) for p in self.phases), default=0)
         lines = ["burrow serve start, ms wall / CPU:"]
         lines += [f"  {p.name:<{width}}  {p.wall_ms:7.1f} / {p.cpu_ms:7.1f}" for p in self.phases]
