@@ -31,6 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import asyncpg
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bench.common import p50, pct, report, serve_in_process, spawn_serve, wait_healthy
 from bench.sse_latency import Clients, latencies
@@ -63,6 +64,7 @@ def clock_commits(db: Database, stamps: list[int]) -> None:
     """Wrap the PostgreSQL transaction so `stamps` gets the time as each commit returns.
     Bench-only; mirrors Database.run's PostgreSQL path."""
     engine = db.engine
+    assert isinstance(engine, AsyncEngine)  # PostgreSQL's
 
     async def run(fn: Callable[[Any], Any]) -> Any:
         async with engine.begin() as conn:

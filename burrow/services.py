@@ -9,8 +9,7 @@ import secrets
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-from opentelemetry.sdk.trace import SpanProcessor
+from typing import TYPE_CHECKING
 
 from burrow.backends import make_backend
 from burrow.config import Settings
@@ -56,6 +55,9 @@ from burrow.tools.base import Tool, ToolLimits
 from burrow.tools.mcp.connections import McpConnections
 from burrow.tools.mcp.outbound import UrlPolicy
 from burrow.tools.registry import default_tools
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import SpanProcessor
 
 ADMIN = "admin"
 

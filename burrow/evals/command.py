@@ -11,15 +11,13 @@ import tempfile
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from burrow.evals import report
-from burrow.evals.client import BurrowClient
-from burrow.evals.replay_model import MODEL as REPLAY_MODEL
-from burrow.evals.replay_model import Shape, replay_app
-from burrow.evals.runner import TaskResult, run_suite
-from burrow.evals.server import embedded_server
 from burrow.evals.suite import SUITE, SuiteError, Task, load_suite, routed_script
-from burrow.llm.scripted import RoutedScripts, load_provider
+
+if TYPE_CHECKING:
+    from burrow.evals.replay_model import Shape
+    from burrow.evals.runner import TaskResult
 
 SCRIPTED = "scripted"  # the suite's own scripts: the offline run CI asserts
 REPLAY = "replay"  # the same scripts through the OpenAI provider, from a fake server
@@ -69,6 +67,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def main(args: argparse.Namespace) -> int:
+    # Here, not at the top: `burrow serve` builds this parser and needs no HTTP client.
+    from burrow.evals import report
+
     if args.compare:
         before, after = (report.load(p) for p in args.compare)
         print(report.compare(before, after))
@@ -102,6 +103,11 @@ def main(args: argparse.Namespace) -> int:
 async def _run(
     args: argparse.Namespace, tasks: list[Task], model: str
 ) -> tuple[list[TaskResult], str]:
+    from burrow.evals.client import BurrowClient
+    from burrow.evals.replay_model import MODEL as REPLAY_MODEL
+    from burrow.evals.runner import run_suite
+    from burrow.evals.server import embedded_server
+
     if args.server:
         client = BurrowClient(args.server, args.token)
         try:
@@ -140,6 +146,9 @@ async def _run(
 async def _replay_server(script: Path) -> AsyncIterator[tuple[str, Shape]]:
     """The fake model on a free local port: (its base URL, its shape)."""
     import uvicorn
+
+    from burrow.evals.replay_model import Shape, replay_app
+    from burrow.llm.scripted import RoutedScripts, load_provider
 
     provider = load_provider(script)
     assert isinstance(provider, RoutedScripts)

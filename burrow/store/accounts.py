@@ -14,7 +14,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 import sqlalchemy as sa
-from argon2 import PasswordHasher
 
 from burrow.store.conversations import new_id, now
 from burrow.store.database import Database
@@ -23,8 +22,6 @@ from burrow.store.records import User
 from burrow.store.schema import sessions, users
 
 SESSION_LIFETIME = timedelta(days=30)
-# Verifying against this when the user does not exist keeps the timing the same.
-_DUMMY_HASH = PasswordHasher().hash(secrets.token_hex(8))
 
 TokenKind = Literal["session", "api"]
 
@@ -121,7 +118,9 @@ class AccountStore:
             nonlocal row
             query = sa.select(users).where(users.c.username == username)
             row = await self._db.run(lambda conn: conn.execute(query).first())
-            return str(row.password_hash) if row is not None and row.password_hash else _DUMMY_HASH
+            if row is None or not row.password_hash:
+                return self.passwords.unmatchable  # the same work: the timing says nothing
+            return str(row.password_hash)
 
         if not await self.passwords.verify(password, stored_hash):
             return None
@@ -135,7 +134,7 @@ class AccountStore:
         async def stored_hash() -> str:
             query = sa.select(users.c.password_hash).where(users.c.id == user_id)
             found = await self._db.run(lambda conn: conn.execute(query).scalar())
-            return str(found) if found else _DUMMY_HASH
+            return str(found) if found else self.passwords.unmatchable
 
         return await self.passwords.verify(password, stored_hash)
 

@@ -15,12 +15,14 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from burrow.store.datadir import create_private_file
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
 
 T = TypeVar("T")
 
@@ -83,14 +85,29 @@ def storage_trouble(exc: BaseException) -> StorageTrouble | None:
 
 
 class Database:
-    def __init__(self, engine: AsyncEngine, sync_engine: sa.Engine | None) -> None:
+    """On SQLite, `engine` is the stdlib driver's (sync) engine, run on the one thread; on
+    PostgreSQL, the async engine. Either says its `dialect`."""
+
+    def __init__(self, engine: sa.Engine | AsyncEngine) -> None:
         self.engine = engine
-        self._sync_engine = sync_engine
+        self._sync_engine = engine if isinstance(engine, sa.Engine) else None
+        self._async_engine = None if isinstance(engine, sa.Engine) else engine
         self._thread = (
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite")
-            if sync_engine is not None
+            if self._sync_engine is not None
             else None
         )
+
+    def upsert(self, table: sa.Table) -> Any:
+        """The dialect's own INSERT, which has ON CONFLICT: SQLite's or PostgreSQL's (a SQLite
+        server never imports the latter)."""
+        if self.engine.dialect.name == "postgresql":
+            from sqlalchemy.dialects import postgresql
+
+            return postgresql.insert(table)
+        from sqlalchemy.dialects import sqlite
+
+        return sqlite.insert(table)
 
     async def run(self, fn: Callable[[sa.Connection], T]) -> T:
         """Run `fn(connection)` in one transaction and return its result."""
@@ -102,7 +119,8 @@ class Database:
                     return fn(conn)
 
             return await asyncio.get_running_loop().run_in_executor(self._thread, in_thread)
-        async with self.engine.begin() as conn:
+        assert self._async_engine is not None
+        async with self._async_engine.begin() as conn:
             return await conn.run_sync(fn)
 
     async def run_schema_change(self, fn: Callable[[sa.Connection], T]) -> T:
@@ -113,12 +131,14 @@ class Database:
             return await asyncio.get_running_loop().run_in_executor(
                 self._thread, lambda: _sqlite_schema_change(engine, fn)
             )
-        async with self.engine.begin() as conn:
+        assert self._async_engine is not None
+        async with self._async_engine.begin() as conn:
             await conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
             return await conn.run_sync(fn)
 
     async def close(self) -> None:
-        await self.engine.dispose()
+        if self._async_engine is not None:
+            await self._async_engine.dispose()
         if self._sync_engine is not None and self._thread is not None:
             self._thread.submit(self._sync_engine.dispose).result()
             self._thread.shutdown(wait=True)
@@ -148,25 +168,24 @@ def _sqlite_schema_change(engine: sa.Engine, fn: Callable[[sa.Connection], T]) -
 
 
 def connect(url: str) -> Database:
-    """Create the engines and apply connection pragmas; the schema is not looked at."""
-    kwargs: dict[str, Any] = {}
-    sync_engine = None
-    if url.startswith("sqlite"):
-        # One writer at a time is SQLite's model; a generous busy timeout makes concurrent
-        # writers queue instead of failing with "database is locked" (`?timeout=` in the
-        # URL sets another, in seconds).
-        busy_timeout = float(str(sa.make_url(url).query.get("timeout", SQLITE_BUSY_TIMEOUT)))
-        kwargs["connect_args"] = {"timeout": busy_timeout}
-        sync_url = url.replace("+aiosqlite", "", 1)
-        database = sa.make_url(sync_url).database
-        if database and database != ":memory:" and not database.startswith("file:"):
-            # Created 0600 first: SQLite gives its WAL and shared-memory files the same mode.
-            create_private_file(Path(database))
-        sync_engine = sa.create_engine(
-            sync_url, connect_args={"timeout": busy_timeout, "check_same_thread": False}
-        )
-        sa.event.listen(sync_engine, "connect", _sqlite_pragmas)
-    engine = create_async_engine(url, **kwargs)
-    if sync_engine is not None:
-        sa.event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
-    return Database(engine, sync_engine)
+    """Create the engine and apply connection pragmas; the schema is not looked at."""
+    if not url.startswith("sqlite"):
+        # SQLAlchemy's asyncio extension (and its ORM, a tenth of a second of imports) only
+        # for PostgreSQL: SQLite runs on the stdlib driver.
+        from sqlalchemy.ext.asyncio import create_async_engine
+
+        return Database(create_async_engine(url))
+    # One writer at a time is SQLite's model; a generous busy timeout makes concurrent
+    # writers queue instead of failing with "database is locked" (`?timeout=` in the URL
+    # sets another, in seconds).
+    busy_timeout = float(str(sa.make_url(url).query.get("timeout", SQLITE_BUSY_TIMEOUT)))
+    sync_url = url.replace("+aiosqlite", "", 1)
+    database = sa.make_url(sync_url).database
+    if database and database != ":memory:" and not database.startswith("file:"):
+        # Created 0600 first: SQLite gives its WAL and shared-memory files the same mode.
+        create_private_file(Path(database))
+    engine = sa.create_engine(
+        sync_url, connect_args={"timeout": busy_timeout, "check_same_thread": False}
+    )
+    sa.event.listen(engine, "connect", _sqlite_pragmas)
+    return Database(engine)

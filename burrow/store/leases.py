@@ -12,7 +12,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
 from burrow.store.database import Database
 from burrow.store.schema import run_leases
@@ -51,8 +50,7 @@ class LeaseStore:
 
     async def acquire(self, cid: str) -> Claim:
         """Take `cid`'s lease if it is free, lapsed, or already ours."""
-        dialect: Any = postgresql if self._postgres else sqlite
-        upsert = dialect.insert(run_leases).values(
+        upsert = self._db.upsert(run_leases).values(
             conversation_id=cid, replica_id=self.replica, expires_at=self._until()
         )
         upsert = upsert.on_conflict_do_update(

@@ -88,16 +88,18 @@ def read_state(conn: sa.Connection) -> SchemaState:
 
 async def ensure_schema(
     db: Database, *, upgrade: bool = True, versions: Sequence[Path] = (VERSIONS,)
-) -> None:
+) -> bool:
     """Bring the database to this code's head revision, or raise `SchemaError` saying why
-    not and what to do. `upgrade=False` only checks (BURROW_AUTO_MIGRATE=false)."""
+    not and what to do. `upgrade=False` only checks (BURROW_AUTO_MIGRATE=false). True when
+    it was not at head, so that Alembic ran."""
     head = head_revision(versions)
     if (await db.run(read_state)).revisions == (head,):
-        return
+        return False
     if upgrade:
         await db.run_schema_change(lambda conn: upgrade_to_head(conn, versions))
     else:
         await db.run(lambda conn: _refuse_unless_at_head(conn, versions))
+    return True
 
 
 async def open_database(url: str, *, migrate: bool = True) -> Database:
@@ -112,11 +114,11 @@ async def open_database(url: str, *, migrate: bool = True) -> Database:
     return db
 
 
-async def prepare_database(url: str, *, upgrade: bool = True) -> None:
+async def prepare_database(url: str, *, upgrade: bool = True) -> bool:
     """`ensure_schema` on a connection of its own (`burrow serve`, before it listens)."""
     db = connect(url)
     try:
-        await ensure_schema(db, upgrade=upgrade)
+        return await ensure_schema(db, upgrade=upgrade)
     finally:
         await db.close()
 

@@ -17,9 +17,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
-import asyncpg
 import sqlalchemy as sa
+
+if TYPE_CHECKING:
+    import asyncpg
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +83,8 @@ class Listener:
                 await self._task
 
     async def _run(self) -> None:
+        import asyncpg  # PostgreSQL only: a SQLite server never imports it
+
         delay = RECONNECT_FIRST
         while True:
             conn: asyncpg.Connection | None = None

@@ -10,6 +10,7 @@ once with `PasswordsBusy` instead of piling up.
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import threading
 from collections.abc import Awaitable, Callable
@@ -41,11 +42,26 @@ def _lower_priority() -> None:
         pass  # not on Linux: same priority, still off the loop
 
 
+def unmatchable_hash(hasher: PasswordHasher) -> str:
+    """A hash with `hasher`'s parameters that no password matches (its salt and digest are
+    random bytes): checking a password against it costs what a real check costs, and making
+    it costs no hashing at all."""
+
+    def b64(size: int) -> str:
+        return base64.b64encode(os.urandom(size)).decode().rstrip("=")
+
+    m, t, p = hasher.memory_cost, hasher.time_cost, hasher.parallelism
+    kind = hasher.type.name.lower()
+    return f"$argon2{kind}$v=19$m={m},t={t},p={p}${b64(hasher.salt_len)}${b64(hasher.hash_len)}"
+
+
 class Passwords:
     def __init__(self, workers: int | None = None, waiting: int = 32) -> None:
         self.workers = workers or default_workers()
         self.waiting = waiting
         self._hasher = PasswordHasher()
+        # What a login without a stored hash (no such user) is checked against.
+        self.unmatchable = unmatchable_hash(self._hasher)
         self._pool = ThreadPoolExecutor(
             self.workers, thread_name_prefix="argon2", initializer=_lower_priority
         )

@@ -8,10 +8,8 @@ id on whichever host of the fleet it lives — not by asking the hosts to list t
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
 from burrow.store.database import Database
 from burrow.store.schema import remote_sandboxes
@@ -20,7 +18,6 @@ from burrow.store.schema import remote_sandboxes
 class RemoteSandboxStore:
     def __init__(self, db: Database) -> None:
         self._db = db
-        self._dialect: Any = postgresql if db.engine.dialect.name == "postgresql" else sqlite
 
     async def get(self, sandbox_id: str) -> str | None:
         query = sa.select(remote_sandboxes.c.remote_id).where(
@@ -30,7 +27,7 @@ class RemoteSandboxStore:
 
     async def put(self, sandbox_id: str, remote_id: str) -> None:
         now = datetime.now(UTC)
-        upsert = self._dialect.insert(remote_sandboxes).values(
+        upsert = self._db.upsert(remote_sandboxes).values(
             sandbox_id=sandbox_id, remote_id=remote_id, updated_at=now
         )
         upsert = upsert.on_conflict_do_update(

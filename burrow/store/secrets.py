@@ -7,12 +7,17 @@ model keys.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import functools
 import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cryptography.fernet import Fernet, InvalidToken
+if TYPE_CHECKING:
+    from cryptography.fernet import Fernet
 
 
 class SecretUnreadable(Exception):
@@ -20,8 +25,23 @@ class SecretUnreadable(Exception):
 
 
 class SecretBox:
+    """Fernet (from `cryptography`, ~10 MB once loaded) is made on the first secret sealed
+    or opened; the key is checked at once, as Fernet would."""
+
     def __init__(self, key: bytes) -> None:
-        self._fernet = Fernet(key)
+        try:
+            valid = len(base64.urlsafe_b64decode(key)) == 32
+        except (binascii.Error, ValueError):
+            valid = False
+        if not valid:
+            raise ValueError("Fernet key must be 32 url-safe base64-encoded bytes.")
+        self._key = key
+
+    @functools.cached_property
+    def _fernet(self) -> Fernet:
+        from cryptography.fernet import Fernet
+
+        return Fernet(self._key)
 
     @classmethod
     def for_data_dir(cls, data_dir: Path, env_key: str | None = None) -> SecretBox:
@@ -31,7 +51,7 @@ class SecretBox:
         try:
             return cls(path.read_bytes().strip())
         except FileNotFoundError:
-            key = Fernet.generate_key()
+            key = base64.urlsafe_b64encode(os.urandom(32))  # as Fernet.generate_key()
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as f:
                 f.write(key)
@@ -41,6 +61,8 @@ class SecretBox:
         return self._fernet.encrypt(plaintext.encode()).decode()
 
     def open(self, sealed: str) -> str:
+        from cryptography.fernet import InvalidToken
+
         try:
             return self._fernet.decrypt(sealed.encode()).decode()
         except InvalidToken as exc:

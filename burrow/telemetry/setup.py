@@ -1,14 +1,22 @@
-"""The server's telemetry, built once by the composition root and fed by the journal."""
+"""The server's telemetry, built once by the composition root and fed by the journal.
+
+The OpenTelemetry SDK is imported only when spans go somewhere (an OTLP endpoint is
+configured, or a span processor is given): a server without one never loads it.
+"""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-
-from opentelemetry.sdk.trace import SpanProcessor
+from typing import TYPE_CHECKING
 
 from burrow.telemetry.metrics import Metrics
 from burrow.telemetry.timeline import TelemetrySink, Timeline
-from burrow.telemetry.traces import Traces, otlp_configured, otlp_processor
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import SpanProcessor
+
+    from burrow.telemetry.traces import Traces
 
 
 @dataclass
@@ -22,9 +30,20 @@ class Telemetry:
             self.traces.shutdown()
 
 
+def otlp_configured() -> bool:
+    """Whether the SDK's own variables name an OTLP endpoint for traces."""
+    return bool(
+        os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    )
+
+
 def open_telemetry(span_processor: SpanProcessor | None = None) -> Telemetry:
     metrics = Metrics()
-    processor = span_processor or (otlp_processor() if otlp_configured() else None)
-    traces = Traces(processor) if processor is not None else None
-    sinks: list[TelemetrySink] = [metrics] if traces is None else [metrics, traces]
+    if span_processor is None and not otlp_configured():
+        return Telemetry(metrics, None, Timeline([metrics]))
+    from burrow.telemetry.traces import Traces, otlp_processor
+
+    traces = Traces(span_processor or otlp_processor())
+    sinks: list[TelemetrySink] = [metrics, traces]
     return Telemetry(metrics, traces, Timeline(sinks))

@@ -3,11 +3,10 @@
 `burrow.sandbox.start` span per sandbox start or wake; all carry `burrow.conversation_id`
 and `burrow.run_id`. Exported by OTLP/HTTP when an endpoint is configured
 (`OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, the SDK's own
-variables), or to any span processor given (tests use an in-memory exporter)."""
+variables), or to any span processor given (tests use an in-memory exporter); only then is
+this module (and the SDK) imported (setup.py)."""
 
 from __future__ import annotations
-
-import os
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -17,13 +16,6 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from burrow.telemetry.timeline import Span
 
 CONVERSATION, RUN = "burrow.conversation_id", "burrow.run_id"
-
-
-def otlp_configured() -> bool:
-    return bool(
-        os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-        or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-    )
 
 
 def otlp_processor() -> SpanProcessor:

@@ -5,6 +5,10 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+from argon2 import PasswordHasher, extract_parameters
+from argon2.exceptions import VerifyMismatchError
+
 from burrow.store.passwords import Passwords, PasswordsBusy
 
 
@@ -55,4 +59,16 @@ async def test_the_event_loop_keeps_running_while_hashing() -> None:
     ticker.cancel()
     # On the loop, the ticker would not have run at all until the hashes were done.
     assert ticks >= 0.3 * elapsed / 0.005, (ticks, elapsed)
+    passwords.close()
+
+
+def test_the_unmatchable_hash_costs_a_real_check_and_matches_nothing() -> None:
+    hasher = PasswordHasher()
+    passwords = Passwords(workers=1)
+    # The parameters a real hash has, so a login for a missing user costs the same work.
+    assert extract_parameters(passwords.unmatchable) == extract_parameters(hasher.hash("x"))
+    for password in ("", "x", "password"):
+        with pytest.raises(VerifyMismatchError):  # checked, not refused as malformed
+            hasher.verify(passwords.unmatchable, password)
+    assert Passwords(workers=1).unmatchable != passwords.unmatchable
     passwords.close()

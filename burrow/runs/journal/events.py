@@ -10,7 +10,7 @@ reads and what the browser's types say (`web/src/api/events.gen.ts`, generated f
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
@@ -62,7 +62,10 @@ class Record(BaseModel):
     event written before they existed lacks them): left out when None, optional in TS."""
 
     model_config = ConfigDict(
-        frozen=True, extra="forbid", json_schema_serialization_defaults_required=True
+        frozen=True,
+        extra="forbid",
+        json_schema_serialization_defaults_required=True,
+        defer_build=True,  # built at first use or by `build_validators`, not at import
     )
     optional: ClassVar[frozenset[str]] = frozenset()
 
@@ -353,6 +356,15 @@ PAYLOADS: dict[EventType, type[Payload]] = {
         InstructionsLoaded, WorkspaceRestored, WorkspaceImport, McpWarning, FileSaved,
     )
 }  # fmt: skip
+
+
+def build_validators() -> Iterator[None]:
+    """Build each payload class's validator (and its parts'), yielding after each: `burrow
+    serve` runs this in slices once it listens, so neither its start nor its first run pays
+    for them."""
+    for cls in PAYLOADS.values():
+        cls.model_rebuild()  # nothing to do for one already used
+        yield
 
 
 def make(payload: Payload, run_id: str | None = None) -> NewEvent:

@@ -14,14 +14,15 @@ import asyncio
 import json
 import secrets
 from collections.abc import Awaitable, Callable
-from typing import Any
-
-import httpx2
+from typing import TYPE_CHECKING, Any
 
 from burrow.llm.base import ToolSpec
 from burrow.tools.a2a import protocol as a2a
 from burrow.tools.base import ToolContext, ToolError, ToolKind, ToolResult
 from burrow.tools.mcp.outbound import UrlPolicy, UrlRefused
+
+if TYPE_CHECKING:
+    import httpx2
 
 MAX_CARD_BYTES = 64 * 1024
 MAX_ANSWER_BYTES = 1024 * 1024
@@ -66,6 +67,8 @@ class DelegateTool:
         return ToolKind(network=True)
 
     async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        import httpx2  # on the first delegation, not at every start
+
         agent_url = arguments.get("agent_url")
         message = arguments.get("message")
         if not isinstance(agent_url, str) or not isinstance(message, str) or not message.strip():
@@ -129,17 +132,21 @@ class DelegateTool:
         return result
 
     async def _get_json(self, url: str, limit: int) -> Any:
+        from burrow.tools.mcp.outbound_client import checked_client
+
         self._policy.check_url(url)
         async with (
-            self._policy.client(url, {}) as client,
+            checked_client(self._policy, url, {}) as client,
             client.stream("GET", url) as response,
         ):
             return await _json_of(url, response, limit)
 
     async def _post_json(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
+        from burrow.tools.mcp.outbound_client import checked_client
+
         self._policy.check_url(url)
         async with (
-            self._policy.client(url, headers) as client,
+            checked_client(self._policy, url, headers) as client,
             client.stream("POST", url, json=body) as response,
         ):
             return await _json_of(url, response, MAX_ANSWER_BYTES)

@@ -283,7 +283,9 @@ async def _http(
 ) -> AsyncIterator[TransportStreams]:
     from mcp.client.streamable_http import streamable_http_client
 
-    client = policy.client(url, headers)
+    from burrow.tools.mcp.outbound_client import checked_client
+
+    client = checked_client(policy, url, headers)
     async with client, streamable_http_client(url, http_client=client) as streams:
         yield streams
 

@@ -7,12 +7,13 @@ taken from the repository: owner and name are read from the remote's URL, the ho
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import httpx
-
 from burrow.sandbox.masking import SecretMask
+
+if TYPE_CHECKING:
+    import httpx
 
 TIMEOUT = 30.0
 MAX_MESSAGE = 1000
@@ -42,6 +43,8 @@ class PullRequestAsk:
 
 
 async def open_pull_request(api_url: str, token: str, ask: PullRequestAsk) -> PullRequest:
+    import httpx  # with its CLI's rich and pygments, a tenth of a second: not at start
+
     mask = SecretMask([token])
     url = (
         f"{api_url.rstrip('/')}/repos/{quote(ask.owner, safe='')}/{quote(ask.repo, safe='')}/pulls"
