@@ -103,9 +103,9 @@ bench: setup nginx
 # A quick subset (a few minutes) that fails when a ratio gets more than 2x worse than in
 # the committed bench/baseline.json; `make bench-baseline` rewrites that file. It holds the
 # headlines: start -> healthy and idle memory, a tool call through the API, a checkpoint,
-# the loop's step, besides the journal, SSE and sandbox figures.
+# the loop's step, run assembly and a run's bash step, besides the journal, SSE and sandbox figures.
 BENCH_QUICK := "bench/serve_start.py --runs 5" "bench/api_tool_call.py --runs 20" \
-	"bench/checkpoint.py --count 3" bench/loop_step.py \
+	"bench/checkpoint.py --count 3" bench/loop_step.py "bench/run_path.py --runs 20 --steps 40" \
 	"bench/sse_latency.py --clients 100" bench/journal_append.py \
 	"bench/sandbox_create.py --count 20" "bench/sandbox_wake.py --count 10 --network none" \
 	"bench/sandbox_concurrent.py --count 10"
