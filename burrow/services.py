@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import secrets
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -19,6 +19,7 @@ from burrow.llm.stalls import StallLimits
 from burrow.preview_hosts import PreviewHosts
 from burrow.runs.conversations.actions import Actions
 from burrow.runs.conversations.assembly import RuntimeOptions
+from burrow.runs.conversations.leases import RunOwnership
 from burrow.runs.conversations.model_choice import ModelSettings
 from burrow.runs.conversations.replicas import Replica, default_replica_id
 from burrow.runs.conversations.runtime import Runtime
@@ -32,6 +33,7 @@ from burrow.runs.loop.window import context_window
 from burrow.runs.workspace.git.repo_import import RepoImports
 from burrow.runs.workspace.sandboxes import SandboxPool
 from burrow.sandbox.backend import Backend
+from burrow.sandbox.masking import SecretMask
 from burrow.store import datadir
 from burrow.store.accounts import AccountStore
 from burrow.store.approvals import ApprovalStore
@@ -167,34 +169,13 @@ async def open_services(
         tools if tools is not None else {**default_tools(), **delegate_tool(settings, db, box)},
         provider or models.provider,
         ApprovalGate(ApprovalStore(db), conversations, remember_modes=not replicated),
-        RuntimeOptions(
-            limits=ToolLimits(
-                live_output_rate=settings.tool_output_live_rate,
-                live_output_max=settings.tool_output_live_max,
-            ),
-            pricing=models,  # the price table entry of the chosen model, or BURROW_PRICE_*
-            loop=LoopConfig(),
-            budget=Budget(
-                tokens=settings.run_max_tokens,
-                cost=settings.run_max_cost,
-                steps=settings.run_max_steps,
-                tool_seconds=settings.run_max_tool_seconds,
-            ),
-            preview_url=PreviewHosts.from_settings(settings).url,
-            max_runs_per_user=settings.max_runs_per_user,
-            max_subagents=settings.run_max_subagents,
-            profiles=profiles,
-            skills_dir=settings.data_dir / "skills",
-            models=None if provider else models,  # a conversation's own model, if it chose one
-            context_window=lambda chosen: context_window(
-                chosen or models.config.model, settings.context_window
-            ),
-            compact_at=settings.compact_at,
-            checkpoint_max_file_bytes=int(settings.checkpoint_max_file_mb * 1024 * 1024),
+        runtime_options(
+            settings,
+            models,
+            profiles,
+            own_provider=provider is not None,
             before_run=imports.wait,
-            tool_sources=[mcp],
-            checkpoint_max_count=settings.checkpoint_max_count,
-            checkpoint_max_bytes=settings.checkpoint_max_bytes,
+            mcp=mcp,
             ownership=leases if replicated else None,
             request_mask=chosen_secrets.mask_for,
         ),
@@ -240,6 +221,52 @@ async def open_services(
         mcp,
         replica,
         LoginFailureStore(db) if replicated else None,
+    )
+
+
+def runtime_options(
+    settings: Settings,
+    models: ModelSettings,
+    profiles: ProfileStore,
+    *,
+    own_provider: bool,
+    before_run: Callable[[str], Awaitable[None]],
+    mcp: McpConnections,
+    ownership: RunOwnership | None,
+    request_mask: Callable[[str], Awaitable[SecretMask]],
+) -> RuntimeOptions:
+    """What every run is assembled with, from the settings; `own_provider`: the caller gave
+    one provider for every run (tests, `burrow run`), so no conversation chooses its model."""
+    return RuntimeOptions(
+        limits=ToolLimits(
+            live_output_rate=settings.tool_output_live_rate,
+            live_output_max=settings.tool_output_live_max,
+        ),
+        pricing=models,  # the price table entry of the chosen model, or BURROW_PRICE_*
+        loop=LoopConfig(),
+        budget=Budget(
+            tokens=settings.run_max_tokens,
+            cost=settings.run_max_cost,
+            steps=settings.run_max_steps,
+            tool_seconds=settings.run_max_tool_seconds,
+        ),
+        preview_url=PreviewHosts.from_settings(settings).url,
+        max_runs_per_user=settings.max_runs_per_user,
+        max_subagents=settings.run_max_subagents,
+        profiles=profiles,
+        skills_dir=settings.data_dir / "skills",
+        models=None if own_provider else models,  # a conversation's own model, if it chose one
+        context_window=lambda chosen: context_window(
+            chosen or models.config.model, settings.context_window
+        ),
+        compact_at=settings.compact_at,
+        checkpoint_max_file_bytes=int(settings.checkpoint_max_file_mb * 1024 * 1024),
+        before_run=before_run,
+        tool_sources=[mcp],
+        checkpoint_max_count=settings.checkpoint_max_count,
+        checkpoint_max_bytes=settings.checkpoint_max_bytes,
+        ownership=ownership,
+        request_mask=request_mask,
     )
 
 
