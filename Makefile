@@ -78,9 +78,16 @@ typecheck: setup
 
 # A fresh temporary root per run: servers the tests kill leave mounted workspaces behind
 # until the session's end reaps them, and pytest's clean-up of shared old roots trips on
-# any another run left busy.
+# any another run left busy. Two workers, a test file each at a time (the tests mostly
+# wait on servers, sandboxes and subprocesses, so two fit on two cores); the proofs and
+# the proxy topology after them on their own, as they measure latency and memory bounds.
+PYTEST_WORKERS ?= 2
+ALONE := tests/proof tests/deploy
 pytest: setup
-	@tmp=$$(mktemp -d /tmp/burrow-pytest.XXXXXX); $(VENV)/bin/pytest -q --durations=25 --basetemp=$$tmp; rc=$$?; \
+	@tmp=$$(mktemp -d /tmp/burrow-pytest.XXXXXX); \
+		$(VENV)/bin/pytest -q --durations=25 --basetemp=$$tmp/shared -n $(PYTEST_WORKERS) --dist loadfile \
+			$(addprefix --ignore=,$(ALONE)); rc=$$?; \
+		$(VENV)/bin/pytest -q --durations=10 --basetemp=$$tmp/alone $(ALONE) || rc=1; \
 		rm -rf $$tmp 2>/dev/null; exit $$rc
 
 test: lint typecheck webtest chromium nginx pytest

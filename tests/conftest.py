@@ -90,8 +90,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     their sandboxes' processes, workspace mounts, loop devices and cgroups outlive them
     (a restarted server would reap its own; these data directories see no restart)."""
     factory = getattr(session.config, "_tmp_path_factory", None)
-    if factory is None or os.geteuid() != 0:
-        return
+    if factory is None or os.geteuid() != 0 or _xdist_controller(session.config):
+        return  # with workers (pytest -n), each reaps its own; the controller ran nothing
     from burrow.sandbox.leftovers import Leftovers
 
     for workspaces in _workspace_dirs(factory.getbasetemp(), depth=5):
@@ -99,6 +99,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         for sandbox_id in leftovers.sandbox_ids():
             with contextlib.suppress(OSError):
                 leftovers.reap(sandbox_id)
+
+
+def _xdist_controller(config: pytest.Config) -> bool:
+    """pytest-xdist's controlling process: its base temp holds the workers' ones, and
+    asking it for that directory would delete their trees (it never made one of its own)."""
+    return config.pluginmanager.has_plugin("dsession")
 
 
 def _workspace_dirs(root: Path, depth: int) -> list[Path]:

@@ -8,6 +8,8 @@ private ranges in place. The pull request goes to a fake GitHub API on 127.0.0.1
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import secrets
@@ -27,7 +29,6 @@ import pytest
 from burrow.llm.base import ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
 from burrow.sandbox.backend import ExecChunk, ExecExit, ExecRequest
-from burrow.sandbox.network import host_addresses
 from tests.api.harness import RunningServer, running_server, sse_events
 from tests.api.test_secrets import put_secret, second_user
 from tests.conftest import unavailable
@@ -67,15 +68,52 @@ def seed(bare: Path, work: Path) -> None:
     sh("git", "push", "-q", str(bare), "main:dev", cwd=work)
 
 
+VETH = "bgh"  # the host end of a git remote's veth pair: another fixture's, not the machine's
+
+
+def interface_addresses() -> list[tuple[str, str]]:
+    """(interface, IPv4 address) of every address of this machine."""
+    listing = subprocess.run(
+        ["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True, check=True
+    ).stdout
+    return [
+        (f[1], f[3].split("/")[0])
+        for f in map(str.split, listing.splitlines())
+        if f[2:3] == ["inet"]
+    ]
+
+
 def free_test_net() -> str:
     """A TEST-NET /24 (routed like a public address, as slirp does) that none of this
     machine's own addresses is in: a machine whose eth0 sits on 192.0.2.0/24 (as CI's does)
     would otherwise see the server's /30 land on its own address or its gateway's."""
-    own = {address.rsplit(".", 1)[0] for address in host_addresses() if "." in address}
+    own = {a.rsplit(".", 1)[0] for name, a in interface_addresses() if not name.startswith(VETH)}
     for network in ("198.51.100", "203.0.113", "192.0.2"):
         if network not in own:
             return network
     raise AssertionError(f"every TEST-NET network is this machine's own: {sorted(own)}")
+
+
+NETNS_LOCK = Path("/run/burrow-test-netns.lock")
+
+
+@contextlib.contextmanager
+def netns_lock() -> Iterator[None]:
+    """One git remote's network namespace at a time on this machine, held while it is
+    used: with two at once (parallel workers each set one up for test_git.py and
+    test_git_push_isolation.py), `ip netns exec` into one of them failed with EINVAL and
+    its server never became ready. The wait is short: one module's git tests."""
+    with NETNS_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def free_block(network: str) -> int:
+    """A /30 of `network` (its first address) that no address of this machine is in."""
+    own = {address for _, address in interface_addresses()}
+    blocks = [4 * i for i in range(63) if not {f"{network}.{4 * i + n}" for n in range(4)} & own]
+    assert blocks, f"every /30 of {network}.0/24 is in use here"
+    return secrets.choice(blocks)
 
 
 @pytest.fixture(scope="module")
@@ -86,54 +124,67 @@ def git_remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitRemote]:
     seed(tmp / "srv" / "acme" / "widget.git", tmp / "seed")
     tag = secrets.token_hex(3)
     netns, outer, inner = f"bgit{tag}", f"bgh{tag}", f"bgn{tag}"
-    network = free_test_net()
-    block = 4 * secrets.randbelow(63)  # a /30 of it
-    host, server = f"{network}.{block + 1}", f"{network}.{block + 2}"
-    log, decoy_log = tmp / "requests.log", tmp / "decoy.log"
     processes: list[subprocess.Popen[str]] = []
-    try:
-        for command in (
-            ["ip", "netns", "add", netns],
-            ["ip", "link", "add", outer, "type", "veth", "peer", "name", inner],
-            ["ip", "link", "set", inner, "netns", netns],
-            ["ip", "addr", "add", f"{host}/30", "dev", outer],
-            ["ip", "link", "set", outer, "up"],
-            ["ip", "-n", netns, "addr", "add", f"{server}/30", "dev", inner],
-            ["ip", "-n", netns, "link", "set", inner, "up"],
-            ["ip", "-n", netns, "link", "set", "lo", "up"],
-        ):
-            done = subprocess.run(command, capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                unavailable(f"a network namespace ({' '.join(command)}: {done.stderr.strip()})")
-        # The remote on port 80; a decoy on 8081 that a planted URL rewrite points at.
-        for port, its_log in ((80, log), (8081, decoy_log)):
-            its_log.touch()
-            process = subprocess.Popen(
-                ["ip", "netns", "exec", netns, sys.executable, "-m", "tests.fakes.git_http_server",
-                 str(tmp / "srv"), server, str(port), PASSWORD, str(its_log)],
-                cwd=ROOT, stdout=subprocess.PIPE, text=True,
-            )  # fmt: skip
-            processes.append(process)
-            assert process.stdout is not None and process.stdout.readline().strip() == "ready"
-        deadline = time.monotonic() + 10
-        while True:  # the veth link takes a moment to come up
-            try:
-                socket.create_connection((server, 80), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the git server is unreachable from the host"
-                time.sleep(0.1)
-        yield GitRemote(
-            f"http://{server}/acme/widget.git", tmp / "srv/acme/widget.git", log, host, decoy_log
-        )
-    finally:
-        for process in processes:
-            process.kill()
-            process.wait(10)
-            if process.stdout is not None:
-                process.stdout.close()
-        subprocess.run(["ip", "netns", "del", netns], capture_output=True, check=False)
-        subprocess.run(["ip", "link", "del", outer], capture_output=True, check=False)
+    with netns_lock():
+        try:
+            network = free_test_net()
+            block = free_block(network)
+            host, server = f"{network}.{block + 1}", f"{network}.{block + 2}"
+            _set_up_netns(netns, outer, inner, host, server)
+            yield from _serve_remote(tmp, netns, host, server, processes)
+        finally:
+            for process in processes:
+                process.kill()
+                process.wait(10)
+                if process.stdout is not None:
+                    process.stdout.close()
+            subprocess.run(["ip", "netns", "del", netns], capture_output=True, check=False)
+            subprocess.run(["ip", "link", "del", outer], capture_output=True, check=False)
+
+
+def _serve_remote(
+    tmp: Path, netns: str, host: str, server: str, processes: list[subprocess.Popen[str]]
+) -> Iterator[GitRemote]:
+    """The git server and its decoy in `netns`, reachable from the host."""
+    log, decoy_log = tmp / "requests.log", tmp / "decoy.log"
+    # The remote on port 80; a decoy on 8081 that a planted URL rewrite points at.
+    for port, its_log in ((80, log), (8081, decoy_log)):
+        its_log.touch()
+        process = subprocess.Popen(
+            ["ip", "netns", "exec", netns, sys.executable, "-m", "tests.fakes.git_http_server",
+             str(tmp / "srv"), server, str(port), PASSWORD, str(its_log)],
+            cwd=ROOT, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        processes.append(process)
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+    deadline = time.monotonic() + 10
+    while True:  # the veth link takes a moment to come up
+        try:
+            socket.create_connection((server, 80), timeout=1).close()
+            break
+        except OSError:
+            assert time.monotonic() < deadline, "the git server is unreachable from the host"
+            time.sleep(0.1)
+    yield GitRemote(
+        f"http://{server}/acme/widget.git", tmp / "srv/acme/widget.git", log, host, decoy_log
+    )
+
+
+def _set_up_netns(netns: str, outer: str, inner: str, host: str, server: str) -> None:
+    """The namespace `netns`, reached from the host at `server` over a veth pair."""
+    for command in (
+        ["ip", "netns", "add", netns],
+        ["ip", "link", "add", outer, "type", "veth", "peer", "name", inner],
+        ["ip", "link", "set", inner, "netns", netns],
+        ["ip", "addr", "add", f"{host}/30", "dev", outer],
+        ["ip", "link", "set", outer, "up"],
+        ["ip", "-n", netns, "addr", "add", f"{server}/30", "dev", inner],
+        ["ip", "-n", netns, "link", "set", inner, "up"],
+        ["ip", "-n", netns, "link", "set", "lo", "up"],
+    ):
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            unavailable(f"a network namespace ({' '.join(command)}: {done.stderr.strip()})")
 
 
 async def shell(srv: RunningServer, cid: str, command: str) -> tuple[int | None, str]:

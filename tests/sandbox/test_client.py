@@ -17,12 +17,15 @@ from burrow.sandbox.backend import ErrorCode, ExecRequest, SandboxError
 from burrow.sandbox.client import GuestClient, GuestUnresponsive
 from burrow.sandbox.guest import protocol
 
-REPLY_TIMEOUT = 0.5
+REPLY_TIMEOUT = 0.5  # tight, for the tests of the deadline itself
+ANSWERED_WITHIN = 30.0  # generous, for a test of what comes back (a busy machine is slow)
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
 
 @contextlib.asynccontextmanager
-async def fake_guest(path: Path, handler: Handler) -> AsyncIterator[GuestClient]:
+async def fake_guest(
+    path: Path, handler: Handler, reply_timeout: float = REPLY_TIMEOUT
+) -> AsyncIterator[GuestClient]:
     """A hostile guest on a real Unix socket, and a client with a short reply timeout."""
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -35,7 +38,7 @@ async def fake_guest(path: Path, handler: Handler) -> AsyncIterator[GuestClient]
 
     server = await asyncio.start_unix_server(connection, str(path))
     try:
-        yield GuestClient(str(path), reply_timeout=REPLY_TIMEOUT)
+        yield GuestClient(str(path), reply_timeout=reply_timeout)
     finally:
         server.close()
         await server.wait_closed()
@@ -103,7 +106,7 @@ async def test_malformed_answers_are_protocol_errors(
         await request_kind(reader)
         writer.write(protocol.hello_frame() + answer)
 
-    async with fake_guest(tmp_path / "guest.sock", hostile) as client:
+    async with fake_guest(tmp_path / "guest.sock", hostile, ANSWERED_WITHIN) as client:
         requests: dict[str, Callable[[], Awaitable[object]]] = {
             "list": lambda: client.list_dir("."),
             "stat": lambda: client.stat("x"),

@@ -83,32 +83,61 @@ class Run(Protocol):
 
 
 class Hook:
-    """A seam implementation; override only what it needs. The defaults do nothing."""
+    """A seam implementation; override only what it needs. The defaults do nothing.
+
+    The contract of every method: it never raises anything but `RunStop` (any other
+    exception fails the run as an internal error); it never blocks the event loop (no
+    synchronous I/O or long computation: every run of the server shares the loop), and
+    what it awaits ends when the run is cancelled (an interrupt cancels it there, and the
+    `CancelledError` must not be swallowed); it writes to the journal only through
+    `run.emit` (which tags a subagent's events and notes what they leave open for
+    closing), never through the journal or the store itself.
+    """
 
     async def before_model_call(self, run: Run) -> None:
+        """Before each model call (a compaction runs here). Never raises but `RunStop`;
+        never blocks the loop, and gives way to cancellation while it awaits; writes only
+        through `run.emit`."""
         return None
 
     def transform_context(self, messages: list[Message]) -> list[Message]:
+        """The messages the next model call sends (the previous hook's output). Pure and
+        synchronous: never raises, never does I/O, never changes `messages` in place (they
+        are the run's context), never writes anything."""
         return messages
 
     def transform_tools(self, specs: list[ToolSpec]) -> list[ToolSpec]:
-        """The tools the model is offered (a profile's allowlist narrows them)."""
+        """The tools the model is offered (a profile's allowlist narrows them). Pure and
+        synchronous like `transform_context`: never raises, never does I/O, never changes
+        `specs` in place."""
         return specs
 
     async def context_too_long(self, run: Run) -> bool:
         """The model refused the context as too long: True when this hook made it shorter
-        (the call is then tried once more)."""
+        (the call is then tried once more). Never raises but `RunStop` (False says it
+        could not help); never blocks the loop, and gives way to cancellation; writes only
+        through `run.emit`."""
         return False
 
     async def before_tool_call(self, run: Run, call: Call) -> str | None:
-        """None when the call may run, else why not (shown to the model and the user)."""
+        """None when the call may run, else why not (shown to the model and the user).
+        Never raises but `RunStop`: a refusal is the returned text, not an exception. It may
+        wait (for a person's approval) but never blocks the loop, and an interrupt must end
+        that wait; writes only through `run.emit`."""
         return None
 
     async def after_tool_call(self, run: Run, call: Call, outcome: Outcome) -> None:
+        """The call has run; amend `outcome` before `tool.finished` is written. Never
+        raises but `RunStop` (the result is still written, then the run ends); never
+        blocks the loop; adds its events to `outcome.events` or writes through
+        `run.emit`, nothing else."""
         return None
 
     async def close(self, run: Run) -> list[NewEvent]:
-        """Events that pair what this hook left open; the run is ending on any path."""
+        """Events that pair what this hook left open; the run is ending on any path. Never
+        raises, not even `RunStop` (the run is already stopping, and the other hooks and
+        `run.finished` must still be written); never blocks the loop or waits for anyone
+        (it runs after an interrupt too); returns its events instead of writing them."""
         return []
 
 
