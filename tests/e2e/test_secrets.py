@@ -12,6 +12,7 @@ from burrow.llm.scripted import ScriptedProvider
 from tests.api.harness import running_server
 from tests.e2e.conftest import shot
 from tests.e2e.test_workspace import open_app, serving
+from tests.e2e.tour import eventually
 
 VALUE = "sk-live-Browser-Secret-7731"
 
@@ -58,8 +59,12 @@ async def test_settings_set_list_delete_and_the_egress_warning(tmp_path: Path, p
             .check()
         )
         await expect(page.get_by_text("Secrets · 1")).to_be_visible()
-        conversation = (await srv.client.get(f"/api/conversations/{cid}")).json()
-        assert conversation["secrets"] == ["DEPLOY_TOKEN"]
+
+        async def chosen() -> bool:  # the UI counts the choice before its PATCH lands
+            conversation = (await srv.client.get(f"/api/conversations/{cid}")).json()
+            return bool(conversation["secrets"] == ["DEPLOY_TOKEN"])
+
+        await eventually(chosen, "the conversation's chosen secrets are stored")
         await expect(page.locator(".secrets-warning")).to_have_count(0)
         assert VALUE not in await page.content()
 

@@ -48,7 +48,8 @@ async def test_a_file_with_long_lines_stays_inside_the_files_panel(
         panel = await page.get_by_role("complementary", name="Sandbox").bounding_box()
         assert panel is not None and panel["x"] + panel["width"] <= DESKTOP["width"]
         code = page.locator(".viewer pre.code")
-        assert await code.evaluate("el => el.scrollWidth > el.clientWidth")  # scrolls inside
+        scrolls = "el => el.scrollWidth > el.clientWidth"  # inside its panel, once laid out
+        await eventually(lambda: code.evaluate(scrolls), "the code scrolls inside its panel")
         await shot(page, "tour-4-long-lines")
 
 
