@@ -79,10 +79,11 @@ typecheck: setup
 # A fresh temporary root per run: servers the tests kill leave mounted workspaces behind
 # until the session's end reaps them, and pytest's clean-up of shared old roots trips on
 # any another run left busy. Two workers, a test file each at a time (the tests mostly
-# wait on servers, sandboxes and subprocesses, so two fit on two cores); the proofs and
+# wait on servers, sandboxes and subprocesses, so two fit on two cores); the checkpoint
+# walk's tests (they reason in clock seconds: one failed once beside another worker), the proofs and
 # the proxy topology after them on their own, as they measure latency and memory bounds.
 PYTEST_WORKERS ?= 2
-ALONE := tests/proof tests/deploy
+ALONE := tests/proof tests/deploy tests/runs/workspace/test_checkpoints.py
 pytest: setup
 	@tmp=$$(mktemp -d /tmp/burrow-pytest.XXXXXX); \
 		$(VENV)/bin/pytest -q --durations=25 --basetemp=$$tmp/shared -n $(PYTEST_WORKERS) --dist loadfile \
