@@ -54,6 +54,7 @@ async def test_time_waiting_for_approval_is_shown_apart_from_run_time(
         assert WAIT_S <= seconds(waited) < wall
         assert seconds(await card.get_by_test_id("tool-time").inner_text()) < WAIT_S
 
+        await expect(run_end).to_contain_text("for approval")  # re-rendered as it settles
         summary = await run_end.inner_text()
         assert "for approval" in summary, summary
         run_time = seconds(summary.split("·")[1])
