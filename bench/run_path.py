@@ -20,14 +20,14 @@ import itertools
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import BENCH_PASSWORD, p50, report
+from bench.loop_step import TimedProvider
 from burrow.config import Settings
-from burrow.llm.base import Message, ScriptedTurn, StreamEvent, ToolSpec
+from burrow.llm.base import Message, ScriptedTurn
 from burrow.llm.scripted import ScriptedProvider
 from burrow.runs.journal import events as ev
 from burrow.runs.journal.journal import Journal
@@ -37,20 +37,6 @@ from burrow.tools.base import ToolContext
 from burrow.tools.bash import BashTool
 
 COMMAND = "pwd && ls"
-
-
-class Clocked(ScriptedProvider):
-    """The scripted model, noting when each request arrives."""
-
-    def __init__(self, turns: list[ScriptedTurn]) -> None:
-        super().__init__(turns)
-        self.calls: list[float] = []
-
-    def stream(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
-    ) -> AsyncIterator[StreamEvent]:
-        self.calls.append(time.perf_counter())
-        return super().stream(messages, tools)
 
 
 async def finished(journal: Journal, cid: str, after: int) -> None:
@@ -64,7 +50,7 @@ async def measure(data: Path, runs: int, steps: int) -> dict[str, list[float]]:
     turns = [bash_turn, ScriptedTurn(text="ok")]  # warm-up run: the sandbox boots
     turns += [ScriptedTurn(text="ok")] * runs  # assembly runs
     turns += [bash_turn] * steps + [ScriptedTurn(text="done")]  # one long run of bash calls
-    provider = Clocked(turns)
+    provider = TimedProvider(turns)
     settings = Settings(data_dir=data, admin_password=BENCH_PASSWORD, port=1)
     svc = await open_services(settings, provider=lambda: provider)
     try:
