@@ -83,7 +83,7 @@ typecheck: setup
 # walk's tests (they reason in clock seconds: one failed once beside another worker), the proofs and
 # the proxy topology after them on their own, as they measure latency and memory bounds.
 PYTEST_WORKERS ?= 2
-ALONE := tests/proof tests/deploy tests/runs/workspace/test_checkpoints.py
+ALONE := tests/proof tests/deploy
 pytest: setup
 	@tmp=$$(mktemp -d /tmp/burrow-pytest.XXXXXX); \
 		$(VENV)/bin/pytest -q --durations=25 --basetemp=$$tmp/shared -n $(PYTEST_WORKERS) --dist loadfile \

@@ -7,7 +7,7 @@ import os
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import asyncpg
 import pytest
@@ -19,7 +19,7 @@ PG_ADMIN_DSN = os.environ.get("BURROW_TEST_PG", "postgresql://postgres@127.0.0.1
 IN_CI = os.environ.get("CI") == "true"
 
 
-def unavailable(what: str) -> None:
+def unavailable(what: str) -> NoReturn:
     """Skip locally when a service is missing; in CI that is a failure, never a skip."""
     if IN_CI:
         pytest.fail(f"{what} is required in CI")

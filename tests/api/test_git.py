@@ -122,15 +122,14 @@ def git_remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitRemote]:
         unavailable("root, iproute2 and slirp4netns (for a network namespace)")
     tmp = tmp_path_factory.mktemp("git-remote")
     seed(tmp / "srv" / "acme" / "widget.git", tmp / "seed")
-    tag = secrets.token_hex(3)
-    netns, outer, inner = f"bgit{tag}", f"bgh{tag}", f"bgn{tag}"
     processes: list[subprocess.Popen[str]] = []
     with netns_lock():
+        netns = outer = ""
         try:
             network = free_test_net()
             block = free_block(network)
             host, server = f"{network}.{block + 1}", f"{network}.{block + 2}"
-            _set_up_netns(netns, outer, inner, host, server)
+            netns, outer = _set_up_netns(host, server)
             yield from _serve_remote(tmp, netns, host, server, processes)
         finally:
             for process in processes:
@@ -138,8 +137,7 @@ def git_remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitRemote]:
                 process.wait(10)
                 if process.stdout is not None:
                     process.stdout.close()
-            subprocess.run(["ip", "netns", "del", netns], capture_output=True, check=False)
-            subprocess.run(["ip", "link", "del", outer], capture_output=True, check=False)
+            _tear_down_netns(netns, outer)
 
 
 def _serve_remote(
@@ -170,21 +168,40 @@ def _serve_remote(
     )
 
 
-def _set_up_netns(netns: str, outer: str, inner: str, host: str, server: str) -> None:
-    """The namespace `netns`, reached from the host at `server` over a veth pair."""
-    for command in (
-        ["ip", "netns", "add", netns],
-        ["ip", "link", "add", outer, "type", "veth", "peer", "name", inner],
-        ["ip", "link", "set", inner, "netns", netns],
-        ["ip", "addr", "add", f"{host}/30", "dev", outer],
-        ["ip", "link", "set", outer, "up"],
-        ["ip", "-n", netns, "addr", "add", f"{server}/30", "dev", inner],
-        ["ip", "-n", netns, "link", "set", inner, "up"],
-        ["ip", "-n", netns, "link", "set", "lo", "up"],
-    ):
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            unavailable(f"a network namespace ({' '.join(command)}: {done.stderr.strip()})")
+def _set_up_netns(host: str, server: str, attempts: int = 3) -> tuple[str, str]:
+    """A namespace reached from the host at `server` over a veth pair: (its name, the
+    host end's). Once in a two-worker CI run the host end was gone between two of these
+    steps (`ip link set … up`: Cannot find device; not reproduced in 100 tries alone): the
+    fake remote is set up afresh, under new names, before the tests are given up on."""
+    failures = []
+    for _ in range(attempts):
+        tag = secrets.token_hex(3)
+        netns, outer, inner = f"bgit{tag}", f"{VETH}{tag}", f"bgn{tag}"
+        for command in (
+            ["ip", "netns", "add", netns],
+            ["ip", "link", "add", outer, "type", "veth", "peer", "name", inner],
+            ["ip", "link", "set", inner, "netns", netns],
+            ["ip", "addr", "add", f"{host}/30", "dev", outer],
+            ["ip", "link", "set", outer, "up"],
+            ["ip", "-n", netns, "addr", "add", f"{server}/30", "dev", inner],
+            ["ip", "-n", netns, "link", "set", inner, "up"],
+            ["ip", "-n", netns, "link", "set", "lo", "up"],
+        ):
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                failures.append(f"{' '.join(command)}: {done.stderr.strip()}")
+                _tear_down_netns(netns, outer)
+                break
+        else:
+            return netns, outer
+    unavailable(f"a network namespace ({'; '.join(failures)})")
+
+
+def _tear_down_netns(netns: str, outer: str) -> None:
+    if netns:
+        subprocess.run(["ip", "netns", "del", netns], capture_output=True, check=False)
+    if outer:
+        subprocess.run(["ip", "link", "del", outer], capture_output=True, check=False)
 
 
 async def shell(srv: RunningServer, cid: str, command: str) -> tuple[int | None, str]:

@@ -77,7 +77,13 @@ snapshot() {
       "$@" -fprintf "$GIT_DIR/changed" '%P\0'
   updated=
   if [ -s "$GIT_DIR/changed" ]; then
-    git update-index --add --remove --replace -z --stdin < "$GIT_DIR/changed"
+    # Written even when nothing differs: git re-reads every file whose mtime is not older
+    # than the index's second (its racy rule), at each index write until one is written a
+    # later second; an index left from the second its files were written would have the
+    # next change read them all again. (--force-write-index is git 2.17's.)
+    git update-index --add --remove --replace --force-write-index -z --stdin \
+        < "$GIT_DIR/changed" 2>/dev/null \
+      || git update-index --add --remove --replace -z --stdin < "$GIT_DIR/changed"
     updated=1
   fi
   if [ -z "$mark" ] || [ -s "$GIT_DIR/folders" ]; then
