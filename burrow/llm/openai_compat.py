@@ -21,11 +21,23 @@ from burrow.llm.base import (
     redact,
 )
 from burrow.llm.openai_errors import IN_ENVIRONMENT, SettingNames, status_error, transport_error
-from burrow.llm.openai_wire import ToolCallIndexes, thinking_of, wire_messages, wire_tools
+from burrow.llm.openai_wire import (
+    ToolCallIndexes,
+    answer_events,
+    refuses_streamed_tools,
+    thinking_of,
+    usage_of,
+    wire_messages,
+    wire_tools,
+)
 from burrow.llm.stalls import StallLimits, guard
+from burrow.llm.text_tool_calls import with_text_tool_calls
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 PLACEHOLDER_KEY = "not-needed"  # local servers ignore the key, but the client sends one
+# (base URL, model) of servers that refused a streamed request with tools (llama-cpp-python:
+# "Automatic streaming tool choice is not supported"): learned once per process.
+UNSTREAMED_TOOLS: set[tuple[str, str]] = set()
 
 
 class OpenAICompatProvider:
@@ -81,17 +93,36 @@ class OpenAICompatProvider:
         if self.include_usage:
             request["stream_options"] = {"include_usage": True}
         guarded = guard(self._attempt(request), self.limits, self.base_url)
+        if tools:
+            guarded = with_text_tool_calls(guarded, [tool.name for tool in tools])
         async with contextlib.aclosing(guarded) as events:
             async for event in events:
                 yield event
 
+    @property
+    def _unstreamed_tools(self) -> bool:
+        return (self.base_url, self.model) in UNSTREAMED_TOOLS
+
     async def _attempt(self, request: dict[str, Any]) -> AsyncGenerator[StreamEvent, None]:
         started = False
         try:
-            async with contextlib.aclosing(self._events(request)) as events:
-                async for event in events:
-                    started = True
-                    yield event
+            if "tools" in request and self._unstreamed_tools:
+                answer = self._unstreamed(request)
+            else:
+                answer = self._events(request)
+            try:
+                async with contextlib.aclosing(answer) as events:
+                    async for event in events:
+                        started = True
+                        yield event
+            except openai.APIStatusError as exc:
+                if started or "tools" not in request or not refuses_streamed_tools(exc):
+                    raise
+                # Once per server and model in this process: its tool turns go unstreamed.
+                UNSTREAMED_TOOLS.add((self.base_url, self.model))
+                async with contextlib.aclosing(self._unstreamed(request)) as events:
+                    async for event in events:
+                        yield event
         except ModelError as exc:
             redacted = self._redacted(exc)
             if redacted is exc:
@@ -146,18 +177,25 @@ class OpenAICompatProvider:
             yield usage
         yield Done(finish_reason)
 
+    async def _unstreamed(self, request: dict[str, Any]) -> AsyncGenerator[StreamEvent, None]:
+        """One answer asked for whole (`stream` off): the events a stream of it would give."""
+        request = {k: v for k, v in request.items() if k not in ("stream", "stream_options")}
+        async with self._client() as client:
+            completion = await client.chat.completions.create(**request)
+        try:
+            events = answer_events(completion)
+        except (AttributeError, TypeError, ValueError, IndexError) as exc:
+            raise ModelError(
+                f"The model server at {self.base_url} sent a malformed answer ({exc}): "
+                f"{self._snippet(repr(completion))}"
+            ) from exc
+        for event in events:
+            yield event
+
     def _read_chunk(
         self, chunk: Any, indexes: ToolCallIndexes
     ) -> tuple[list[StreamEvent], str | None, Usage | None]:
-        usage = None
-        if chunk.usage is not None:  # the last chunk with include_usage; some send it often
-            details = getattr(chunk.usage, "prompt_tokens_details", None)
-            usage = Usage(
-                prompt_tokens=int(chunk.usage.prompt_tokens or 0),
-                completion_tokens=int(chunk.usage.completion_tokens or 0),
-                # Automatic prompt caching: the cached part of the prompt, priced lower.
-                cache_read_tokens=int(getattr(details, "cached_tokens", None) or 0),
-            )
+        usage = usage_of(chunk.usage)  # the last chunk with include_usage; some send it often
         if not chunk.choices:
             return [], None, usage
         choice = chunk.choices[0]

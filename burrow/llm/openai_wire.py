@@ -7,7 +7,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from burrow.llm.base import Message, ThinkingDelta, ToolCallDelta, ToolSpec
+from burrow.llm.base import (
+    Done,
+    Message,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolSpec,
+    Usage,
+)
 
 # Some servers reject an empty tool message; the model still needs to see that it ran.
 EMPTY_TOOL_OUTPUT = "(no output)"
@@ -93,7 +102,8 @@ class ToolCallIndexes:
     ids: dict[int, str] = field(default_factory=dict)  # our index -> the call's id
 
     def delta(self, position: int, fragment: Any) -> ToolCallDelta:
-        server_index = fragment.index if isinstance(fragment.index, int) else position
+        server_index = getattr(fragment, "index", None)  # a whole answer's calls have none
+        server_index = server_index if isinstance(server_index, int) else position
         call_id = fragment.id if isinstance(fragment.id, str) else ""
         index = self.by_server_index.get(server_index)
         if index is None or (call_id and self.ids.get(index, call_id) != call_id):
@@ -110,3 +120,47 @@ class ToolCallIndexes:
         if not isinstance(name, str):
             raise TypeError(f"tool call name is {type(name).__name__}, not a string")
         return ToolCallDelta(index=index, id=call_id, name=name, arguments=arguments)
+
+
+def usage_of(usage: Any) -> Usage | None:
+    """A response's or a stream's last chunk's `usage` (some local servers send none)."""
+    if usage is None:
+        return None
+    details = getattr(usage, "prompt_tokens_details", None)
+    return Usage(
+        prompt_tokens=int(usage.prompt_tokens or 0),
+        completion_tokens=int(usage.completion_tokens or 0),
+        # Automatic prompt caching: the cached part of the prompt, priced lower.
+        cache_read_tokens=int(getattr(details, "cached_tokens", None) or 0),
+    )
+
+
+def answer_events(completion: Any) -> list[StreamEvent]:
+    """A whole `chat.completion` as the events its stream would have given."""
+    choice = completion.choices[0]
+    message = choice.message
+    events: list[StreamEvent] = []
+    thinking = thinking_of(message)
+    if thinking is not None:
+        events.append(thinking)
+    if message.content:
+        events.append(TextDelta(str(message.content)))
+    indexes = ToolCallIndexes()
+    for position, call in enumerate(message.tool_calls or ()):
+        events.append(indexes.delta(position, call))
+    usage = usage_of(completion.usage)
+    if usage is not None:
+        events.append(usage)
+    events.append(Done(str(choice.finish_reason or "stop")))
+    return events
+
+
+def refuses_streamed_tools(error: Any) -> bool:
+    """The server's refusal of streaming with tools, not of the request (llama-cpp-python's
+    chat handlers: a 500, "Automatic streaming tool choice is not supported")."""
+    body = getattr(error, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = body["error"]
+    message = body.get("message") if isinstance(body, dict) else None
+    text = str(message if isinstance(message, str) else getattr(error, "message", "")).lower()
+    return error.status_code in (400, 422, 500, 501) and "stream" in text and "tool" in text

@@ -50,7 +50,14 @@ class ErrorReply:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-Reply = StreamReply | ErrorReply
+@dataclass
+class WholeReply:
+    """A `chat.completion` body sent as it is, for a request with `stream` off."""
+
+    body: dict[str, Any]
+
+
+Reply = StreamReply | ErrorReply | WholeReply
 
 
 def chunk(
@@ -259,6 +266,8 @@ class FakeOpenAIServer(FakeModelServer[Reply]):
             if reply.code == "context_length_exceeded":
                 error["param"] = "messages"
             return JSONResponse({"error": error}, reply.status, headers=reply.headers)
+        if isinstance(reply, WholeReply):
+            return JSONResponse(reply.body)
         return StreamingResponse(_sse(reply), media_type="text/event-stream")
 
 

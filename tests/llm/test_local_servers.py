@@ -1,0 +1,161 @@
+"""OpenAICompatProvider against the ways local model servers differ from OpenAI.
+
+The answers are the shapes those servers send, not recordings of a run: llama-cpp-python
+0.3's server (its chat handlers raise "Automatic streaming tool choice is not supported" for
+a streamed request with tools, which its error route answers as a 500 in OpenAI's error
+shape; its whole answers carry `tool_calls` without an `index`), and servers that leave a
+Hermes-style `<tool_call>` block or a bare JSON call in the text (llama.cpp's server without
+`--jinja`, Ollama and vLLM with some templates). Each test failed before the provider knew
+the quirk: the 500 ended the turn, the calls were prose that ended the run.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from burrow.llm.base import ModelError, TextDelta, ToolCall, ToolSpec
+from burrow.llm.openai_compat import UNSTREAMED_TOOLS, OpenAICompatProvider
+from burrow.llm.text_tool_calls import TextToolCallReader
+from tests.fakes import FakeOpenAIServer, StreamReply, chunk, collect, text_reply, tool_call_reply
+from tests.fakes.openai_server import ErrorReply, Reply, WholeReply
+
+BASH = ToolSpec("bash", "Run a command", {"type": "object", "properties": {}})
+LS = json.dumps({"command": "ls"})
+
+
+def provider(srv: FakeOpenAIServer) -> OpenAICompatProvider:
+    return OpenAICompatProvider("fake-model", "not-needed", srv.base_url)
+
+
+def llama_cpp_python(body: dict[str, Any]) -> Reply:
+    """llama-cpp-python's server with `--chat_format chatml-function-calling`."""
+    if body.get("stream") and body.get("tools"):
+        return ErrorReply(
+            500, "Automatic streaming tool choice is not supported", type="internal_server_error"
+        )
+    if not body.get("tools"):
+        return text_reply("Hi.")
+    return WholeReply(
+        {
+            "id": "chatcmpl-7c1d",
+            "object": "chat.completion",
+            "created": 1764670000,
+            "model": "smollm2-135m-instruct",
+            "choices": [
+                {
+                    "finish_reason": "tool_calls",
+                    "index": 0,
+                    "logprobs": None,
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": "call__0_bash_cmpl-7c1d",
+                                "type": "function",
+                                "function": {"name": "bash", "arguments": LS},
+                            }
+                        ],
+                        "function_call": {"name": "bash:", "arguments": LS},
+                    },
+                }
+            ],
+            "usage": {"prompt_tokens": 171, "completion_tokens": 12, "total_tokens": 183},
+        }
+    )
+
+
+async def test_a_server_refusing_streamed_tools_is_asked_unstreamed_from_then_on() -> None:
+    with FakeOpenAIServer(responder=llama_cpp_python) as srv:
+        UNSTREAMED_TOOLS.discard((srv.base_url, "fake-model"))
+        first = await collect(provider(srv).stream([], [BASH]))
+        assert first.tool_calls == [ToolCall("call__0_bash_cmpl-7c1d", "bash", LS)]
+        assert first.usage is not None and first.usage.prompt_tokens == 171
+        assert first.finish_reason == "tool_calls"
+        assert [r.get("stream") for r in srv.requests] == [True, None]
+        assert "stream_options" not in srv.requests[1]
+        # Learned: the next tool turn (a new provider, as each run builds) goes unstreamed
+        # at once; a turn without tools still streams.
+        again = await collect(provider(srv).stream([], [BASH]))
+        assert again.tool_calls == first.tool_calls
+        plain = await collect(provider(srv).stream([], []))
+        assert plain.text == "Hi."
+        assert [r.get("stream") for r in srv.requests] == [True, None, None, True]
+        UNSTREAMED_TOOLS.discard((srv.base_url, "fake-model"))
+
+
+async def test_another_server_error_is_not_taken_for_the_refusal() -> None:
+    def busy(_body: dict[str, Any]) -> Reply:
+        return ErrorReply(500, "CUDA out of memory while decoding", type="internal_server_error")
+
+    with FakeOpenAIServer(responder=busy) as srv:
+        with pytest.raises(ModelError, match="CUDA out of memory"):
+            await collect(provider(srv).stream([], [BASH]))
+        assert len(srv.requests) == 1 and (srv.base_url, "fake-model") not in UNSTREAMED_TOOLS
+
+
+async def test_a_tool_call_block_in_the_text_is_a_call_and_never_shown(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    # llama.cpp's server without --jinja, a Qwen2.5 / Hermes template: the block streamed
+    # in pieces that split its tags.
+    pieces = ["I'll list the files.\n<tool", '_call>\n{"name": "bash", "argu',
+              'ments": {"command": "ls"}}\n</tool_', "call>"]  # fmt: skip
+    fake_openai.enqueue(
+        StreamReply([chunk(content=p) for p in pieces] + [chunk(finish_reason="stop")])
+    )
+    answer = await collect(provider(fake_openai).stream([], [BASH]))
+    assert answer.tool_calls == [ToolCall("call_text_0", "bash", LS)]
+    assert answer.text == "I'll list the files.\n"
+    assert all("<tool" not in e.text for e in answer.events if isinstance(e, TextDelta))
+
+
+async def test_an_answer_that_is_a_json_call_is_a_call(fake_openai: FakeOpenAIServer) -> None:
+    # Ollama and vLLM with some templates: the call as the whole content, its arguments a
+    # JSON string as the wire would have them.
+    whole = json.dumps({"name": "bash", "arguments": LS})
+    fake_openai.enqueue(text_reply(whole), text_reply(f"[{whole}, {whole}]"))
+    answer = await collect(provider(fake_openai).stream([], [BASH]))
+    assert answer.tool_calls == [ToolCall("call_text_0", "bash", LS)] and answer.text == ""
+    two = await collect(provider(fake_openai).stream([], [BASH]))
+    assert [c.name for c in two.tool_calls] == ["bash", "bash"]
+
+
+async def test_text_that_only_looks_like_a_call_stays_text(fake_openai: FakeOpenAIServer) -> None:
+    prose = [
+        '{"answer": 42}',  # JSON, but no call
+        json.dumps({"name": "rm_rf", "arguments": {}}),  # a tool that was not offered
+        '<tool_call>{"name": "bash", "arguments": [1]}</tool_call> done',  # not an object
+        "a < b and <tool_call> never closed",
+    ]
+    for text in prose:
+        fake_openai.enqueue(text_reply(text))
+        answer = await collect(provider(fake_openai).stream([], [BASH]))
+        assert (answer.text, answer.tool_calls) == (text, []), text
+
+
+async def test_without_tools_text_is_never_held(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.enqueue(text_reply('{"a": 1, "b": 2}'))
+    answer = await collect(provider(fake_openai).stream([], []))
+    assert sum(isinstance(e, TextDelta) for e in answer.events) == 4  # word by word
+
+
+async def test_the_servers_own_calls_win_and_the_block_stays_text(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    block = f'<tool_call>{{"name": "bash", "arguments": {LS}}}</tool_call>'
+    fake_openai.enqueue(tool_call_reply([("bash", {"command": "pwd"})], text=block))
+    answer = await collect(provider(fake_openai).stream([], [BASH]))
+    assert answer.tool_calls == [ToolCall("call_0", "bash", json.dumps({"command": "pwd"}))]
+    assert answer.text == block
+
+
+def test_the_reader_holds_only_what_may_open_a_block() -> None:
+    reader = TextToolCallReader({"bash"})
+    assert reader.feed("a <") == "a "
+    assert reader.feed("b> c <tool_") == "<b> c "
+    assert reader.feed("x") == "<tool_x"
+    assert reader.finish() == "" and reader.calls == []
