@@ -153,7 +153,7 @@ class Settings(BaseSettings):
     sandbox_tmp_mb: int = 256
     sandbox_seccomp: bool = True
     """The seccomp filter against dangerous system calls (x86_64)."""
-    sandbox_agent_timeout: float = 5.0
+    sandbox_agent_timeout: float = 15.0
     """Seconds the server waits for a sandbox's agent to answer (connect, handshake, one
     reply; a command gets its own timeout plus this) before it kills the sandbox."""
     github_api_url: str = "https://api.github.com"

@@ -36,7 +36,9 @@ TUNNEL_BUFFER_BYTES = 256 * 1024  # a tunnel reader's buffer before it pauses th
 PTY_MAX_PAYLOAD_BYTES = 256 * 1024
 STDIN_FRAME_BYTES = 1 << 20  # a streamed stdin is sent in frames of at most this
 ABORT_WAIT_SECONDS = 2.0  # how long an early close waits for the killed command to exit
-REPLY_TIMEOUT_SECONDS = 5.0  # connect, handshake and one answer; generous for a loaded host
+REPLY_TIMEOUT_SECONDS = 15.0  # connect, handshake and one answer; generous for a loaded host
+# (5 s was too little: a 2-core machine at load 10 starved a healthy guest past it, and its
+# sandbox was killed)
 
 T = TypeVar("T")
 
