@@ -83,6 +83,41 @@ async def test_a_bad_key_fails_the_test_with_what_to_do(tmp_path: Path) -> None:
     }
 
 
+async def test_a_test_of_unsaved_values_never_saves_and_no_key_follows_a_new_url(
+    tmp_path: Path,
+) -> None:
+    with (
+        FakeAnthropicServer(api_key=KEY) as stored,
+        FakeAnthropicServer(api_key="sk-ant-the-other-key", models=["claude-b"]) as other,
+    ):
+        async with running_server(tmp_path, None) as srv:
+            await srv.client.put(
+                "/api/settings/providers/anthropic",
+                json={"api_key": KEY, "base_url": stored.base_url},
+            )
+            test = "/api/settings/providers/anthropic/test"
+            wrong = (await srv.client.post(test, json={"api_key": "sk-ant-a-wrong-key"})).json()
+            assert wrong["ok"] is False and "rejected the API key" in wrong["detail"]
+            assert "sk-ant-a-wrong-key" not in wrong["detail"]
+            # The stored key is not sent to a URL it was not stored for.
+            moved = (await srv.client.post(test, json={"base_url": other.base_url})).json()
+            assert moved == {
+                "ok": False,
+                "detail": "No API key for anthropic: set one here or ANTHROPIC_API_KEY.",
+                "models": None,
+            }
+            both = {"base_url": other.base_url, "api_key": "sk-ant-the-other-key"}
+            works = (await srv.client.post(test, json=both)).json()
+            assert works["ok"] is True and works["models"] == ["claude-b"]
+            bad_url = await srv.client.post(test, json={"base_url": "file:///etc/passwd"})
+            assert bad_url.status_code == 422
+            # Nothing of that was saved: the stored key and URL still work.
+            [_, anthropic] = (await srv.client.get("/api/settings/providers")).json()
+            assert anthropic["base_url"] == stored.base_url
+            assert anthropic["api_key_hint"] == "…wxyz"
+            assert (await srv.client.post(test, json={})).json()["ok"] is True
+
+
 async def test_without_a_key_the_test_says_where_to_set_one(tmp_path: Path) -> None:
     async with running_server(tmp_path, None) as srv:
         tested = await srv.client.post("/api/settings/providers/anthropic/test", json={})

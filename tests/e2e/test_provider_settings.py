@@ -1,5 +1,5 @@
-"""The settings dialog stores an Anthropic key, tests it against the (fake) Messages API and
-never shows it back."""
+"""The settings dialog tests an Anthropic key against the (fake) Messages API without saving
+it, stores it on Save and never shows it back."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ from tests.fakes.anthropic_server import FakeAnthropicServer
 KEY = "sk-ant-browser-0123456789abcd"
 
 
-async def test_anthropic_key_is_saved_tested_and_hidden(tmp_path: Path, page: Page) -> None:
+async def test_anthropic_key_is_tested_unsaved_then_saved_and_hidden(
+    tmp_path: Path, page: Page
+) -> None:
     with FakeAnthropicServer(api_key=KEY, models=["claude-test"]) as fake:
         async with serving(tmp_path, page, ScriptedProvider([])) as srv:
             await open_app(page, srv)
@@ -30,6 +32,13 @@ async def test_anthropic_key_is_saved_tested_and_hidden(tmp_path: Path, page: Pa
                 "✓ anthropic: the key works; 1 model offered.", timeout=20_000
             )
             await shot(page, "13-anthropic-settings")
+            # A test never saves: Cancel leaves no key behind.
+            await dialog.get_by_role("button", name="Cancel").click()
+            [_, anthropic] = (await srv.client.get("/api/settings/providers")).json()
+            assert anthropic["api_key_set"] is False and anthropic["base_url"] is None
+            await page.get_by_role("button", name=re.compile("^⚙? ?Settings")).click()
+            await dialog.get_by_label("Anthropic key").fill(KEY)
+            await dialog.get_by_label("Anthropic endpoint").fill(fake.base_url)
             await dialog.get_by_label("Model name").fill("anthropic:claude-test")
             await dialog.get_by_role("button", name="Save").click()
             await expect(dialog).to_have_count(0)

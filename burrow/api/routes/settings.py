@@ -45,8 +45,7 @@ async def put_model_settings(
 ) -> ModelSettingsOut:
     if not user.is_admin:
         raise ApiError(403, "forbidden", "Only an administrator can change the model.")
-    if body.base_url and not body.base_url.startswith(("http://", "https://")):
-        raise ApiError(422, "invalid_request", "base_url must start with http:// or https://")
+    _valid_url(body.base_url)
     return ModelSettingsOut.of(
         await svc.models.update(model=body.model, base_url=body.base_url, api_key=body.api_key)
     )
@@ -83,6 +82,11 @@ class ModelOut(BaseModel):
     vision: bool
 
 
+def _valid_url(url: str | None) -> None:
+    if url and not url.strip().startswith(("http://", "https://")):
+        raise ApiError(422, "invalid_request", "base_url must start with http:// or https://")
+
+
 def _admin(user: User) -> None:
     if not user.is_admin:
         raise ApiError(403, "forbidden", "Only an administrator can change model providers.")
@@ -98,17 +102,21 @@ async def put_provider(
     provider: ProviderName, body: ProviderIn, svc: ServicesDep, user: UserDep
 ) -> ProviderOut:
     _admin(user)
-    if body.base_url and not body.base_url.startswith(("http://", "https://")):
-        raise ApiError(422, "invalid_request", "base_url must start with http:// or https://")
+    _valid_url(body.base_url)
     view = await svc.models.update_provider(provider, api_key=body.api_key, base_url=body.base_url)
     return ProviderOut.of(view)
 
 
 @router.post("/providers/{provider}/test")
-async def test_provider(provider: ProviderName, svc: ServicesDep, user: UserDep) -> ProviderTestOut:
-    """Ask the provider for its models with the stored key: proves key and URL work."""
+async def test_provider(
+    provider: ProviderName, svc: ServicesDep, user: UserDep, body: ProviderIn | None = None
+) -> ProviderTestOut:
+    """Ask the provider for its models: proves key and URL work. Values in the body are
+    tested as they would be saved, and never saved; without them, the stored ones."""
     _admin(user)
-    result = await svc.models.probe(provider)
+    given = body or ProviderIn()
+    _valid_url(given.base_url)
+    result = await svc.models.probe(provider, api_key=given.api_key, base_url=given.base_url)
     return ProviderTestOut(ok=result.ok, detail=result.detail, models=result.models)
 
 

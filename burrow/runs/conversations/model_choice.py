@@ -232,14 +232,20 @@ class ModelSettings:
                 listed += [m for m in known_models(candidate) if m.id not in {i.id for i in listed}]
         return listed
 
-    async def probe(self, provider: str) -> ProbeResult:
-        """Whether the stored key and base URL of `provider` work: its model list, or why not."""
-        endpoint = self._config.endpoint(provider)
+    async def probe(
+        self, provider: str, *, api_key: str | None = None, base_url: str | None = None
+    ) -> ProbeResult:
+        """Whether the key and base URL of `provider` work: its model list, or why not.
+
+        `api_key` and `base_url` are values not saved yet (the form's): a test never saves.
+        The stored key goes only to the URL it was stored for, as a saved change would."""
+        endpoint = self._unsaved(provider, api_key=api_key, base_url=base_url)
         if provider == "anthropic":
             from burrow.llm.anthropic_messages import list_models
         else:
             from burrow.llm.openai_compat import list_models
-        why = self._why_no_key(provider)
+        unsaved = api_key is not None or base_url is not None
+        why = None if unsaved else self._why_no_key(provider)
         if not endpoint.api_key and (provider == "anthropic" or not endpoint.base_url):
             # Nothing to ask without a key (a keyless server is an OpenAI-compatible one).
             variable = KEY_VARIABLES[provider]
@@ -250,11 +256,23 @@ class ModelSettings:
             names = await list_models(endpoint.api_key or "", endpoint.base_url)
         except ModelError as exc:
             detail = self._redactor.apply(exc.message)
+            if endpoint.api_key and api_key:  # a key not saved is not known to the redactor
+                detail = detail.replace(endpoint.api_key, mask(endpoint.api_key))
             return ProbeResult(False, f"{why} Without a key: {detail}" if why else detail)
         offered = f"{len(names)} model{'' if len(names) == 1 else 's'} offered"
         if why is not None:
             return ProbeResult(True, f"{why} Without a key: {offered}.", names)
         return ProbeResult(True, f"{provider}: the key works; {offered}.", names)
+
+    def _unsaved(self, provider: str, *, api_key: str | None, base_url: str | None) -> Endpoint:
+        """The endpoint to test with these unsaved values. A URL other than the current one
+        gets only the key given with it: no stored or environment key goes to a new server."""
+        endpoint = self._config.endpoint(provider)
+        if base_url is not None and not _same_url(base_url.strip() or None, endpoint.base_url):
+            endpoint = Endpoint(None, base_url.strip() or None)
+        if api_key is not None and api_key.strip():
+            endpoint = replace(endpoint, api_key=api_key.strip())
+        return endpoint
 
     def _why_no_key(self, provider: str) -> str | None:
         """Why `provider` has no key although one was set before or in the environment."""

@@ -276,8 +276,9 @@ export const api = {
   providers: () => request<ProviderSettings[]>("GET", "/api/settings/providers"),
   saveProvider: (provider: string, update: { api_key?: string; base_url?: string }) =>
     request<ProviderSettings>("PUT", `/api/settings/providers/${provider}`, update),
-  testProvider: (provider: string) =>
-    request<ProviderTest>("POST", `/api/settings/providers/${provider}/test`, {}),
+  /** Tests the given (unsaved) values, or the stored ones; a test never saves. */
+  testProvider: (provider: string, values: { api_key?: string; base_url?: string } = {}) =>
+    request<ProviderTest>("POST", `/api/settings/providers/${provider}/test`, values),
   /** The current password is checked like a login; other browser sessions end. */
   changePassword: (current: string, next: string) =>
     request<void>("POST", "/api/me/password", { current, new: next }),

@@ -62,18 +62,24 @@ export function SettingsDialog({
     );
   }, [loaded]);
 
-  const saveAnthropic = async () => {
+  /** What the Anthropic form changes: the values a save would send, and a test tries. */
+  const anthropicChanges = () => {
     const update: { api_key?: string; base_url?: string } = {};
     if (anthropicKey) update.api_key = anthropicKey;
     if (anthropicUrl.trim() !== (anthropic?.base_url ?? "")) update.base_url = anthropicUrl.trim();
+    return update;
+  };
+
+  const saveAnthropic = async () => {
+    const update = anthropicChanges();
     if (Object.keys(update).length) setAnthropic(await api.saveProvider("anthropic", update));
   };
 
   const testAnthropic = async () => {
     setTested("Testing…");
     try {
-      await saveAnthropic();
-      const result = await api.testProvider("anthropic");
+      // The form's values, unsaved: Cancel after a test leaves the stored key as it was.
+      const result = await api.testProvider("anthropic", anthropicChanges());
       setTested(result.ok ? `✓ ${result.detail}` : `✗ ${result.detail}`);
     } catch (e) {
       setTested(errorMessage(e));
