@@ -60,11 +60,11 @@ nginx:
 	@[ -x /usr/sbin/nginx ] || (apt-get update -qq && RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null)
 
 # Embedded defaults: SQLite and workspaces in ~/.local/share/burrow, the local sandbox,
-# and the offline demo model unless a model is configured.
+# and the offline demo model unless a model is configured. The demo is the lowest choice
+# (BURROW_DEFAULT_MODEL), not --model: a model connected on the settings page wins over it.
 run: setup
 	@if [ -z "$$OPENAI_API_KEY$$BURROW_MODEL$$OPENAI_BASE_URL" ]; then \
-		echo "No OPENAI_API_KEY or BURROW_MODEL set: starting with the offline demo model."; \
-		exec $(BURROW) serve --model demo; \
+		BURROW_DEFAULT_MODEL=demo exec $(BURROW) serve; \
 	else \
 		exec $(BURROW) serve; \
 	fi

@@ -44,6 +44,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         value = getattr(args, name, None)
         if value is not None:
             overrides[name] = value
+    if "model" in overrides:
+        overrides["model_source"] = "--model"
     return Settings(**overrides)
 
 
@@ -69,6 +71,8 @@ def serve(args: argparse.Namespace) -> int:
 
     async def start() -> Services:
         opened.append(await open_services(settings))
+        # After the settings table is read: the saved model is one of the candidates.
+        print(opened[0].models.banner(), flush=True)
         clock.mark("services: stores, runtime and sandbox recovery, admin")
         return opened[0]
 
@@ -78,17 +82,9 @@ def serve(args: argparse.Namespace) -> int:
     print(
         f"Burrow on http://{settings.host}:{settings.port}  "
         f"(previews on port {settings.preview_listen_port()})  "
-        f"(model: {settings.model or 'not set'}, sandbox: {settings.sandbox}, "
-        f"data: {settings.data_dir})",
+        f"(sandbox: {settings.sandbox}, data: {settings.data_dir})",
         flush=True,
     )
-    if not settings.model and not settings.openai_api_key:
-        print(
-            "No model configured: set OPENAI_API_KEY (and BURROW_MODEL, OPENAI_BASE_URL for "
-            "other servers) or start with --model demo.",
-            file=sys.stderr,
-            flush=True,
-        )
     if open_files < LOW_OPEN_FILE_LIMIT:
         print(
             f"The open-file limit is {open_files} (ulimit -Hn): streams and connections are "

@@ -37,7 +37,13 @@ class Settings(BaseSettings):
     """Seconds a signed preview link stays valid; it is exchanged for a cookie on first use."""
     model: str | None = None
     """`[provider:]model`: `openai:<model>` (the default without a prefix: any
-    OpenAI-compatible server), `anthropic:<model>`, `demo`, or `scripted:<file.json>`."""
+    OpenAI-compatible server), `anthropic:<model>`, `demo`, or `scripted:<file.json>`.
+    Set (`--model` or BURROW_MODEL), it wins over the model saved on the settings page."""
+    model_source: str = "BURROW_MODEL"
+    """Where `model` came from, for the banner: the command line sets `--model`."""
+    default_model: str | None = None
+    """The model used when none is set by `--model`, BURROW_MODEL or the settings page
+    (`make run` sets `demo` when no key is set)."""
     openai_api_key: str | None = Field(
         default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "BURROW_OPENAI_API_KEY")
     )

@@ -147,6 +147,8 @@ async def open_services(
         box,
         redactor,
         env_key_any_url=settings.provider_env_key_any_url,
+        process_source=settings.model_source,
+        fallback=settings.default_model,
     )
     await models.load()
     sandboxes = SandboxPool(

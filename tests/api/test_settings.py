@@ -33,6 +33,8 @@ async def test_a_key_set_in_settings_is_encrypted_masked_and_used(tmp_path: Path
                 "api_key_set": True,
                 "api_key_hint": "…abcd",
                 "configured": True,
+                "source": "the settings page",
+                "saved_model": "fake-model",
             }
             assert KEY not in put.text
 
@@ -48,6 +50,52 @@ async def test_a_key_set_in_settings_is_encrypted_masked_and_used(tmp_path: Path
             events = await srv.client.get(f"/api/conversations/{cid}/events?format=json")
             assert KEY not in events.text
             assert "Hello from the fake model." in events.text
+
+
+async def test_the_process_model_wins_over_the_saved_one_and_the_default_loses_to_it(
+    tmp_path: Path,
+) -> None:
+    """Precedence: a conversation's model, its profile's, then --model / BURROW_MODEL, then the
+    settings page, then BURROW_DEFAULT_MODEL (`make run`'s demo)."""
+    with FakeOpenAIServer() as fake:
+        async with running_server(tmp_path, None, default_model="demo") as srv:
+            view = (await srv.client.get("/api/settings/model")).json()
+            assert (view["model"], view["source"]) == ("demo", "BURROW_DEFAULT_MODEL")
+            assert srv.services.models.banner() == "Model: demo (from BURROW_DEFAULT_MODEL)"
+            await srv.client.put(
+                "/api/settings/model",
+                json={"model": "fake-model", "base_url": fake.base_url, "api_key": KEY},
+            )
+            view = (await srv.client.get("/api/settings/model")).json()
+            assert (view["model"], view["source"]) == ("fake-model", "the settings page")
+
+        async with running_server(tmp_path, None, model="demo", model_source="--model") as srv:
+            view = (await srv.client.get("/api/settings/model")).json()
+            assert (view["model"], view["source"], view["saved_model"]) == (
+                "demo",
+                "--model",
+                "fake-model",
+            )
+            assert (await srv.client.get("/api/health")).json()["model"] == "demo"
+            assert srv.services.models.banner() == (
+                "Model: demo (from --model); the settings page's fake-model is not used while "
+                "it is set"
+            )
+            cid = await srv.create_conversation()
+            run = await srv.send(cid, "hi")
+            finished = await srv.run_finished(cid, run["run_id"], timeout=120)
+            assert finished["data"]["status"] == "completed", finished
+            assert fake.requests == []  # the demo ran, not the saved model
+
+            # A conversation's own model still wins over the process's.
+            made = await srv.client.post("/api/conversations", json={"model": "fake-model"})
+            assert made.status_code == 201, made.text
+            chosen = made.json()["id"]
+            fake.enqueue(text_reply("the saved server"))
+            run = await srv.send(chosen, "hi")
+            finished = await srv.run_finished(chosen, run["run_id"])
+            assert finished["data"]["status"] == "completed", finished
+            assert len(fake.requests) == 1
 
 
 async def test_bad_settings_are_rejected(tmp_path: Path) -> None:

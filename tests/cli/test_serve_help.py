@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 import sys
+
+import pytest
 
 
 def test_every_serve_flag_is_described_with_its_setting() -> None:
@@ -25,3 +28,12 @@ def test_every_serve_flag_is_described_with_its_setting() -> None:
         setting = "BURROW_" + flag.removeprefix("--").replace("-", "_").upper()
         assert setting in text, (flag, text)
         assert len(text) > len(setting) + 20, (flag, text)  # says more than the name
+
+
+def test_the_banner_names_the_flag_a_model_came_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BURROW_MODEL", "gpt-4.1")
+    from burrow.cli import _settings
+
+    assert _settings(argparse.Namespace(model=None)).model_source == "BURROW_MODEL"
+    chosen = _settings(argparse.Namespace(model="demo"))
+    assert (chosen.model, chosen.model_source) == ("demo", "--model")

@@ -22,6 +22,11 @@ class ModelSettingsOut(BaseModel):
     api_key_set: bool
     api_key_hint: str | None
     configured: bool
+    source: str | None = Field(
+        description="where `model` came from: --model, BURROW_MODEL, the settings page, "
+        "BURROW_DEFAULT_MODEL; the process's model wins over the saved one"
+    )
+    saved_model: str | None = Field(description="the model saved here, even while not used")
 
     @classmethod
     def of(cls, view: ModelView) -> ModelSettingsOut:

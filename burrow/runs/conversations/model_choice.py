@@ -48,6 +48,8 @@ class ModelView:
     api_key_set: bool
     api_key_hint: str | None
     configured: bool
+    source: str | None = None  # where `model` came from (see ModelSettings.load)
+    saved_model: str | None = None  # the settings page's, shown even while not used
 
 
 @dataclass(frozen=True)
@@ -77,8 +79,14 @@ class ModelSettings:
         redactor: Redactor,
         *,
         env_key_any_url: bool = False,
+        process_source: str = "BURROW_MODEL",
+        fallback: str | None = None,
     ) -> None:
         self._defaults = defaults
+        self._process_source = process_source
+        self._fallback = fallback
+        self._source: str | None = None
+        self._saved_model: str | None = None
         self._redactor = redactor
         self._store = store
         self._box = box
@@ -96,9 +104,20 @@ class ModelSettings:
         config = self._defaults
         saved: set[str] = set()  # the OpenAI-compatible settings saved here (errors name them)
         self._no_key_for = dict(self._dropped)
-        if stored.get(MODEL):
-            config = replace(config, model=stored[MODEL])
+        # The process's model (--model, BURROW_MODEL) wins over the saved one: an operator who
+        # starts `burrow serve --model demo` gets the demo, whatever the settings page says.
+        self._saved_model = stored.get(MODEL) or None
+        if config.model:
+            self._source = self._process_source
+        elif self._saved_model:
+            config = replace(config, model=self._saved_model)
+            self._source = "the settings page"
             saved.add("model")
+        elif self._fallback:
+            config = replace(config, model=self._fallback)
+            self._source = "BURROW_DEFAULT_MODEL"
+        else:
+            self._source = None
         for provider, (key_row, url_row) in ROWS.items():
             endpoint = home = config.endpoint(provider)
             self._redactor.add(home.api_key)
@@ -133,7 +152,22 @@ class ModelSettings:
             api_key_set=bool(c.api_key),
             api_key_hint=mask(c.api_key) if c.api_key else None,
             configured=missing(c) is None,
+            source=self._source,
+            saved_model=self._saved_model,
         )
+
+    def banner(self) -> str:
+        """The start banner's line: the model a run uses, and where that came from."""
+        model, source = self._config.model, self._source
+        if not model:
+            return (
+                "Model: not set: set OPENAI_API_KEY (and BURROW_MODEL, OPENAI_BASE_URL for "
+                "other servers), connect one on the settings page, or start with --model demo."
+            )
+        line = f"Model: {model} (from {source})"
+        if self._saved_model and self._saved_model != model:
+            line += f"; the settings page's {self._saved_model} is not used while it is set"
+        return line
 
     def provider_view(self, provider: str) -> ProviderView:
         endpoint = self._config.endpoint(provider)

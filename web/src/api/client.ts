@@ -24,6 +24,8 @@ export type ModelSettings = Fallback<
     api_key_set: boolean;
     api_key_hint: string | null;
     configured: boolean;
+    source: string | null;
+    saved_model: string | null;
   }
 >;
 export interface ModelSettingsUpdate {

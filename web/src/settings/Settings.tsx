@@ -33,7 +33,10 @@ export function SettingsDialog({
   onSaved: (s: ModelSettings) => void;
 }) {
   const loaded = settings && settings !== "unavailable" ? settings : null;
-  const [model, setModel] = useState(loaded?.model ?? "");
+  // The field edits the saved model: one given by --model or a default may win over it.
+  const [model, setModel] = useState(
+    loaded ? (loaded.saved_model !== undefined ? loaded.saved_model : loaded.model) ?? "" : "",
+  );
   const [baseUrl, setBaseUrl] = useState(loaded?.base_url ?? "");
   const [apiKey, setApiKey] = useState("");
   const [clearKey, setClearKey] = useState(false);
@@ -129,6 +132,13 @@ export function SettingsDialog({
               <code>anthropic:claude-…</code>, or <code>demo</code> for the offline demo model.
               Keys stay on the server and never enter a sandbox.
             </p>
+            {settings && (settings.source === "--model" || settings.source === "BURROW_MODEL") && (
+              <p className="muted" role="note">
+                This server was started with <code>{settings.source}</code>{" "}
+                <code>{settings.model}</code>: it is used instead of the model saved here until the
+                server starts without it.
+              </p>
+            )}
             <label>
               Model name
               <input
