@@ -111,6 +111,9 @@ async def test_a_test_of_unsaved_values_never_saves_and_no_key_follows_a_new_url
             assert works["ok"] is True and works["models"] == ["claude-b"]
             bad_url = await srv.client.post(test, json={"base_url": "file:///etc/passwd"})
             assert bad_url.status_code == 422
+            # A key goes in a header: one that cannot be sent is refused, not a 500.
+            bad_key = await srv.client.post(test, json={"api_key": "sk-\ub6db"})
+            assert bad_key.status_code == 422
             # Nothing of that was saved: the stored key and URL still work.
             [_, anthropic] = (await srv.client.get("/api/settings/providers")).json()
             assert anthropic["base_url"] == stored.base_url

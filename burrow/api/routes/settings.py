@@ -15,6 +15,8 @@ from burrow.store.records import User
 
 router = APIRouter(prefix="/api/settings", tags=["settings"])
 
+KEY_PATTERN = r"^\s*[!-~]*\s*$"  # printable ASCII, edges trimmed when it is used
+
 
 class ModelSettingsOut(BaseModel):
     model: str | None
@@ -36,7 +38,13 @@ class ModelSettingsOut(BaseModel):
 class ModelSettingsIn(BaseModel):
     model: str | None = Field(default=None, max_length=200)
     base_url: str | None = Field(default=None, max_length=2000)
-    api_key: str | None = Field(default=None, max_length=1000, description="'' clears it")
+    api_key: str | None = Field(
+        default=None,
+        max_length=1000,
+        # It is sent as an HTTP header: a character outside printable ASCII cannot be.
+        pattern=KEY_PATTERN,
+        description="'' clears it",
+    )
 
 
 @router.get("/model")
@@ -60,7 +68,13 @@ ProviderName = Literal["openai", "anthropic"]
 
 
 class ProviderIn(BaseModel):
-    api_key: str | None = Field(default=None, max_length=1000, description="'' clears it")
+    api_key: str | None = Field(
+        default=None,
+        max_length=1000,
+        # It is sent as an HTTP header: a character outside printable ASCII cannot be.
+        pattern=KEY_PATTERN,
+        description="'' clears it",
+    )
     base_url: str | None = Field(default=None, max_length=2000, description="'' clears it")
 
 
