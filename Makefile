@@ -85,8 +85,10 @@ typecheck: setup
 PYTEST_WORKERS ?= 2
 # The fake git remote's network namespace, too: beside the other worker it was found gone
 # twice in CI (a veth's host end vanished; `ip netns exec` failed with EINVAL), cause unknown.
+# tests/sandbox/test_terminal.py: its Ctrl-C test found the interrupted job still running in
+# two pool runs on 2026-12-02 and passes alone (cause not found yet; see issue 22's note).
 ALONE := tests/proof tests/deploy tests/api/test_git.py tests/api/test_git_push_isolation.py \
-	tests/e2e/test_git.py
+	tests/e2e/test_git.py tests/sandbox/test_terminal.py
 pytest: setup
 	@tmp=$$(mktemp -d /tmp/burrow-pytest.XXXXXX); \
 		$(VENV)/bin/pytest -q --durations=25 --basetemp=$$tmp/shared -n $(PYTEST_WORKERS) --dist loadfile \
