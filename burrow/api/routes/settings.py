@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
@@ -15,7 +15,11 @@ from burrow.store.records import User
 
 router = APIRouter(prefix="/api/settings", tags=["settings"])
 
-KEY_PATTERN = r"^\s*[!-~]*\s*$"  # printable ASCII, edges trimmed when it is used
+# A key is sent as an HTTP header: a character outside printable ASCII cannot be (edges are
+# trimmed when it is used).
+ApiKey = Annotated[
+    str | None, Field(max_length=1000, pattern=r"^\s*[!-~]*\s*$", description="'' clears it")
+]
 
 
 class ModelSettingsOut(BaseModel):
@@ -38,13 +42,7 @@ class ModelSettingsOut(BaseModel):
 class ModelSettingsIn(BaseModel):
     model: str | None = Field(default=None, max_length=200)
     base_url: str | None = Field(default=None, max_length=2000)
-    api_key: str | None = Field(
-        default=None,
-        max_length=1000,
-        # It is sent as an HTTP header: a character outside printable ASCII cannot be.
-        pattern=KEY_PATTERN,
-        description="'' clears it",
-    )
+    api_key: ApiKey = None
 
 
 @router.get("/model")
@@ -68,13 +66,7 @@ ProviderName = Literal["openai", "anthropic"]
 
 
 class ProviderIn(BaseModel):
-    api_key: str | None = Field(
-        default=None,
-        max_length=1000,
-        # It is sent as an HTTP header: a character outside printable ASCII cannot be.
-        pattern=KEY_PATTERN,
-        description="'' clears it",
-    )
+    api_key: ApiKey = None
     base_url: str | None = Field(default=None, max_length=2000, description="'' clears it")
 
 
