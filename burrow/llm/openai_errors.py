@@ -66,7 +66,8 @@ def status_error(
     said = server_message(exc)
     if status == 401:
         return ModelError(
-            f"The model server at {base_url} rejected the API key: check {names.api_key}."
+            f"The model server at {base_url} rejected the API key (401: {said}): check "
+            f"{names.api_key}."
         )
     if status == 403:
         return ModelError(

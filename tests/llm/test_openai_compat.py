@@ -178,7 +178,8 @@ async def test_rejected_key_is_not_retryable_and_never_echoed() -> None:
     with FakeOpenAIServer(api_key="the-right-key") as srv:
         error = await failure(srv)
     assert error.message == (
-        f"The model server at {srv.base_url} rejected the API key: check OPENAI_API_KEY."
+        f"The model server at {srv.base_url} rejected the API key (401: Incorrect API key "
+        "provided: ***): check OPENAI_API_KEY."
     )
     assert not error.retryable
 
@@ -329,7 +330,7 @@ async def test_cached_prompt_tokens_are_counted(fake_openai: FakeOpenAIServer) -
 async def test_list_models_names_what_the_server_offers() -> None:
     with FakeOpenAIServer(api_key=KEY, models={"b-model", "a-model"}) as srv:
         assert await list_models(KEY, srv.base_url) == ["a-model", "b-model"]
-        with pytest.raises(ModelError, match="rejected the API key: check OPENAI_API_KEY"):
+        with pytest.raises(ModelError, match=r"rejected the API key \(401: .*\): check OPENAI_API_KEY"):
             await list_models("sk-wrong-key-000", srv.base_url)
 
 
