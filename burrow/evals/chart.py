@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from PIL import Image, ImageDraw, ImageFont
 
@@ -26,7 +27,8 @@ def draw_chart(results: Sequence[TaskResult], model: str, path: Path) -> None:
     pen.text((MARGIN, MARGIN), f"burrow eval · {model}", fill=INK, font=font)
     pen.text(
         (MARGIN, MARGIN + 14),
-        f"{total['passed']}/{total['tasks']} passed · {total['tokens']} tokens · "
+        f"{total['passed']}/{total['attempts']} passed{_pass_at_1(total)} · "
+        f"{total['tokens']} tokens · "
         f"${total['cost']:.4f} · {total['wall_s']:.1f} s of task time",
         fill=INK,
         font=font,
@@ -38,7 +40,8 @@ def draw_chart(results: Sequence[TaskResult], model: str, path: Path) -> None:
         pen.text((x - 6, top + ROW * len(results) + 4), f"{longest * step / 4:.1f}s", fill=INK)
     for i, r in enumerate(results):
         y = top + i * ROW
-        pen.text((MARGIN, y + 4), r.name[:30], fill=INK, font=font)
+        label = r.name[:26] + (f" #{r.trial}" if total["trials"] > 1 else "")
+        pen.text((MARGIN, y + 4), label, fill=INK, font=font)
         x0 = MARGIN + LABEL
         wall = max(1, round(BAR * r.wall_s / longest))
         tools = min(wall, round(BAR * r.tool_s / longest))
@@ -54,3 +57,11 @@ def draw_chart(results: Sequence[TaskResult], model: str, path: Path) -> None:
         pen.rectangle([x, legend, x + 12, legend + 10], fill=color)
         pen.text((x + 18, legend - 1), name, fill=INK, font=font)
     image.save(path, format="PNG")
+
+
+def _pass_at_1(total: dict[str, Any]) -> str:
+    if total["trials"] < 2:
+        return ""
+    low, high = total["ci95"]
+    rate, trials = total["pass_at_1"], total["trials"]
+    return f" · pass@1 {rate:.0%} [{low:.0%}, {high:.0%}] over {trials} trials"

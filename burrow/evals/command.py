@@ -47,7 +47,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=os.environ.get("BURROW_EVAL_TOKEN"),
         help="its API token (BURROW_EVAL_TOKEN)",
     )
-    p.add_argument("--parallel", type=int, default=4, help="tasks at once (default 4)")
+    p.add_argument("--parallel", type=int, default=4, help="attempts at once (default 4)")
+    p.add_argument(
+        "--trials",
+        type=_positive,
+        default=1,
+        metavar="K",
+        help="run each task K times, each in a new conversation, and report pass@1 over "
+        "them with its 95%% interval (default 1)",
+    )
     p.add_argument("--json", type=Path, dest="json_out", help="write the results as JSON here")
     p.add_argument("--chart", type=Path, help="write a PNG chart of the results here")
     p.add_argument("--data-dir", type=Path, help="the embedded server's data (default: temporary)")
@@ -111,7 +119,7 @@ async def _run(
     if args.server:
         client = BurrowClient(args.server, args.token)
         try:
-            return await run_suite(client, tasks, args.parallel), args.server
+            return await run_suite(client, tasks, args.parallel, args.trials), args.server
         finally:
             await client.close()
     async with AsyncExitStack() as stack:
@@ -137,7 +145,7 @@ async def _run(
         async with embedded_server(data_dir, served, env) as server:
             client = await BurrowClient.login(server.base_url, server.username, server.password)
             try:
-                return await run_suite(client, tasks, args.parallel), shown
+                return await run_suite(client, tasks, args.parallel, args.trials), shown
             finally:
                 await client.close()
 
@@ -168,6 +176,13 @@ async def _replay_server(script: Path) -> AsyncIterator[tuple[str, Shape]]:
     finally:
         server.should_exit = True
         await task
+
+
+def _positive(text: str) -> int:
+    number = int(text)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {number}")
+    return number
 
 
 def _offline_env(model: str) -> dict[str, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -21,7 +21,7 @@ class TaskResult:
     status: str  # the run's: completed, failed, canceled, budget_exceeded; "error" if no run
     passed: bool  # the check exited 0
     met_expectation: bool  # status and passed as the task's [expect] says
-    tokens: int
+    tokens: int  # prompt + completion
     cost: float
     wall_s: float  # prompt sent -> run.finished
     ttft_s: float | None  # run.started -> the model's first output
@@ -31,22 +31,35 @@ class TaskResult:
     compactions: int
     error: str | None = None
     check_output: str = ""
+    trial: int = 1  # which of the task's --trials samples this is
+    prompt_tokens: int = 0  # of which read from the provider's prompt cache:
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def errored(self) -> bool:
+        """The attempt ended in an error, not in a judged result: the run failed (the
+        model server erred, or a guard stopped it) or the eval could not run it at all."""
+        return self.status in ("error", "failed")
 
     def as_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "errored": self.errored}
 
 
 async def run_suite(
-    client: BurrowClient, tasks: Sequence[Task], parallel: int = 4
+    client: BurrowClient, tasks: Sequence[Task], parallel: int = 4, trials: int = 1
 ) -> list[TaskResult]:
-    """Every task's result, in the tasks' order; `parallel` of them at once."""
+    """Every task's results, `trials` samples each (each in a conversation of its own), in
+    the tasks' order and then the trials'; `parallel` attempts at once."""
     gate = asyncio.Semaphore(max(1, parallel))
 
-    async def one(task: Task) -> TaskResult:
+    async def one(task: Task, trial: int) -> TaskResult:
         async with gate:
-            return await run_task(client, task)
+            return replace(await run_task(client, task), trial=trial)
 
-    return list(await asyncio.gather(*(one(t) for t in tasks)))
+    attempts = [one(t, k) for t in tasks for k in range(1, trials + 1)]
+    return list(await asyncio.gather(*attempts))
 
 
 async def run_task(client: BurrowClient, task: Task) -> TaskResult:
@@ -86,6 +99,10 @@ def measure(
         met_expectation=(status, passed) == (expect.status, expect.passed)
         and (compactions > 0 or not expect.compacted),
         tokens=int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0)),
+        prompt_tokens=int(usage.get("prompt_tokens", 0)),
+        cache_read_tokens=int(usage.get("cache_read_tokens", 0)),
+        cache_write_tokens=int(usage.get("cache_write_tokens", 0)),
+        completion_tokens=int(usage.get("completion_tokens", 0)),
         cost=float(usage.get("cost", 0.0)),
         wall_s=round(wall, 3),
         ttft_s=round(first - start, 3) if start is not None and first is not None else None,

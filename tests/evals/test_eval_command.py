@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from burrow.evals.report import summary
+from burrow.evals.runner import TaskResult
 from burrow.evals.suite import SUITE
 
 REPO = Path(__file__).resolve().parents[2]
@@ -108,3 +110,48 @@ def test_a_broken_suite_is_refused_with_the_reason(tmp_path: Path) -> None:
     assert "budget keys are" in done.stderr
     done = burrow_eval("--only", "no-such-task")
     assert done.returncode == 2 and "No task named no-such-task" in done.stderr
+
+
+@pytest.mark.timeout(300)
+def test_trials_sample_each_task_and_report_pass_at_1_with_its_interval(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    done = burrow_eval(
+        "--trials", "2", "--only", "create-file", "stops-at-budget", "--json", str(out),
+        "--data-dir", str(tmp_path / "d"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = json.loads(out.read_text())
+    assert results["trials"] == 2 and results["burrow_version"] and results["date"][:2] == "20"
+    attempts = [(t["name"], t["trial"]) for t in results["tasks"]]
+    assert attempts == [(n, k) for n in ("create-file", "stops-at-budget") for k in (1, 2)]
+    summary = results["summary"]
+    # The scripted model passes each task every time (the mixed case: the test below).
+    assert summary["pass_at_1"] == 1.0 and summary["ci95"] == [1.0, 1.0]
+    assert summary["errored"] == 0 and summary["attempts"] == 4 and summary["tasks"] == 2
+    for task in results["tasks"]:
+        assert task["prompt_tokens"] + task["completion_tokens"] == task["tokens"] > 0
+        assert task["errored"] is False
+    rows = {line.split()[0]: line.split() for line in done.stdout.splitlines() if line.strip()}
+    assert rows["create-file"][1] == "2/2" and rows["stops-at-budget"][1] == "2/2"
+    assert rows["total"][1:4] == ["100%", "[100%,", "100%]"]
+
+
+def test_pass_at_1_is_the_mean_of_the_trials_and_errors_count_apart() -> None:
+    def result(name: str, trial: int, passed: bool, status: str = "completed") -> TaskResult:
+        return TaskResult(
+            name, status, passed, passed, 10, 0.0, 1.0, None, 0.0, 1, 1, 0, trial=trial
+        )  # fmt: skip
+
+    results = [
+        result("a", 1, True), result("b", 1, True),  # trial 1: 100 %
+        result("a", 2, True), result("b", 2, False, "failed"),  # trial 2: 50 %, one error
+        result("a", 3, False, "error"), result("b", 3, False),  # trial 3: 0 %
+    ]  # fmt: skip
+    total = summary(results)
+    assert total["pass_at_1"] == 0.5 and total["errored"] == 2 and total["trials"] == 3
+    # mean 0.5, sd 0.5 over 3 trials: 0.5 +- 4.303 * 0.5 / sqrt(3), clipped to [0, 1]
+    assert total["ci95"] == [0.0, 1.0]
+    steady = [result("a", k, k != 2) for k in (1, 2, 3)]
+    steady += [result("b", k, k == 2) for k in (1, 2, 3)]
+    assert summary(steady)["ci95"] == [0.5, 0.5]
+    assert summary(results[:2])["ci95"] is None  # one trial: no interval
