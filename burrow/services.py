@@ -259,7 +259,7 @@ def runtime_options(
         skills_dir=settings.data_dir / "skills",
         models=None if own_provider else models,  # a conversation's own model, if it chose one
         context_window=lambda chosen: context_window(
-            chosen or models.config.model, settings.context_window
+            chosen or models.config.model, settings.context_window or models.window_for(chosen)
         ),
         compact_at=settings.compact_at,
         checkpoint_max_file_bytes=int(settings.checkpoint_max_file_mb * 1024 * 1024),

@@ -43,7 +43,7 @@ class BudgetIn(Budget):
 
 class ContextUse(BaseModel):
     used: int  # tokens: the provider's count for the last answer, or after a compaction
-    window: int  # tokens the model accepts (catalog or BURROW_CONTEXT_WINDOW)
+    window: int  # tokens the model accepts (BURROW_CONTEXT_WINDOW, its server, the catalog)
 
 
 class ConversationOut(BaseModel):

@@ -179,3 +179,21 @@ def _speed(answered: list[dict[str, Any]]) -> str:
     prompt = sum(a["prompt_tokens"] for a in answered)
     seconds = sum(a["seconds"] for a in answered)
     return f"{len(answered)} answers, {prompt} prompt + {tokens} output tokens in {seconds:.1f}s"
+
+
+async def test_the_window_is_learnt_from_the_server_and_the_run_compacts_within_it(
+    tmp_path: Path,
+) -> None:
+    """llama.cpp's server says its window at /props (here 2,048 tokens, where the catalog
+    would assume 128,000 for a model it does not know): Burrow compacts before the
+    conversation outgrows it, and no request is refused as too long."""
+    with real_model(tmp_path, "--context", "2048") as model:
+        async with burrow(tmp_path, model) as client:
+            events = await converse(client, "List the files in the workspace.", steps=14)
+            listed = (await client.get("/api/conversations")).json()
+        answered = model.requests()
+    assert listed[0]["context"]["window"] == 2048
+    assert of(events, "context.compacted"), "the run never compacted"
+    assert max(a["prompt_tokens"] for a in answered) < 2048
+    end = of(events, "run.finished")[0]
+    assert end["status"] == "budget_exceeded", end

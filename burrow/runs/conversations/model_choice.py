@@ -14,6 +14,8 @@ key from its first request.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import dataclass, replace
 
 from burrow.llm.base import ModelError, Pricer, Provider, Usage
@@ -27,6 +29,7 @@ from burrow.llm.factory import (
     provider_from_config,
     split_model,
 )
+from burrow.llm.served_window import served_window
 from burrow.store.secrets import Redactor, SecretBox, mask
 from burrow.store.settings import SettingsStore
 
@@ -68,6 +71,7 @@ class ProbeResult:
 
 
 ANY_URL = "BURROW_PROVIDER_ENV_KEY_ANY_URL"
+ASK_AGAIN_AFTER = 60.0  # seconds before a server that did not say its window is asked again
 
 
 class ModelSettings:
@@ -98,6 +102,10 @@ class ModelSettings:
         self._dropped: dict[str, str] = {}
         self._provider: tuple[ModelConfig, Provider] | None = None
         self._chosen: dict[ModelConfig, Provider] = {}  # providers of conversations' models
+        # (base URL, model) -> the window its server said; and when each was last asked
+        self._windows: dict[tuple[str, str], int] = {}
+        self._asked: dict[tuple[str, str], float] = {}
+        self._asking: set[asyncio.Task[None]] = set()
 
     async def load(self) -> None:
         stored = await self._store.all()
@@ -139,6 +147,7 @@ class ModelSettings:
             config = _with_endpoint(config, provider, endpoint)
             self._redactor.add(endpoint.api_key)
         self._config = replace(config, on_settings_page=frozenset(saved))
+        self._learn_window(None)
 
     @property
     def config(self) -> ModelConfig:
@@ -232,6 +241,7 @@ class ModelSettings:
         if model is None:
             return self.provider()
         config = replace(self._config, model=model)
+        self._learn_window(model)
         built = self._chosen.get(config)
         if built is None:
             if len(self._chosen) >= 64:  # distinct models chosen since the settings changed
@@ -245,9 +255,46 @@ class ModelSettings:
         return replace(self._config, model=model).pricing()
 
     def describe(self, model: str | None) -> ModelInfo:
-        """What the catalog knows of `model` (None: the server's), e.g. whether it sees images."""
+        """What the catalog knows of `model` (None: the server's), e.g. whether it sees
+        images; with the window its server said, where it said one."""
         provider, name = split_model(model or self._config.model or "")
-        return describe(provider, name)
+        info = describe(provider, name)
+        window = self.window_for(model)
+        return replace(info, context_window=window) if window else info
+
+    def window_for(self, model: str | None) -> int | None:
+        """The context window an OpenAI-compatible server said it serves `model` (None:
+        the server's) with; None where it did not say, or was not asked yet. Learnt in
+        the background when the settings load and when a conversation chooses a model."""
+        key = self._window_key(model)
+        return self._windows.get(key) if key else None
+
+    def _window_key(self, model: str | None) -> tuple[str, str] | None:
+        provider, name = split_model(model or self._config.model or "")
+        base = self._config.base_url
+        if provider != "openai" or not name or not base or _same_url(base, DEFAULT_URLS["openai"]):
+            return None  # OpenAI's own API does not say; the catalog knows its models
+        return base.rstrip("/"), name
+
+    def _learn_window(self, model: str | None) -> None:
+        key = self._window_key(model)
+        if key is None or key in self._windows:
+            return
+        if time.monotonic() - self._asked.get(key, -ASK_AGAIN_AFTER) < ASK_AGAIN_AFTER:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop (a command-line check): the catalog's window
+        self._asked[key] = time.monotonic()
+        task = loop.create_task(self._ask_window(key, self._config.api_key))
+        self._asking.add(task)
+        task.add_done_callback(self._asking.discard)
+
+    async def _ask_window(self, key: tuple[str, str], api_key: str | None) -> None:
+        window = await served_window(key[0], api_key, key[1])
+        if window:
+            self._windows[key] = window
 
     def cost(self, usage: Usage) -> float:
         """Dollars for `usage` at the current model's prices (table or BURROW_PRICE_*)."""
@@ -259,7 +306,7 @@ class ModelSettings:
         listed: list[ModelInfo] = []
         provider, name = split_model(self._config.model or "")
         if provider in PROVIDERS and name:
-            listed.append(describe(provider, name))
+            listed.append(self.describe(None))
         for candidate in PROVIDERS:
             endpoint = self._config.endpoint(candidate)
             if endpoint.api_key and (candidate == "anthropic" or not endpoint.base_url):

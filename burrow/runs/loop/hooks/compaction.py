@@ -29,7 +29,7 @@ resolved, and what remains to do. Be specific: paths, names, numbers, commands. 
 address the user; write only the summary."""
 
 TRANSCRIPT_SHARE = 0.5  # of the window, for the transcript sent to the summary call
-SUMMARY_SHARE = 0.15  # of the window, at most, for the summary kept in the context
+SUMMARY_SHARE = 0.15  # of the room, at most, for the summary kept in the context
 MESSAGE_CHARS = 4_000  # of each message in the transcript (tool outputs: head and tail)
 
 
@@ -42,12 +42,19 @@ class NothingToCompact(Exception):
 class CompactionPolicy:
     window: int  # tokens the model accepts
     compact_at: float = 0.8  # share of the window past which a request compacts first
-    keep: float = 0.25  # share of the window the recent turns may keep whole
-    turn: float = 0.5  # share of the window the latest turn may keep whole, if more than keep
+    keep: float = 0.25  # share of the room the recent turns may keep whole
+    turn: float = 0.5  # share of the room the latest turn may keep whole, if more than keep
 
     @property
     def threshold(self) -> int:
         return int(self.window * self.compact_at)
+
+    def room(self, overhead: int) -> int:
+        """What the conversation may fill: the window less the system prompt and tools
+        sent with every request. Shares of the window alone would overfill a small one (a
+        local model served with 2,048 tokens, ~1,300 of them Burrow's prompt and tools:
+        the summary and the kept turns then made the context larger than it was)."""
+        return max(self.window - overhead, self.window // 4)
 
 
 def choose_cut(context: ModelContext, keep_tokens: float, turn_tokens: float) -> int:
@@ -100,9 +107,9 @@ def elide(text: str, head: int, tail: int) -> str:
 
 
 async def summarize(
-    provider: Provider, messages: Sequence[Message], policy: CompactionPolicy
+    provider: Provider, messages: Sequence[Message], policy: CompactionPolicy, room: int
 ) -> tuple[str, Usage]:
-    """The model's summary of `messages`, bounded to `SUMMARY_SHARE` of the window."""
+    """The model's summary of `messages`, bounded to `SUMMARY_SHARE` of the `room`."""
     request = [
         Message(role="system", content=SUMMARY_PROMPT),
         Message(
@@ -119,7 +126,7 @@ async def summarize(
                 text.append(item.text)
             elif isinstance(item, Usage):
                 usage = item
-    limit = int(policy.window * SUMMARY_SHARE) * CHARS_PER_TOKEN
+    limit = int(room * SUMMARY_SHARE) * CHARS_PER_TOKEN
     summary = "".join(text).strip()
     if len(summary) > limit:
         summary = summary[:limit] + "\n[… summary cut to fit the context …]"
@@ -138,14 +145,15 @@ async def compact(
 ) -> tuple[list[NewEvent], Usage]:
     """The events that compact `context` (the summary call's usage, then context.compacted)
     and that usage, priced. `keep_tokens`: how much of the recent context may stay whole
-    (default: `keep` of the window). Raises NothingToCompact, or the summary call's
+    (default: `keep` of the room). Raises NothingToCompact, or the summary call's
     ModelError."""
     tokens_before = context.size(overhead)
+    room = policy.room(overhead)
     if keep_tokens is None:
-        keep_tokens = policy.window * policy.keep
-    cut = choose_cut(context, keep_tokens, policy.window * policy.turn)
+        keep_tokens = room * policy.keep
+    cut = choose_cut(context, keep_tokens, room * policy.turn)
     upto_seq = max(context.origins[:cut])
-    summary, usage = await summarize(provider, context.messages[:cut], policy)
+    summary, usage = await summarize(provider, context.messages[:cut], policy, room)
     after = context.compacted(upto_seq, summary, context.last_seq + 1)
     tokens_after = overhead + estimate([m for m, _ in after])
     usage = usage.priced(pricing)
