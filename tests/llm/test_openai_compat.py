@@ -330,7 +330,8 @@ async def test_cached_prompt_tokens_are_counted(fake_openai: FakeOpenAIServer) -
 async def test_list_models_names_what_the_server_offers() -> None:
     with FakeOpenAIServer(api_key=KEY, models={"b-model", "a-model"}) as srv:
         assert await list_models(KEY, srv.base_url) == ["a-model", "b-model"]
-        with pytest.raises(ModelError, match=r"rejected the API key \(401: .*\): check OPENAI_API_KEY"):
+        refused = r"rejected the API key \(401: .*\): check OPENAI_API_KEY"
+        with pytest.raises(ModelError, match=refused):
             await list_models("sk-wrong-key-000", srv.base_url)
 
 
