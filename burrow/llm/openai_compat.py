@@ -30,6 +30,7 @@ from burrow.llm.openai_wire import (
     wire_messages,
     wire_tools,
 )
+from burrow.llm.server_traits import saw
 from burrow.llm.stalls import StallLimits, guard
 from burrow.llm.text_tool_calls import with_text_tool_calls
 
@@ -94,7 +95,11 @@ class OpenAICompatProvider:
             request["stream_options"] = {"include_usage": True}
         guarded = guard(self._attempt(request), self.limits, self.base_url)
         if tools:
-            guarded = with_text_tool_calls(guarded, [tool.name for tool in tools])
+            guarded = with_text_tool_calls(
+                guarded,
+                [tool.name for tool in tools],
+                lambda form: saw(self.base_url, tool_format=form),
+            )
         async with contextlib.aclosing(guarded) as events:
             async for event in events:
                 yield event
@@ -114,12 +119,16 @@ class OpenAICompatProvider:
                 async with contextlib.aclosing(answer) as events:
                     async for event in events:
                         started = True
+                        if isinstance(event, Done) and "tools" in request:
+                            # before Done: a reader stops at it
+                            saw(self.base_url, stream_tools=not self._unstreamed_tools)
                         yield event
             except openai.APIStatusError as exc:
                 if started or "tools" not in request or not refuses_streamed_tools(exc):
                     raise
                 # Once per server and model in this process: its tool turns go unstreamed.
                 UNSTREAMED_TOOLS.add((self.base_url, self.model))
+                saw(self.base_url, stream_tools=False)
                 async with contextlib.aclosing(self._unstreamed(request)) as events:
                     async for event in events:
                         yield event

@@ -16,9 +16,9 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Collection
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from burrow.llm.base import Done, StreamEvent, TextDelta, ToolCallDelta
 
@@ -142,15 +142,21 @@ class TextToolCallReader:
 
 
 async def with_text_tool_calls(
-    events: AsyncIterator[StreamEvent], tools: Collection[str]
+    events: AsyncIterator[StreamEvent],
+    tools: Collection[str],
+    seen: Callable[[Literal["native", "text"]], None] = lambda _format: None,
 ) -> AsyncGenerator[StreamEvent, None]:
     """`events` with the tool calls found in their text sent as calls, after the server's
-    own (numbered on from them), just before the answer's end."""
+    own (numbered on from them), just before the answer's end. `seen` hears how an
+    answer's calls came, when it had any."""
     reader = TextToolCallReader(tools)
     native: set[int] = set()
     async with contextlib.aclosing(events) as stream:  # type: ignore[type-var]
         async for event in stream:
-            for out in _passed(event, reader, native):
+            passed = _passed(event, reader, native)
+            if isinstance(event, Done) and (native or reader.calls):
+                seen("native" if native else "text")  # before Done: a reader stops at it
+            for out in passed:
                 yield out
 
 

@@ -32,10 +32,18 @@ async def test_anthropic_key_is_stored_encrypted_tested_and_used(tmp_path: Path)
             )
             assert put.status_code == 200, put.text
             assert put.json() == {
+                "id": "anthropic",
                 "provider": "anthropic",
+                "kind": "anthropic",
                 "base_url": fake.base_url,
+                "preset": None,
                 "api_key_set": True,
                 "api_key_hint": "…wxyz",
+                "capabilities": {
+                    "stream_tools": True,
+                    "tool_format": "native",
+                    "context_window": None,
+                },
             }
             tested = await srv.client.post("/api/settings/providers/anthropic/test", json={})
             assert tested.json() == {
@@ -324,3 +332,26 @@ async def test_a_changed_base_url_drops_the_stored_key(tmp_path: Path) -> None:
                 tested = await srv.client.post("/api/settings/providers/openai/test", json={})
                 assert tested.json()["ok"] is True, tested.text
         assert STORED_KEY.encode() not in (tmp_path / "burrow.db").read_bytes()
+
+
+async def test_a_preset_names_the_servers_kind_and_only_known_ones_are_taken(
+    tmp_path: Path,
+) -> None:
+    async with running_server(tmp_path, None) as srv:
+        put = await srv.client.put(
+            "/api/settings/providers/openai",
+            json={"base_url": "http://127.0.0.1:11434/v1", "preset": "ollama"},
+        )
+        assert put.status_code == 200, put.text
+        assert put.json()["preset"] == "ollama" and put.json()["kind"] == "openai_compatible"
+        assert put.json()["capabilities"] == {
+            "stream_tools": None,  # no tool turn seen yet
+            "tool_format": None,
+            "context_window": None,
+        }
+        bad = await srv.client.put("/api/settings/providers/openai", json={"preset": "docker"})
+        assert bad.status_code == 422
+        cleared = await srv.client.put(
+            "/api/settings/providers/openai", json={"preset": "", "base_url": ""}
+        )
+        assert cleared.json()["preset"] is None and cleared.json()["kind"] == "openai"

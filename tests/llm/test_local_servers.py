@@ -18,6 +18,7 @@ import pytest
 
 from burrow.llm.base import ModelError, TextDelta, ToolCall, ToolSpec
 from burrow.llm.openai_compat import UNSTREAMED_TOOLS, OpenAICompatProvider
+from burrow.llm.server_traits import traits
 from burrow.llm.text_tool_calls import TextToolCallReader
 from tests.fakes import FakeOpenAIServer, StreamReply, chunk, collect, text_reply, tool_call_reply
 from tests.fakes.openai_server import ErrorReply, Reply, WholeReply
@@ -84,6 +85,7 @@ async def test_a_server_refusing_streamed_tools_is_asked_unstreamed_from_then_on
         plain = await collect(provider(srv).stream([], []))
         assert plain.text == "Hi."
         assert [r.get("stream") for r in srv.requests] == [True, None, None, True]
+        assert traits(srv.base_url).stream_tools is False  # what the settings page shows
         UNSTREAMED_TOOLS.discard((srv.base_url, "fake-model"))
 
 
@@ -110,6 +112,7 @@ async def test_a_tool_call_block_in_the_text_is_a_call_and_never_shown(
     answer = await collect(provider(fake_openai).stream([], [BASH]))
     assert answer.tool_calls == [ToolCall("call_text_0", "bash", LS)]
     assert answer.text == "I'll list the files.\n"
+    assert traits(fake_openai.base_url).tool_format == "text"
     assert all("<tool" not in e.text for e in answer.events if isinstance(e, TextDelta))
 
 

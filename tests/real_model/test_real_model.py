@@ -92,8 +92,17 @@ async def test_the_models_own_calls_run_and_come_back_to_it_until_the_budget_sto
     with real_model(tmp_path) as model:
         async with burrow(tmp_path, model) as client:
             events = await converse(client, "List the files in the workspace.", steps=3)
+            providers = (await client.get("/api/settings/providers")).json()
         answered = model.requests()
         rss = model.rss_mb()
+    # What Burrow saw of the server, as the settings page shows it.
+    openai = next(p for p in providers if p["id"] == "openai")
+    assert openai["kind"] == "openai_compatible" and openai["base_url"] == model.base_url
+    assert openai["capabilities"] == {
+        "stream_tools": True,
+        "tool_format": "native",
+        "context_window": 8192,  # server.mjs's --context, said at llama.cpp's /props
+    }
     assert_whole(events, answered)
     assert len(answered) == 3  # one request per step, then the budget
     finished = of(events, "run.finished")[0]
@@ -146,7 +155,10 @@ async def test_a_server_that_refuses_streamed_tools_gets_its_tool_turns_unstream
     with real_model(tmp_path, "--refuse-streamed-tools") as model:
         async with burrow(tmp_path, model) as client:
             events = await converse(client, "List the files in the workspace.", steps=2)
+            providers = (await client.get("/api/settings/providers")).json()
         logged = model.requests()
+    openai = next(p for p in providers if p["id"] == "openai")
+    assert openai["capabilities"]["stream_tools"] is False
     assert logged[0] == {"stream": True, "refused": True}
     answered = logged[1:]
     assert len(answered) == 2 and not any(a["stream"] for a in answered)

@@ -65,20 +65,41 @@ async def put_model_settings(
 ProviderName = Literal["openai", "anthropic"]
 
 
+Preset = Literal["ollama", "vllm", "llamacpp", "lmstudio", "openrouter", ""]
+
+
 class ProviderIn(BaseModel):
     api_key: ApiKey = None
     base_url: str | None = Field(default=None, max_length=2000, description="'' clears it")
+    preset: Preset | None = Field(
+        default=None, description="the OpenAI-compatible server's kind (openai only); '' clears it"
+    )
+
+
+class CapabilitiesOut(BaseModel):
+    """What was seen of the server (null: not yet): whether it streams tool turns, whether
+    its calls come as `tool_calls` (native) or in the text, and the window it said."""
+
+    stream_tools: bool | None
+    tool_format: Literal["native", "text"] | None
+    context_window: int | None
 
 
 class ProviderOut(BaseModel):
-    provider: ProviderName
+    id: ProviderName
+    provider: ProviderName = Field(description="the same as id (the older name)")
+    kind: Literal["openai", "anthropic", "openai_compatible"]
     base_url: str | None
+    preset: Preset | None
     api_key_set: bool
     api_key_hint: str | None
+    capabilities: CapabilitiesOut
 
     @classmethod
     def of(cls, view: ProviderView) -> ProviderOut:
-        return cls(**view.__dict__)
+        fields = {k: v for k, v in view.__dict__.items() if k != "capabilities"}
+        caps = CapabilitiesOut(**view.capabilities.__dict__)
+        return cls(id=view.provider, capabilities=caps, **fields)  # type: ignore[arg-type]
 
 
 class ProviderTestOut(BaseModel):
@@ -114,7 +135,9 @@ async def put_provider(
 ) -> ProviderOut:
     _admin(user)
     _valid_url(body.base_url)
-    view = await svc.models.update_provider(provider, api_key=body.api_key, base_url=body.base_url)
+    view = await svc.models.update_provider(
+        provider, api_key=body.api_key, base_url=body.base_url, preset=body.preset
+    )
     return ProviderOut.of(view)
 
 

@@ -30,10 +30,13 @@ from burrow.llm.factory import (
     split_model,
 )
 from burrow.llm.served_window import served_window
+from burrow.llm.server_traits import traits
 from burrow.store.secrets import Redactor, SecretBox, mask
 from burrow.store.settings import SettingsStore
 
 MODEL = "model.name"
+PRESET = "model.preset"  # the OpenAI-compatible server's kind, as the connect flow chose it
+PRESETS = ("ollama", "vllm", "llamacpp", "lmstudio", "openrouter")
 DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 # (api key, base URL) rows per provider; OpenAI's keep their first names.
 ROWS = {
@@ -61,6 +64,18 @@ class ProviderView:
     base_url: str | None
     api_key_set: bool
     api_key_hint: str | None
+    kind: str  # openai (its own API), anthropic, or openai_compatible (any other server)
+    preset: str | None  # the kind of server an administrator chose it as (ollama, vllm, ...)
+    capabilities: Capabilities
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What was detected of the provider's server (None: not yet seen)."""
+
+    stream_tools: bool | None
+    tool_format: str | None
+    context_window: int | None
 
 
 @dataclass(frozen=True)
@@ -91,6 +106,7 @@ class ModelSettings:
         self._fallback = fallback
         self._source: str | None = None
         self._saved_model: str | None = None
+        self._preset: str | None = None
         self._redactor = redactor
         self._store = store
         self._box = box
@@ -115,6 +131,7 @@ class ModelSettings:
         # The process's model (--model, BURROW_MODEL) wins over the saved one: an operator who
         # starts `burrow serve --model demo` gets the demo, whatever the settings page says.
         self._saved_model = stored.get(MODEL) or None
+        self._preset = stored.get(PRESET) or None
         if config.model:
             self._source = self._process_source
         elif self._saved_model:
@@ -181,7 +198,22 @@ class ModelSettings:
     def provider_view(self, provider: str) -> ProviderView:
         endpoint = self._config.endpoint(provider)
         key = endpoint.api_key
-        return ProviderView(provider, endpoint.base_url, bool(key), mask(key) if key else None)
+        if provider == "anthropic":
+            kind, capabilities = "anthropic", Capabilities(True, "native", None)
+        else:
+            own = not endpoint.base_url or _same_url(endpoint.base_url, DEFAULT_URLS["openai"])
+            seen = traits(endpoint.base_url or DEFAULT_URLS["openai"])
+            kind = "openai" if own else "openai_compatible"
+            capabilities = Capabilities(seen.stream_tools, seen.tool_format, self.window_for(None))
+        return ProviderView(
+            provider,
+            endpoint.base_url,
+            bool(key),
+            mask(key) if key else None,
+            kind=kind,
+            preset=self._preset if provider == "openai" else None,
+            capabilities=capabilities,
+        )
 
     async def update(
         self, *, model: str | None = None, base_url: str | None = None, api_key: str | None = None
@@ -193,10 +225,18 @@ class ModelSettings:
         return self.view()
 
     async def update_provider(
-        self, provider: str, *, base_url: str | None = None, api_key: str | None = None
+        self,
+        provider: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        preset: str | None = None,
     ) -> ProviderView:
+        """Change what is given ('' clears); `preset` (openai only) names the server's kind."""
         key_row, url_row = ROWS[provider]
         values: dict[str, str | None] = {}
+        if preset is not None and provider == "openai":
+            values[PRESET] = preset or None
         if base_url is not None:
             url = base_url.strip() or None
             values[url_row] = url
