@@ -233,8 +233,11 @@ class OpenAICompatProvider:
         return repr(text if len(text) <= 200 else text[:200] + "…")
 
 
-async def list_models(api_key: str, base_url: str | None) -> list[str]:
-    """The models the server offers the key; raises `ModelError` saying what is wrong."""
+async def list_models(
+    api_key: str, base_url: str | None, names: SettingNames = IN_ENVIRONMENT
+) -> list[str]:
+    """The models the server offers the key; raises `ModelError` saying what is wrong
+    (naming `names`: where the key and URL were set)."""
     url = (base_url or OPENAI_BASE_URL).rstrip("/")
     try:
         async with openai.AsyncOpenAI(
@@ -242,8 +245,8 @@ async def list_models(api_key: str, base_url: str | None) -> list[str]:
         ) as client:
             return [model.id async for model in client.models.list()]
     except openai.APIStatusError as exc:
-        raise status_error(exc, base_url=url, model="") from exc
+        raise status_error(exc, base_url=url, model="", names=names) from exc
     except openai.APIConnectionError as exc:
-        raise transport_error(exc, base_url=url, started=False) from exc
+        raise transport_error(exc, base_url=url, started=False, names=names) from exc
     except (openai.APIError, json.JSONDecodeError) as exc:
         raise ModelError(f"The model server at {url} answered with something unexpected.") from exc

@@ -358,10 +358,10 @@ async def test_first_run_offers_the_demo_model(tmp_path: Path, page: Page) -> No
         if "/api/settings/model" not in paths(srv):
             unavailable("the model settings endpoint")
         await open_app(page, srv)
-        first_run = page.get_by_role("region", name="No model is configured yet")
+        first_run = page.get_by_role("region", name="Connect a model")
         await expect(first_run).to_be_visible()
         await shot(page, "11-first-run")
-        await first_run.get_by_role("button", name="Use the demo model").click()
+        await first_run.get_by_role("button", name="Use the offline demo instead").click()
         await expect(first_run).to_have_count(0)
         await expect(page.locator(".model-name")).to_have_text("demo")
         assert (await srv.client.get("/api/health")).json()["model"] == "demo"

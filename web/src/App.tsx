@@ -1,5 +1,5 @@
 // The shell: conversations on the left, the open conversation, settings and first run.
-import { useCallback, useEffect, useState } from "react";
+import { type ReactNode, useCallback, useEffect, useState } from "react";
 import { ApiError, api, errorMessage, type Conversation, type Health, type Me } from "./api/client";
 import { Composer } from "./composer/Composer";
 import { DEFAULT_START, StartOptions, type StartChoice } from "./composer/StartOptions";
@@ -9,7 +9,8 @@ import { SEARCH_ID } from "./conversations/Search";
 import { Sidebar } from "./conversations/Sidebar";
 import { Login } from "./settings/Login";
 import { focusComposer, ShortcutsDialog, useShortcuts } from "./Shortcuts";
-import { FirstRun, loadModelSettings, SettingsDialog, type SettingsState } from "./settings/Settings";
+import { ConnectModel, DemoNotice } from "./settings/ConnectModel";
+import { loadModelSettings, SettingsDialog, type SettingsState } from "./settings/Settings";
 import type { LiveStatus } from "./ConversationView";
 
 const POLL_MS = 3000;
@@ -165,8 +166,18 @@ export function App() {
   });
 
   const firstRun = needsModel ? (
-    <FirstRun settings={settings} onUseDemo={useDemo} onConfigure={() => setSettingsOpen(true)} />
+    <ConnectModel
+      settings={settings}
+      isAdmin={!!me?.is_admin}
+      onUseDemo={useDemo}
+      onConnected={(s) => {
+        setSettings(s);
+        api.health().then(setHealth, () => undefined);
+      }}
+    />
   ) : null;
+  const demoNotice =
+    (configuredModel ?? health?.model) === "demo" ? <DemoNotice onConnect={() => setSettingsOpen(true)} /> : null;
 
   if (me === null) {
     return (
@@ -224,7 +235,9 @@ export function App() {
             onChanged={() => void refresh()}
             onLeave={leave}
             onForked={openNew}
-            emptyState={firstRun ?? <Welcome onPick={(text) => setPending({ cid: activeId, text })} />}
+            emptyState={
+              firstRun ?? <Welcome notice={demoNotice} onPick={(text) => setPending({ cid: activeId, text })} />
+            }
           />
         </ErrorBoundary>
       ) : (
@@ -238,7 +251,12 @@ export function App() {
             </header>
             <div className="timeline">
               <div className="timeline-inner">
-                {firstRun ?? <Welcome onPick={(text) => void create(text).catch((e: unknown) => setError(String(e)))} />}
+                {firstRun ?? (
+                  <Welcome
+                    notice={demoNotice}
+                    onPick={(text) => void create(text).catch((e: unknown) => setError(String(e)))}
+                  />
+                )}
               </div>
             </div>
             {/* Signed in first: the sign-in screen probes nothing but /api/me. */}
@@ -276,10 +294,11 @@ const EXAMPLES = [
   "Write a shell script that counts lines of code per file type in the workspace",
 ];
 
-function Welcome({ onPick }: { onPick: (text: string) => void }) {
+function Welcome({ onPick, notice }: { onPick: (text: string) => void; notice: ReactNode }) {
   return (
     <section className="welcome">
       <h2>What should we build?</h2>
+      {notice}
       <p className="muted">
         The agent works in a sandbox of its own: it writes files, runs commands and starts
         servers. Watch every step here, open a terminal beside it, browse the files, and try the

@@ -15,7 +15,9 @@ key from its first request.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from burrow.llm.base import ModelError, Pricer, Provider, Usage
@@ -29,6 +31,7 @@ from burrow.llm.factory import (
     provider_from_config,
     split_model,
 )
+from burrow.llm.openai_errors import IN_ENVIRONMENT, ON_SETTINGS_PAGE
 from burrow.llm.served_window import served_window
 from burrow.llm.server_traits import traits
 from burrow.store.secrets import Redactor, SecretBox, mask
@@ -361,11 +364,19 @@ class ModelSettings:
         `api_key` and `base_url` are values not saved yet (the form's): a test never saves.
         The stored key goes only to the URL it was stored for, as a saved change would."""
         endpoint = self._unsaved(provider, api_key=api_key, base_url=base_url)
+        unsaved = api_key is not None or base_url is not None
+        listed: Callable[[str, str | None], Awaitable[list[str]]]
         if provider == "anthropic":
-            from burrow.llm.anthropic_messages import list_models
+            from burrow.llm.anthropic_messages import list_models as listed
         else:
             from burrow.llm.openai_compat import list_models
-        unsaved = api_key is not None or base_url is not None
+
+            # An error names the form's fields for what the form gave, else where it was set.
+            saved_here = unsaved or bool(self._config.on_settings_page & {"api_key", "base_url"})
+            listed = functools.partial(
+                list_models, names=ON_SETTINGS_PAGE if saved_here else IN_ENVIRONMENT
+            )
+
         why = None if unsaved else self._why_no_key(provider)
         if not endpoint.api_key and (provider == "anthropic" or not endpoint.base_url):
             # Nothing to ask without a key (a keyless server is an OpenAI-compatible one).
@@ -374,7 +385,7 @@ class ModelSettings:
                 False, why or f"No API key for {provider}: set one here or {variable}."
             )
         try:
-            names = await list_models(endpoint.api_key or "", endpoint.base_url)
+            names = await listed(endpoint.api_key or "", endpoint.base_url)
         except ModelError as exc:
             detail = self._redactor.apply(exc.message)
             if endpoint.api_key and api_key:  # a key not saved is not known to the redactor

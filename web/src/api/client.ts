@@ -276,7 +276,7 @@ export const api = {
   saveModelSettings: (update: ModelSettingsUpdate) =>
     request<ModelSettings>("PUT", "/api/settings/model", update),
   providers: () => request<ProviderSettings[]>("GET", "/api/settings/providers"),
-  saveProvider: (provider: string, update: { api_key?: string; base_url?: string }) =>
+  saveProvider: (provider: string, update: { api_key?: string; base_url?: string; preset?: string }) =>
     request<ProviderSettings>("PUT", `/api/settings/providers/${provider}`, update),
   /** Tests the given (unsaved) values, or the stored ones; a test never saves. */
   testProvider: (provider: string, values: { api_key?: string; base_url?: string } = {}) =>
