@@ -110,8 +110,11 @@ class ProviderTestOut(BaseModel):
 
 class ModelOut(BaseModel):
     id: str = Field(description="provider:model, as BURROW_MODEL takes it")
-    context_window: int
+    context_window: int = Field(
+        description="tokens: its server's word where it said, else the catalog's"
+    )
     vision: bool
+    server_model: bool = Field(default=False, description="the server's model (listed first)")
 
 
 def _valid_url(url: str | None) -> None:
@@ -156,7 +159,10 @@ async def test_provider(
 
 @router.get("/models")
 async def get_models(svc: ServicesDep, user: UserDep) -> list[ModelOut]:
+    server = svc.models.describe(None).id
     return [
-        ModelOut(id=m.id, context_window=m.context_window, vision=m.vision)
+        ModelOut(
+            id=m.id, context_window=m.context_window, vision=m.vision, server_model=m.id == server
+        )
         for m in svc.models.models()
     ]

@@ -2,7 +2,7 @@
 // A change applies from the next run (the timeline shows it as a notice).
 import { useState } from "react";
 import { api, errorMessage } from "../api/client";
-import { useModels } from "./useModels";
+import { type ModelChoice, modelLabel, useModels } from "./useModels";
 
 export function ModelSelect({
   cid,
@@ -36,14 +36,16 @@ export function ModelSelect({
   );
 }
 
-/** The server's model (value "") first, then each model that can be chosen. */
-export function ModelOptions({ models }: { models: string[] }) {
+/** The server's model (value "") first, named where the server said which it is, then
+ * each model that can be chosen, with its provider, window and whether it sees images. */
+export function ModelOptions({ models }: { models: ModelChoice[] }) {
+  const server = models.find((m) => m.server_model);
   return (
     <>
-      <option value="">Server's model</option>
-      {models.map((id) => (
-        <option key={id} value={id}>
-          {id}
+      <option value="">{server ? `Server's model (${modelLabel(server)})` : "Server's model"}</option>
+      {models.map((m) => (
+        <option key={m.id} value={m.id}>
+          {modelLabel(m)}
         </option>
       ))}
     </>

@@ -4,7 +4,7 @@
 import { act, createElement } from "react";
 import { createRoot } from "react-dom/client";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { modelChoices, useModels } from "./useModels";
+import { type ModelChoice, modelChoices, modelLabel, useModels } from "./useModels";
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 
@@ -18,7 +18,7 @@ async function shown(current: string | null | undefined, answer: () => Promise<R
   vi.stubGlobal("fetch", fetch);
   let seen: string[] = [];
   function Probe() {
-    seen = useModels(current);
+    seen = useModels(current).map((m) => m.id);
     return null;
   }
   const root = createRoot(document.createElement("div"));
@@ -56,11 +56,22 @@ describe("useModels", () => {
 
 describe("modelChoices", () => {
   it("keeps the list as it is when there is no current model or it is listed", () => {
-    const known = ["a", "b"];
+    const known: ModelChoice[] = [{ id: "a" }, { id: "b" }];
     expect(modelChoices(known, null)).toBe(known);
     expect(modelChoices(known, undefined)).toBe(known);
     expect(modelChoices(known, "")).toBe(known);
     expect(modelChoices(known, "b")).toBe(known);
-    expect(modelChoices(known, "c")).toEqual(["c", "a", "b"]);
+    expect(modelChoices(known, "c").map((m) => m.id)).toEqual(["c", "a", "b"]);
+  });
+});
+
+describe("modelLabel", () => {
+  it("names the provider, the window and vision where they are known", () => {
+    expect(modelLabel({ id: "anthropic:claude-x", context_window: 200_000, vision: true })).toBe(
+      "claude-x · anthropic · 200k · images",
+    );
+    expect(modelLabel({ id: "llama3.2:3b", context_window: 8192, vision: false })).toBe("llama3.2:3b · openai · 8k");
+    expect(modelLabel({ id: "openai:gpt-x", context_window: 1_047_576 })).toBe("gpt-x · openai · 1M");
+    expect(modelLabel({ id: "mine" })).toBe("mine · openai");
   });
 });

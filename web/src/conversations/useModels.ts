@@ -3,18 +3,41 @@
 import { useEffect, useState } from "react";
 import { api } from "../api/client";
 
-/** The ids to offer: the server's, with `current` first when the server does not list it. */
-export function modelChoices(known: string[], current: string | null | undefined): string[] {
-  return current && !known.includes(current) ? [current, ...known] : known;
+/** A model as the pickers show it; only `id` is known of one the server did not list. */
+export interface ModelChoice {
+  id: string;
+  context_window?: number;
+  vision?: boolean;
+  server_model?: boolean;
+}
+
+/** The models to offer: the server's, with `current` first when the server does not list it. */
+export function modelChoices(known: ModelChoice[], current: string | null | undefined): ModelChoice[] {
+  return current && !known.some((m) => m.id === current) ? [{ id: current }, ...known] : known;
+}
+
+/** "claude-x · anthropic · 200k · images": its name, provider, window and vision, as known. */
+export function modelLabel(m: ModelChoice): string {
+  const [prefix, ...rest] = m.id.split(":");
+  const known = prefix === "openai" || prefix === "anthropic";
+  const parts = [known ? rest.join(":") : m.id, known ? prefix! : "openai"];
+  if (m.context_window) parts.push(windowLabel(m.context_window));
+  if (m.vision) parts.push("images");
+  return parts.join(" · ");
+}
+
+function windowLabel(tokens: number): string {
+  if (tokens >= 1_000_000) return `${+(tokens / 1_000_000).toFixed(1)}M`;
+  return tokens >= 1000 ? `${Math.round(tokens / 1000)}k` : `${tokens}`;
 }
 
 /** Fetched once per mount; none when the server cannot list them (the server's model is still offered). */
-export function useModels(current: string | null | undefined): string[] {
-  const [known, setKnown] = useState<string[]>([]);
+export function useModels(current: string | null | undefined): ModelChoice[] {
+  const [known, setKnown] = useState<ModelChoice[]>([]);
   useEffect(() => {
     let live = true;
     api.models().then(
-      (models) => live && setKnown(models.map((m) => m.id)),
+      (models) => live && setKnown(models),
       () => live && setKnown([]),
     );
     return () => {
