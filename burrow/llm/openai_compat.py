@@ -24,11 +24,14 @@ from burrow.llm.openai_errors import IN_ENVIRONMENT, SettingNames, status_error,
 from burrow.llm.openai_wire import (
     ToolCallIndexes,
     answer_events,
+    has_null_content,
+    refuses_null_content,
     refuses_streamed_tools,
     thinking_of,
     usage_of,
     wire_messages,
     wire_tools,
+    with_empty_content,
 )
 from burrow.llm.server_traits import saw
 from burrow.llm.stalls import StallLimits, guard
@@ -39,6 +42,9 @@ PLACEHOLDER_KEY = "not-needed"  # local servers ignore the key, but the client s
 # (base URL, model) of servers that refused a streamed request with tools (llama-cpp-python:
 # "Automatic streaming tool choice is not supported"): learned once per process.
 UNSTREAMED_TOOLS: set[tuple[str, str]] = set()
+# Base URLs of servers that refused `content: null` on an assistant turn with tool calls
+# (OpenAI's own wire form; some servers' validators want a string): they get "" instead.
+EMPTY_CONTENT: set[str] = set()
 
 
 class OpenAICompatProvider:
@@ -89,6 +95,8 @@ class OpenAICompatProvider:
             "messages": wire_messages(messages),
             "stream": True,
         }
+        if self.base_url in EMPTY_CONTENT:
+            request = with_empty_content(request)
         if tools:  # some servers reject an empty list
             request["tools"] = wire_tools(tools)
         if self.include_usage:
@@ -124,6 +132,15 @@ class OpenAICompatProvider:
                             saw(self.base_url, stream_tools=not self._unstreamed_tools)
                         yield event
             except openai.APIStatusError as exc:
+                if not started and refuses_null_content(exc) and has_null_content(request):
+                    # Once per server in this process: its assistant turns get "" from now.
+                    EMPTY_CONTENT.add(self.base_url)
+                    async with contextlib.aclosing(
+                        self._attempt(with_empty_content(request))
+                    ) as events:
+                        async for event in events:
+                            yield event
+                    return
                 if started or "tools" not in request or not refuses_streamed_tools(exc):
                     raise
                 # Once per server and model in this process: its tool turns go unstreamed.

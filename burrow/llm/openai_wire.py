@@ -155,12 +155,40 @@ def answer_events(completion: Any) -> list[StreamEvent]:
     return events
 
 
-def refuses_streamed_tools(error: Any) -> bool:
-    """The server's refusal of streaming with tools, not of the request (llama-cpp-python's
-    chat handlers: a 500, "Automatic streaming tool choice is not supported")."""
+def refuses_null_content(error: Any) -> bool:
+    """The server's refusal of an assistant message whose content is null (a validator
+    that wants a string: "messages[2].content: expected a string, got null")."""
+    text = _error_text(error)
+    return (
+        error.status_code in (400, 422, 500)
+        and "content" in text
+        and any(word in text for word in ("null", "none", "string"))
+    )
+
+
+def has_null_content(request: dict[str, Any]) -> bool:
+    return any(m.get("content", "") is None for m in request.get("messages", []))
+
+
+def with_empty_content(request: dict[str, Any]) -> dict[str, Any]:
+    """`request` with each null content an empty string."""
+    messages = [
+        {**m, "content": ""} if m.get("content", "") is None else m
+        for m in request.get("messages", [])
+    ]
+    return {**request, "messages": messages}
+
+
+def _error_text(error: Any) -> str:
     body = getattr(error, "body", None)
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         body = body["error"]
     message = body.get("message") if isinstance(body, dict) else None
-    text = str(message if isinstance(message, str) else getattr(error, "message", "")).lower()
+    return str(message if isinstance(message, str) else getattr(error, "message", "")).lower()
+
+
+def refuses_streamed_tools(error: Any) -> bool:
+    """The server's refusal of streaming with tools, not of the request (llama-cpp-python's
+    chat handlers: a 500, "Automatic streaming tool choice is not supported")."""
+    text = _error_text(error)
     return error.status_code in (400, 422, 500, 501) and "stream" in text and "tool" in text

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from burrow.llm.base import ModelError, TextDelta, ToolCall, ToolSpec
-from burrow.llm.openai_compat import UNSTREAMED_TOOLS, OpenAICompatProvider
+from burrow.llm.base import Message, ModelError, TextDelta, ToolCall, ToolSpec
+from burrow.llm.openai_compat import EMPTY_CONTENT, UNSTREAMED_TOOLS, OpenAICompatProvider
 from burrow.llm.server_traits import traits
 from burrow.llm.text_tool_calls import TextToolCallReader
 from tests.fakes import FakeOpenAIServer, StreamReply, chunk, collect, text_reply, tool_call_reply
@@ -162,3 +162,40 @@ def test_the_reader_holds_only_what_may_open_a_block() -> None:
     assert reader.feed("b> c <tool_") == "<b> c "
     assert reader.feed("x") == "<tool_x"
     assert reader.finish() == "" and reader.calls == []
+
+
+async def test_a_server_refusing_null_content_gets_empty_strings_from_then_on() -> None:
+    """A validator that wants a string where OpenAI's wire form has `content: null` (an
+    assistant turn that only called tools): asked again with "", and from then on."""
+
+    def strict(body: dict[str, Any]) -> Reply:
+        for n, m in enumerate(body["messages"]):
+            if m.get("content", "") is None:
+                return ErrorReply(400, f"messages[{n}].content: expected a string, got null")
+        return text_reply("Done.")
+
+    history = [
+        Message(role="user", content="list"),
+        Message(role="assistant", tool_calls=(ToolCall("c1", "bash", LS),)),
+        Message(role="tool", content="a.txt", tool_call_id="c1", name="bash"),
+    ]
+    with FakeOpenAIServer(responder=strict) as srv:
+        EMPTY_CONTENT.discard(srv.base_url)
+        answer = await collect(provider(srv).stream(history, [BASH]))
+        assert answer.text == "Done."
+        assert [r["messages"][1]["content"] for r in srv.requests] == [None, ""]
+        again = await collect(provider(srv).stream(history, [BASH]))
+        assert again.text == "Done." and srv.requests[-1]["messages"][1]["content"] == ""
+        assert len(srv.requests) == 3  # no refused request the second time
+        EMPTY_CONTENT.discard(srv.base_url)
+
+
+async def test_a_refusal_of_something_else_is_not_retried_as_null_content() -> None:
+    def refuses(_body: dict[str, Any]) -> Reply:
+        return ErrorReply(400, "messages[1].content: expected a string, got null")
+
+    with FakeOpenAIServer(responder=refuses) as srv:
+        # No null content in the request: the same refusal is the request's fault, said once.
+        with pytest.raises(ModelError, match="expected a string"):
+            await collect(provider(srv).stream([Message(role="user", content="hi")], []))
+        assert len(srv.requests) == 1 and srv.base_url not in EMPTY_CONTENT
