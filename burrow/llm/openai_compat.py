@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import openai
@@ -42,6 +44,10 @@ PLACEHOLDER_KEY = "not-needed"  # local servers ignore the key, but the client s
 # (base URL, model) of servers that refused a streamed request with tools (llama-cpp-python:
 # "Automatic streaming tool choice is not supported"): learned once per process.
 UNSTREAMED_TOOLS: set[tuple[str, str]] = set()
+# Base URLs identified as llama-cpp-python by its refusal's words: its chatml templates
+# HTML-escape what the model reads, and the model copies `&gt;` into its arguments.
+ESCAPING: set[str] = set()
+LLAMA_CPP_PYTHON_REFUSAL = "automatic streaming tool choice is not supported"
 # Base URLs of servers that refused `content: null` on an assistant turn with tool calls
 # (OpenAI's own wire form; some servers' validators want a string): they get "" instead.
 EMPTY_CONTENT: set[str] = set()
@@ -146,6 +152,8 @@ class OpenAICompatProvider:
                 # Once per server and model in this process: its tool turns go unstreamed.
                 UNSTREAMED_TOOLS.add((self.base_url, self.model))
                 saw(self.base_url, stream_tools=False)
+                if LLAMA_CPP_PYTHON_REFUSAL in str(exc.message).lower():
+                    ESCAPING.add(self.base_url)
                 async with contextlib.aclosing(self._unstreamed(request)) as events:
                     async for event in events:
                         yield event
@@ -216,6 +224,8 @@ class OpenAICompatProvider:
                 f"{self._snippet(repr(completion))}"
             ) from exc
         for event in events:
+            if isinstance(event, ToolCallDelta) and self.base_url in ESCAPING:
+                event = replace(event, arguments=html.unescape(event.arguments))
             yield event
 
     def _read_chunk(
