@@ -60,6 +60,7 @@ async def test_anthropic_key_is_stored_encrypted_tested_and_used(tmp_path: Path)
                 "id": "anthropic:claude-haiku-4-5",
                 "context_window": 200_000,
                 "vision": True,
+                "server_model": True,
             }
             assert {m["id"].split(":")[0] for m in models} == {"anthropic"}  # no OpenAI key
         assert KEY.encode() not in (tmp_path / "burrow.db").read_bytes()
@@ -157,7 +158,12 @@ async def test_openai_provider_is_the_model_settings_key(tmp_path: Path) -> None
             assert (await srv.client.get("/api/settings/models")).json() == []
             await srv.client.put("/api/settings/model", json={"model": "fake-model"})
             [listed] = (await srv.client.get("/api/settings/models")).json()
-            assert listed == {"id": "openai:fake-model", "context_window": 128_000, "vision": False}
+            assert listed == {
+                "id": "openai:fake-model",
+                "context_window": 128_000,
+                "vision": False,
+                "server_model": True,
+            }
             await srv.client.put("/api/settings/providers/openai", json={"base_url": ""})
             models = (await srv.client.get("/api/settings/models")).json()
             assert "openai:gpt-4o" in [m["id"] for m in models]  # api.openai.com: the table

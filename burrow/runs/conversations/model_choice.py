@@ -31,8 +31,6 @@ from burrow.llm.factory import (
     provider_from_config,
     split_model,
 )
-from burrow.llm.openai_errors import IN_ENVIRONMENT, ON_SETTINGS_PAGE
-from burrow.llm.served_window import served_window
 from burrow.llm.server_traits import traits
 from burrow.store.secrets import Redactor, SecretBox, mask
 from burrow.store.settings import SettingsStore
@@ -335,6 +333,10 @@ class ModelSettings:
         task.add_done_callback(self._asking.discard)
 
     async def _ask_window(self, key: tuple[str, str], api_key: str | None) -> None:
+        # Here, not at the top: a server with no OpenAI-compatible base URL never asks,
+        # and httpx stays out of its start (tests/cli/test_serve_start.py).
+        from burrow.llm.served_window import served_window
+
         window = await served_window(key[0], api_key, key[1])
         if window:
             self._windows[key] = window
@@ -370,6 +372,7 @@ class ModelSettings:
             from burrow.llm.anthropic_messages import list_models as listed
         else:
             from burrow.llm.openai_compat import list_models
+            from burrow.llm.openai_errors import IN_ENVIRONMENT, ON_SETTINGS_PAGE
 
             # An error names the form's fields for what the form gave, else where it was set.
             saved_here = unsaved or bool(self._config.on_settings_page & {"api_key", "base_url"})
