@@ -35,8 +35,11 @@ async def test_ctrl_c_stops_the_foreground_job_and_the_shell_goes_on(
         await asyncio.sleep(0.3)
         assert await count_processes(any_sandbox, "ctrl-c-marker") == 1
         await session.write(b"\x03")
-        await read_pty_until(session, b"^C")
-        assert await wait_for_no_processes(any_sandbox, "ctrl-c-marker") == 0
+        seen = await read_pty_until(session, b"^C")
+        # Within 10 s, not 3: in CI's alone part this ran beside what killed servers of the
+        # proofs leave running until the session reaps them, and 3 s passed twice there.
+        left = await wait_for_no_processes(any_sandbox, "ctrl-c-marker", within=10)
+        assert left == 0, f"the job outlived ^C; the terminal showed: {bytes(seen)!r}"
         await session.write(b"echo STILL-$((40+4))\n")
         output = await read_pty_until(session, b"STILL-44")
         assert b"NOT-INTERRUPTED" not in output
