@@ -49,12 +49,13 @@ def summary(results: Sequence[TaskResult]) -> dict[str, Any]:
 
 
 def as_json(results: Sequence[TaskResult], model: str) -> dict[str, Any]:
+    totals = summary(results)
     return {
         "model": model,
         "burrow_version": metadata.version("burrow"),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "trials": max((r.trial for r in results), default=0),
-        "summary": summary(results),
+        "trials": totals["trials"],
+        "summary": totals,
         "tasks": [r.as_json() for r in results],
     }
 
