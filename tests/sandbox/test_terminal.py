@@ -31,13 +31,17 @@ async def test_ctrl_c_stops_the_foreground_job_and_the_shell_goes_on(
 ) -> None:
     session = await any_sandbox.open_pty(80, 24)
     try:
+        # Typed once the shell has run a command, as a person types at its prompt. Typed
+        # ahead of bash's start-up, the job ran outside the terminal's foreground group in
+        # CI (the line was echoed twice, before and after the prompt) and ^C reached bash
+        # alone: bash's job-control start, not the sandbox's terminal.
+        await session.write(b"echo READY-$((40+1))\n")
+        await read_pty_until(session, b"READY-41")
         await session.write(f"{sleeper('ctrl-c-marker')} && echo NOT-INTERRUPTED\n".encode())
         await asyncio.sleep(0.3)
         assert await count_processes(any_sandbox, "ctrl-c-marker") == 1
         await session.write(b"\x03")
         seen = await read_pty_until(session, b"^C")
-        # Within 10 s, not 3: in CI's alone part this ran beside what killed servers of the
-        # proofs leave running until the session reaps them, and 3 s passed twice there.
         left = await wait_for_no_processes(any_sandbox, "ctrl-c-marker", within=10)
         assert left == 0, f"the job outlived ^C; the terminal showed: {bytes(seen)!r}"
         await session.write(b"echo STILL-$((40+4))\n")
