@@ -1,11 +1,15 @@
 """Which provider a model setting means: `[provider:]model`, `demo` or `scripted:<file>`.
 
 `openai:` (the default without a prefix) is any OpenAI-compatible server, `anthropic:` the
-Anthropic Messages API. Other colons belong to the model name (`llama3.2:8b` on Ollama).
+Anthropic Messages API, and `<slug>:` one of the OpenAI-compatible servers an administrator
+named (`ollama:llama3.2:8b`). Other colons belong to the model name (`llama3.2:8b` on
+Ollama): a prefix is a provider only when it names one.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from burrow.llm.base import ModelError, Pricing, Provider
@@ -43,15 +47,50 @@ class ModelConfig:
     limits: StallLimits = field(default_factory=StallLimits)
     thinking_budget: int = 0
     """Tokens of extended thinking per Anthropic answer; 0: none."""
+    servers: tuple[tuple[str, Endpoint], ...] = ()
+    """The OpenAI-compatible servers an administrator named: (slug, its endpoint)."""
+    removed: frozenset[str] = frozenset()
+    """Slugs of named servers since removed: their models get an error, never another server."""
 
     def endpoint(self, provider: str) -> Endpoint:
+        """The key and URL of `provider` (openai, anthropic or a named server's slug)."""
         if provider == "anthropic":
             return self.anthropic
-        return Endpoint(self.api_key, self.base_url)
+        if provider == "openai":
+            return Endpoint(self.api_key, self.base_url)
+        for slug, endpoint in self.servers:
+            if slug == provider:
+                return endpoint
+        raise KeyError(provider)  # never another provider's key by default
+
+    @property
+    def server_names(self) -> tuple[str, ...]:
+        return tuple(slug for slug, _ in self.servers)
+
+    def split(self, model: str | None = None) -> tuple[str, str]:
+        """`split_model` of `model` (None: this configuration's), knowing its servers."""
+        named = (*self.server_names, *self.removed)
+        return split_model(self.model or "" if model is None else model, named)
 
     def pricing(self) -> Pricing:
-        provider, name = split_model(self.model or "")
+        provider, name = self.split()
         return pricing(provider, name, self.prices)
+
+
+SLUG = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+RESERVED = frozenset({*PROVIDERS, "demo", "scripted"})
+
+
+def slug_problem(slug: str) -> str | None:
+    """Why `slug` cannot name an OpenAI-compatible server, or None."""
+    if slug in RESERVED:
+        return f"{slug} is a name Burrow uses itself: choose another (e.g. ollama, local)."
+    if not SLUG.fullmatch(slug):
+        return (
+            "A server's name is 1-32 lowercase letters, digits, - or _, starting with a "
+            "letter (e.g. ollama, gpu-box): its models are named <name>:<model>."
+        )
+    return None
 
 
 class ModelNotConfigured(ModelError):
@@ -64,22 +103,28 @@ NOT_CONFIGURED = (
 )
 
 
-def split_model(model: str) -> tuple[str, str]:
+def split_model(model: str, servers: Collection[str] = ()) -> tuple[str, str]:
     """(provider, name): `anthropic:claude-x` -> ("anthropic", "claude-x"), `gpt-4o` ->
-    ("openai", "gpt-4o"), `demo` -> ("demo", ""), `scripted:f` -> ("scripted", "f")."""
+    ("openai", "gpt-4o"), `demo` -> ("demo", ""), `scripted:f` -> ("scripted", "f"), and
+    `<slug>:m` -> (slug, "m") for a slug among `servers` (the named OpenAI-compatible ones)."""
     model = model.strip()
     if model == "demo":
         return "demo", ""
     prefix, colon, rest = model.partition(":")
-    if colon and prefix in (*PROVIDERS, "scripted"):
+    if colon and (prefix in (*PROVIDERS, "scripted") or prefix in servers):
         return prefix, rest.strip()
     return "openai", model
 
 
 def missing(cfg: ModelConfig) -> str | None:
     """What must still be set before `cfg` names a usable model, or None."""
-    provider, model = split_model(cfg.model or "")
-    if provider == "anthropic":
+    provider, model = cfg.split()
+    if provider in cfg.removed:
+        return f"The model server {provider} was removed in Settings: choose another model."
+    if provider in cfg.server_names:
+        if not model:
+            return f"No model name after {provider}: write e.g. {provider}:<model>."
+    elif provider == "anthropic":
         if not model:
             return "No model name after anthropic: set BURROW_MODEL to e.g. " + (
                 "anthropic:claude-sonnet-4-5."
@@ -104,7 +149,7 @@ def provider_from_config(cfg: ModelConfig) -> Provider:
     problem = missing(cfg)
     if problem is not None:
         raise ModelNotConfigured(problem)
-    provider, model = split_model(cfg.model or "")
+    provider, model = cfg.split()
     if provider == "demo":
         return DemoProvider()
     if provider == "scripted":
@@ -127,13 +172,16 @@ def provider_from_config(cfg: ModelConfig) -> Provider:
     from burrow.llm.openai_compat import PLACEHOLDER_KEY, OpenAICompatProvider
     from burrow.llm.openai_errors import ON_SETTINGS_PAGE, SettingNames
 
-    names = SettingNames(**{f: getattr(ON_SETTINGS_PAGE, f) for f in cfg.on_settings_page})
-
+    if provider in cfg.server_names:  # a named server: set on the settings page, always
+        endpoint, names = cfg.endpoint(provider), ON_SETTINGS_PAGE
+    else:
+        endpoint = cfg.endpoint("openai")
+        names = SettingNames(**{f: getattr(ON_SETTINGS_PAGE, f) for f in cfg.on_settings_page})
     return RetryingProvider(
         OpenAICompatProvider(
             model or DEFAULT_OPENAI_MODEL,
-            cfg.api_key or PLACEHOLDER_KEY,
-            cfg.base_url,
+            endpoint.api_key or PLACEHOLDER_KEY,
+            endpoint.base_url,
             first_token_timeout=cfg.limits.first_token,
             idle_timeout=cfg.limits.idle,
             names=names,

@@ -12,16 +12,21 @@ said here":
   was started with (`-c`);
 - `GET {root}/api/v0/models/{model}`: LM Studio's `loaded_context_length` (or `max_`);
 - `POST {root}/api/show`: Ollama's `num_ctx` parameter, else the model's `context_length`.
+
+Each answer is read up to MAX_BYTES (OpenRouter's list of hundreds of models is ~1 MB): a
+server that sends more is taken as having said nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 from typing import Any
 
 import httpx
 
 TIMEOUT = 3.0
+MAX_BYTES = 4 * 1024 * 1024
 
 
 async def served_window(base_url: str, api_key: str | None, model: str) -> int | None:
@@ -30,27 +35,46 @@ async def served_window(base_url: str, api_key: str | None, model: str) -> int |
     root = base.removesuffix("/v1")
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     async with httpx.AsyncClient(timeout=TIMEOUT, headers=headers) as http:
-        listed = await _json(http.get(f"{base}/models"))
+        listed = await _json(http, "GET", f"{base}/models")
         entry = _entry(listed, model)
         window = _first(entry, "max_model_len", "context_length")
         if window is None:
-            props = await _json(http.get(f"{root}/props"))
+            props = await _json(http, "GET", f"{root}/props")
             window = _first(props.get("default_generation_settings") or {}, "n_ctx")
         if window is None:
-            studio = await _json(http.get(f"{root}/api/v0/models/{model}"))
+            studio = await _json(http, "GET", f"{root}/api/v0/models/{model}")
             window = _first(studio, "loaded_context_length", "max_context_length")
         if window is None:
-            shown = await _json(http.post(f"{root}/api/show", json={"model": model}))
+            shown = await _json(http, "POST", f"{root}/api/show", json={"model": model})
             window = _ollama_window(shown)
         return window or _first(entry.get("meta") or {}, "n_ctx_train")
 
 
-async def _json(request: Any) -> dict[str, Any]:
+async def offered_models(base_url: str, api_key: str | None) -> list[str] | None:
+    """The model ids `GET {base}/models` lists, in its order; None if it did not answer."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    async with httpx.AsyncClient(timeout=TIMEOUT, headers=headers) as http:
+        listed = await _json(http, "GET", f"{base_url.rstrip('/')}/models")
+    data = listed.get("data")
+    if not isinstance(data, list):
+        return None
+    ids = [item.get("id") for item in data if isinstance(item, dict)]
+    return [i for i in ids if isinstance(i, str) and 0 < len(i) <= 200]
+
+
+async def _json(http: httpx.AsyncClient, method: str, url: str, **kw: Any) -> dict[str, Any]:
+    """The JSON object answered, read up to MAX_BYTES; {} for anything else."""
     with contextlib.suppress(httpx.HTTPError, ValueError):
-        response = await request
-        if response.is_success:
-            body = response.json()
-            return body if isinstance(body, dict) else {}
+        async with http.stream(method, url, **kw) as response:
+            if not response.is_success:
+                return {}
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > MAX_BYTES:
+                    return {}
+            parsed = json.loads(body)
+            return parsed if isinstance(parsed, dict) else {}
     return {}
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Path, Response
 from pydantic import BaseModel, Field
 
 from burrow.api.deps import ServicesDep, UserDep
 from burrow.api.errors import ApiError
-from burrow.llm.factory import PROVIDERS
+from burrow.llm.factory import PROVIDERS, SLUG
 from burrow.runs.conversations.service import ModelView, ProviderView
 from burrow.store.records import User
 
@@ -62,7 +62,8 @@ async def put_model_settings(
     )
 
 
-ProviderName = Literal["openai", "anthropic"]
+# openai, anthropic, or the slug an administrator names an OpenAI-compatible server by.
+ProviderId = Annotated[str, Path(max_length=32, pattern=f"^{SLUG.pattern}$")]
 
 
 Preset = Literal["ollama", "vllm", "llamacpp", "lmstudio", "openrouter", ""]
@@ -72,7 +73,8 @@ class ProviderIn(BaseModel):
     api_key: ApiKey = None
     base_url: str | None = Field(default=None, max_length=2000, description="'' clears it")
     preset: Preset | None = Field(
-        default=None, description="the OpenAI-compatible server's kind (openai only); '' clears it"
+        default=None,
+        description="the OpenAI-compatible server's kind (not anthropic); '' clears it",
     )
 
 
@@ -86,8 +88,10 @@ class CapabilitiesOut(BaseModel):
 
 
 class ProviderOut(BaseModel):
-    id: ProviderName
-    provider: ProviderName = Field(description="the same as id (the older name)")
+    id: str = Field(
+        description="openai, anthropic, or a named server's slug: its models are id:model"
+    )
+    provider: str = Field(description="the same as id (the older name)")
     kind: Literal["openai", "anthropic", "openai_compatible"]
     base_url: str | None
     preset: Preset | None
@@ -99,7 +103,7 @@ class ProviderOut(BaseModel):
     def of(cls, view: ProviderView) -> ProviderOut:
         fields = {k: v for k, v in view.__dict__.items() if k != "capabilities"}
         caps = CapabilitiesOut(**view.capabilities.__dict__)
-        return cls(id=view.provider, capabilities=caps, **fields)  # type: ignore[arg-type]
+        return cls(id=view.provider, capabilities=caps, **fields)
 
 
 class ProviderTestOut(BaseModel):
@@ -122,6 +126,11 @@ def _valid_url(url: str | None) -> None:
         raise ApiError(422, "invalid_request", "base_url must start with http:// or https://")
 
 
+def _exists_or_given(provider: str, svc: ServicesDep, given: ProviderIn) -> None:
+    if provider not in svc.models.provider_ids() and not given.base_url:
+        raise ApiError(404, "provider_not_found", f"No model server is named {provider}: give a base_url.")
+
+
 def _admin(user: User) -> None:
     if not user.is_admin:
         raise ApiError(403, "forbidden", "Only an administrator can change model providers.")
@@ -129,30 +138,53 @@ def _admin(user: User) -> None:
 
 @router.get("/providers")
 async def get_providers(svc: ServicesDep, user: UserDep) -> list[ProviderOut]:
-    return [ProviderOut.of(svc.models.provider_view(name)) for name in PROVIDERS]
+    """openai and anthropic, then each OpenAI-compatible server an administrator named."""
+    return [ProviderOut.of(svc.models.provider_view(name)) for name in svc.models.provider_ids()]
 
 
 @router.put("/providers/{provider}")
 async def put_provider(
-    provider: ProviderName, body: ProviderIn, svc: ServicesDep, user: UserDep
+    provider: ProviderId, body: ProviderIn, svc: ServicesDep, user: UserDep
 ) -> ProviderOut:
+    """Change openai's or anthropic's settings, or create or change a named
+    OpenAI-compatible server (`ollama`, `gpu-box`: its models are `<id>:<model>`)."""
     _admin(user)
     _valid_url(body.base_url)
-    view = await svc.models.update_provider(
-        provider, api_key=body.api_key, base_url=body.base_url, preset=body.preset
-    )
+    if provider == "anthropic" and body.preset:
+        raise ApiError(422, "invalid_request", "A preset names an OpenAI-compatible server.")
+    try:
+        view = await svc.models.update_provider(
+            provider, api_key=body.api_key, base_url=body.base_url, preset=body.preset
+        )
+    except ValueError as exc:
+        raise ApiError(422, "invalid_request", str(exc)) from exc
     return ProviderOut.of(view)
+
+
+@router.delete("/providers/{provider}", status_code=204)
+async def delete_provider(provider: ProviderId, svc: ServicesDep, user: UserDep) -> Response:
+    """Forget a named server and its key (openai and anthropic are cleared with PUT)."""
+    _admin(user)
+    if provider in PROVIDERS:
+        raise ApiError(
+            409, "provider_builtin", f"{provider} cannot be removed: clear its key and URL instead."
+        )
+    if not await svc.models.remove_provider(provider):
+        raise ApiError(404, "provider_not_found", f"No model server is named {provider}.")
+    return Response(status_code=204)
 
 
 @router.post("/providers/{provider}/test")
 async def test_provider(
-    provider: ProviderName, svc: ServicesDep, user: UserDep, body: ProviderIn | None = None
+    provider: ProviderId, svc: ServicesDep, user: UserDep, body: ProviderIn | None = None
 ) -> ProviderTestOut:
     """Ask the provider for its models: proves key and URL work. Values in the body are
-    tested as they would be saved, and never saved; without them, the stored ones."""
+    tested as they would be saved, and never saved; without them, the stored ones. A
+    named server not saved yet is tested with the body's base URL."""
     _admin(user)
     given = body or ProviderIn()
     _valid_url(given.base_url)
+    _exists_or_given(provider, svc, given)
     result = await svc.models.probe(provider, api_key=given.api_key, base_url=given.base_url)
     return ProviderTestOut(ok=result.ok, detail=result.detail, models=result.models)
 
