@@ -94,6 +94,7 @@ async def test_each_named_server_gets_its_own_models_and_only_its_own_key(
             await srv.client.put("/api/settings/model", json={"model": "gpu-box:qwen-coder"})
             first = (await srv.client.get("/api/settings/models")).json()[0]
             assert first["id"] == "gpu-box:qwen-coder" and first["server_model"] is True
+            assert first["provider"] == "gpu-box"
 
         assert GPU_KEY.encode() not in (tmp_path / "burrow.db").read_bytes()
         async with running_server(tmp_path, None) as srv:  # a restart keeps both

@@ -58,6 +58,7 @@ async def test_anthropic_key_is_stored_encrypted_tested_and_used(tmp_path: Path)
             models = (await srv.client.get("/api/settings/models")).json()
             assert models[0] == {
                 "id": "anthropic:claude-haiku-4-5",
+                "provider": "anthropic",
                 "context_window": 200_000,
                 "vision": True,
                 "server_model": True,
@@ -160,6 +161,7 @@ async def test_openai_provider_is_the_model_settings_key(tmp_path: Path) -> None
             [listed] = (await srv.client.get("/api/settings/models")).json()
             assert listed == {
                 "id": "openai:fake-model",
+                "provider": "openai",
                 "context_window": 128_000,
                 "vision": False,
                 "server_model": True,

@@ -114,6 +114,7 @@ class ProviderTestOut(BaseModel):
 
 class ModelOut(BaseModel):
     id: str = Field(description="provider:model, as BURROW_MODEL takes it")
+    provider: str = Field(description="openai, anthropic, or a named server's id")
     context_window: int = Field(
         description="tokens: its server's word where it said, else the catalog's"
     )
@@ -194,7 +195,11 @@ async def get_models(svc: ServicesDep, user: UserDep) -> list[ModelOut]:
     server = svc.models.describe(None).id
     return [
         ModelOut(
-            id=m.id, context_window=m.context_window, vision=m.vision, server_model=m.id == server
+            id=m.id,
+            provider=m.provider,
+            context_window=m.context_window,
+            vision=m.vision,
+            server_model=m.id == server,
         )
         for m in svc.models.models()
     ]

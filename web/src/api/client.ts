@@ -37,7 +37,8 @@ export interface ModelSettingsUpdate {
 export type ProviderSettings = Fallback<
   "ProviderOut",
   {
-    provider: "openai" | "anthropic";
+    id?: string;
+    provider: string;
     base_url: string | null;
     api_key_set: boolean;
     api_key_hint: string | null;
@@ -278,6 +279,9 @@ export const api = {
   providers: () => request<ProviderSettings[]>("GET", "/api/settings/providers"),
   saveProvider: (provider: string, update: { api_key?: string; base_url?: string; preset?: string }) =>
     request<ProviderSettings>("PUT", `/api/settings/providers/${provider}`, update),
+  /** Forgets a named OpenAI-compatible server and its key. */
+  removeProvider: (provider: string) =>
+    request<void>("DELETE", `/api/settings/providers/${encodeURIComponent(provider)}`),
   /** Tests the given (unsaved) values, or the stored ones; a test never saves. */
   testProvider: (provider: string, values: { api_key?: string; base_url?: string } = {}) =>
     request<ProviderTest>("POST", `/api/settings/providers/${provider}/test`, values),

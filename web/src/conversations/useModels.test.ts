@@ -73,5 +73,9 @@ describe("modelLabel", () => {
     expect(modelLabel({ id: "llama3.2:3b", context_window: 8192, vision: false })).toBe("llama3.2:3b · openai · 8k");
     expect(modelLabel({ id: "openai:gpt-x", context_window: 1_047_576 })).toBe("gpt-x · openai · 1M");
     expect(modelLabel({ id: "mine" })).toBe("mine · openai");
+    // A named server's model: its id is the provider, and the rest (colons too) the name.
+    expect(modelLabel({ id: "ollama:llama3.2:8b", provider: "ollama", context_window: 8192 })).toBe(
+      "llama3.2:8b · ollama · 8k",
+    );
   });
 });

@@ -6,6 +6,8 @@ import { api } from "../api/client";
 /** A model as the pickers show it; only `id` is known of one the server did not list. */
 export interface ModelChoice {
   id: string;
+  /** openai, anthropic or a named server's id (the server says; older servers do not). */
+  provider?: string;
   context_window?: number;
   vision?: boolean;
   server_model?: boolean;
@@ -19,7 +21,7 @@ export function modelChoices(known: ModelChoice[], current: string | null | unde
 /** "claude-x · anthropic · 200k · images": its name, provider, window and vision, as known. */
 export function modelLabel(m: ModelChoice): string {
   const [prefix, ...rest] = m.id.split(":");
-  const known = prefix === "openai" || prefix === "anthropic";
+  const known = m.provider ? prefix === m.provider : prefix === "openai" || prefix === "anthropic";
   const parts = [known ? rest.join(":") : m.id, known ? prefix! : "openai"];
   if (m.context_window) parts.push(windowLabel(m.context_window));
   if (m.vision) parts.push("images");

@@ -5,6 +5,7 @@ import { AppearanceSection } from "../ThemeToggle";
 import { PasswordSection, TokensSection } from "./Account";
 import { AdminUsageSection } from "./AdminUsage";
 import { McpServersSection } from "./McpServers";
+import { ModelServersSection } from "./ModelServers";
 import { ProfilesSection } from "./Profiles";
 import { NotificationsSection } from "./NotificationsSection";
 import { SecretsSection } from "./Secrets";
@@ -252,6 +253,7 @@ export function SettingsDialog({
           )}
         </div>
       </form>
+      {settings !== "unavailable" && <ModelServersSection isAdmin={!!me?.is_admin} />}
       <SecretsSection />
       <McpServersSection isAdmin={me?.is_admin ?? false} />
       <ProfilesSection isAdmin={!!me?.is_admin} />
