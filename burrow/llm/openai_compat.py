@@ -35,22 +35,19 @@ from burrow.llm.openai_wire import (
     wire_tools,
     with_empty_content,
 )
-from burrow.llm.server_traits import saw
+from burrow.llm.server_traits import saw, traits
 from burrow.llm.stalls import StallLimits, guard
 from burrow.llm.text_tool_calls import with_text_tool_calls
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 PLACEHOLDER_KEY = "not-needed"  # local servers ignore the key, but the client sends one
-# (base URL, model) of servers that refused a streamed request with tools (llama-cpp-python:
-# "Automatic streaming tool choice is not supported"): learned once per process.
-UNSTREAMED_TOOLS: set[tuple[str, str]] = set()
-# Base URLs identified as llama-cpp-python by its refusal's words: its chatml templates
-# HTML-escape what the model reads, and the model copies `&gt;` into its arguments.
-ESCAPING: set[str] = set()
+# What is learnt of a server, once, and kept with the settings (server_traits.py): that it
+# refuses a streamed request with tools (llama-cpp-python: "Automatic streaming tool choice
+# is not supported"), then its tool turns go unstreamed; that it is llama-cpp-python, known
+# by that refusal's words, whose chatml templates HTML-escape what the model reads (the model
+# copies `&gt;` into its arguments); that it refuses `content: null` on an assistant turn
+# with tool calls (OpenAI's own wire form; some validators want a string), then it gets "".
 LLAMA_CPP_PYTHON_REFUSAL = "automatic streaming tool choice is not supported"
-# Base URLs of servers that refused `content: null` on an assistant turn with tool calls
-# (OpenAI's own wire form; some servers' validators want a string): they get "" instead.
-EMPTY_CONTENT: set[str] = set()
 
 
 class OpenAICompatProvider:
@@ -101,7 +98,7 @@ class OpenAICompatProvider:
             "messages": wire_messages(messages),
             "stream": True,
         }
-        if self.base_url in EMPTY_CONTENT:
+        if traits(self.base_url).empty_content:
             request = with_empty_content(request)
         if tools:  # some servers reject an empty list
             request["tools"] = wire_tools(tools)
@@ -120,7 +117,7 @@ class OpenAICompatProvider:
 
     @property
     def _unstreamed_tools(self) -> bool:
-        return (self.base_url, self.model) in UNSTREAMED_TOOLS
+        return traits(self.base_url).stream_tools is False
 
     async def _attempt(self, request: dict[str, Any]) -> AsyncGenerator[StreamEvent, None]:
         started = False
@@ -139,8 +136,8 @@ class OpenAICompatProvider:
                         yield event
             except openai.APIStatusError as exc:
                 if not started and refuses_null_content(exc) and has_null_content(request):
-                    # Once per server in this process: its assistant turns get "" from now.
-                    EMPTY_CONTENT.add(self.base_url)
+                    # Once per server: its assistant turns get "" from now.
+                    saw(self.base_url, empty_content=True)
                     async with contextlib.aclosing(
                         self._attempt(with_empty_content(request))
                     ) as events:
@@ -149,11 +146,9 @@ class OpenAICompatProvider:
                     return
                 if started or "tools" not in request or not refuses_streamed_tools(exc):
                     raise
-                # Once per server and model in this process: its tool turns go unstreamed.
-                UNSTREAMED_TOOLS.add((self.base_url, self.model))
-                saw(self.base_url, stream_tools=False)
-                if LLAMA_CPP_PYTHON_REFUSAL in str(exc.message).lower():
-                    ESCAPING.add(self.base_url)
+                # Once per server: its tool turns go unstreamed from now.
+                escapes = LLAMA_CPP_PYTHON_REFUSAL in str(exc.message).lower()
+                saw(self.base_url, stream_tools=False, escapes_html=escapes)
                 async with contextlib.aclosing(self._unstreamed(request)) as events:
                     async for event in events:
                         yield event
@@ -224,7 +219,7 @@ class OpenAICompatProvider:
                 f"{self._snippet(repr(completion))}"
             ) from exc
         for event in events:
-            if isinstance(event, ToolCallDelta) and self.base_url in ESCAPING:
+            if isinstance(event, ToolCallDelta) and traits(self.base_url).escapes_html:
                 event = replace(event, arguments=html.unescape(event.arguments))
             yield event
 

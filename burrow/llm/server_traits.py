@@ -19,8 +19,13 @@ ToolFormat = Literal["native", "text"]
 
 @dataclass
 class Traits:
-    stream_tools: bool | None = None  # None: no tool turn seen yet
+    stream_tools: bool | None = None  # None: no tool turn seen yet; False: it refused one
     tool_format: ToolFormat | None = None  # how its last calls came: tool_calls, or text
+    escapes_html: bool = False  # llama-cpp-python: its templates escape what the model reads
+    empty_content: bool = False  # it refused `content: null` on a turn that only called tools
+
+    def saved(self) -> dict[str, object]:
+        return dict(self.__dict__)
 
 
 class Listener(Protocol):
@@ -47,11 +52,21 @@ def saw(base_url: str, **seen: object) -> None:
             listener.traits_changed()
 
 
-def remember(base_url: str, stream_tools: object, tool_format: object) -> None:
-    """Take what an earlier process saw of a server, unless this one has seen it itself."""
+def remember(base_url: str, saved: dict[str, object]) -> None:
+    """Take what an earlier process saw of a server (`Traits.saved()`), unless this one has
+    seen it itself; a value of the wrong type is left unknown."""
     key = base_url.rstrip("/")
-    if key not in SEEN:
-        SEEN[key] = Traits(
-            stream_tools if isinstance(stream_tools, bool) else None,
-            tool_format if tool_format in ("native", "text") else None,  # type: ignore[arg-type]
-        )
+    if key in SEEN:
+        return
+    stream_tools, tool_format = saved.get("stream_tools"), saved.get("tool_format")
+    SEEN[key] = Traits(
+        stream_tools if isinstance(stream_tools, bool) else None,
+        "native" if tool_format == "native" else "text" if tool_format == "text" else None,
+        saved.get("escapes_html") is True,
+        saved.get("empty_content") is True,
+    )
+
+
+def forget(base_url: str) -> None:
+    """Learn the server at `base_url` afresh (tests; a server replaced at the same URL)."""
+    SEEN.pop(base_url.rstrip("/"), None)

@@ -200,7 +200,7 @@ async def test_what_a_server_showed_of_itself_survives_a_restart(tmp_path: Path)
         await srv.client.put(
             "/api/settings/providers/llamacpp", json={"base_url": url, "preset": "llamacpp"}
         )
-        server_traits.saw(url, stream_tools=False, tool_format="native")
+        server_traits.saw(url, stream_tools=False, tool_format="native", escapes_html=True)
         for _ in range(100):  # saved in the background
             if _saved_traits(tmp_path):
                 break
@@ -214,4 +214,5 @@ async def test_what_a_server_showed_of_itself_survives_a_restart(tmp_path: Path)
         ]
         assert named["capabilities"]["stream_tools"] is False
         assert named["capabilities"]["tool_format"] == "native"
-    assert server_traits.traits(url).stream_tools is False  # and the provider reads it
+    # and the provider reads them: unstreamed tool turns, escapes undone (test_local_servers.py)
+    assert server_traits.traits(url) == server_traits.Traits(False, "native", True, False)

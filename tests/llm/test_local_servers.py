@@ -18,12 +18,9 @@ import pytest
 
 from burrow.llm.base import Message, ModelError, TextDelta, ToolCall, ToolSpec
 from burrow.llm.openai_compat import (
-    EMPTY_CONTENT,
-    ESCAPING,
-    UNSTREAMED_TOOLS,
     OpenAICompatProvider,
 )
-from burrow.llm.server_traits import traits
+from burrow.llm.server_traits import forget, traits
 from burrow.llm.text_tool_calls import TextToolCallReader
 from tests.fakes import FakeOpenAIServer, StreamReply, chunk, collect, text_reply, tool_call_reply
 from tests.fakes.openai_server import ErrorReply, Reply, WholeReply
@@ -80,7 +77,7 @@ def llama_cpp_python(body: dict[str, Any]) -> Reply:
 
 async def test_a_server_refusing_streamed_tools_is_asked_unstreamed_from_then_on() -> None:
     with FakeOpenAIServer(responder=llama_cpp_python) as srv:
-        UNSTREAMED_TOOLS.discard((srv.base_url, "fake-model"))
+        forget(srv.base_url)
         first = await collect(provider(srv).stream([], [BASH]))
         # Known by its refusal for llama-cpp-python, whose templates escape: undone.
         assert first.tool_calls == [ToolCall("call__0_bash_cmpl-7c1d", "bash", UNESCAPED)]
@@ -96,8 +93,7 @@ async def test_a_server_refusing_streamed_tools_is_asked_unstreamed_from_then_on
         assert plain.text == "Hi."
         assert [r.get("stream") for r in srv.requests] == [True, None, None, True]
         assert traits(srv.base_url).stream_tools is False  # what the settings page shows
-        UNSTREAMED_TOOLS.discard((srv.base_url, "fake-model"))
-        ESCAPING.discard(srv.base_url)
+        forget(srv.base_url)
 
 
 async def test_another_server_error_is_not_taken_for_the_refusal() -> None:
@@ -107,7 +103,7 @@ async def test_another_server_error_is_not_taken_for_the_refusal() -> None:
     with FakeOpenAIServer(responder=busy) as srv:
         with pytest.raises(ModelError, match="CUDA out of memory"):
             await collect(provider(srv).stream([], [BASH]))
-        assert len(srv.requests) == 1 and (srv.base_url, "fake-model") not in UNSTREAMED_TOOLS
+        assert len(srv.requests) == 1 and traits(srv.base_url).stream_tools is None
 
 
 async def test_a_tool_call_block_in_the_text_is_a_call_and_never_shown(
@@ -191,14 +187,14 @@ async def test_a_server_refusing_null_content_gets_empty_strings_from_then_on() 
         Message(role="tool", content="a.txt", tool_call_id="c1", name="bash"),
     ]
     with FakeOpenAIServer(responder=strict) as srv:
-        EMPTY_CONTENT.discard(srv.base_url)
+        forget(srv.base_url)
         answer = await collect(provider(srv).stream(history, [BASH]))
         assert answer.text == "Done."
         assert [r["messages"][1]["content"] for r in srv.requests] == [None, ""]
         again = await collect(provider(srv).stream(history, [BASH]))
         assert again.text == "Done." and srv.requests[-1]["messages"][1]["content"] == ""
         assert len(srv.requests) == 3  # no refused request the second time
-        EMPTY_CONTENT.discard(srv.base_url)
+        forget(srv.base_url)
 
 
 async def test_a_refusal_of_something_else_is_not_retried_as_null_content() -> None:
@@ -209,4 +205,4 @@ async def test_a_refusal_of_something_else_is_not_retried_as_null_content() -> N
         # No null content in the request: the same refusal is the request's fault, said once.
         with pytest.raises(ModelError, match="expected a string"):
             await collect(provider(srv).stream([Message(role="user", content="hi")], []))
-        assert len(srv.requests) == 1 and srv.base_url not in EMPTY_CONTENT
+        assert len(srv.requests) == 1 and not traits(srv.base_url).empty_content

@@ -129,7 +129,9 @@ def _valid_url(url: str | None) -> None:
 
 def _exists_or_given(provider: str, svc: ServicesDep, given: ProviderIn) -> None:
     if provider not in svc.models.provider_ids() and not given.base_url:
-        raise ApiError(404, "provider_not_found", f"No model server is named {provider}: give a base_url.")
+        raise ApiError(
+            404, "provider_not_found", f"No model server is named {provider}: give a base_url."
+        )
 
 
 def _admin(user: User) -> None:

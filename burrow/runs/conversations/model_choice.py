@@ -467,7 +467,7 @@ class ModelSettings:
             return  # an unreadable record is learnt again from the next tool turn
         for base, record in seen.items() if isinstance(seen, dict) else ():
             if isinstance(base, str) and isinstance(record, dict):
-                remember(base, record.get("stream_tools"), record.get("tool_format"))
+                remember(base, record)
 
     def traits_changed(self) -> None:
         """A tool turn showed something new of a server: keep it with the settings."""
@@ -484,11 +484,7 @@ class ModelSettings:
             (self._config.endpoint(p).base_url or DEFAULT_URLS["openai"]).rstrip("/")
             for p in ("openai", *self._config.server_names)
         }  # only the configured servers': the record stays as small as the settings
-        kept = {
-            base: {"stream_tools": t.stream_tools, "tool_format": t.tool_format}
-            for base, t in SEEN.items()
-            if base in bases
-        }
+        kept = {base: t.saved() for base, t in SEEN.items() if base in bases}
         try:
             await self._store.put({TRAITS: json.dumps(kept, sort_keys=True)})
         except Exception:  # a store closed under a finished test or a stopping server
@@ -578,9 +574,7 @@ class ModelSettings:
         if endpoint.api_key or changed_to is None:
             return None
         if provider not in PROVIDERS:
-            return (
-                f"No API key was used: the base URL changed: enter the key for {changed_to}."
-            )
+            return f"No API key was used: the base URL changed: enter the key for {changed_to}."
         variable = KEY_VARIABLES[provider]
         home = self._defaults.endpoint(provider).base_url or DEFAULT_URLS[provider]
         env = (
