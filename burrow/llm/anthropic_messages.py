@@ -28,6 +28,7 @@ from burrow.llm.base import (
     redact,
 )
 from burrow.llm.catalog import describe
+from burrow.llm.http_pool import shared_http
 from burrow.llm.stalls import StallLimits, guard
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
@@ -67,12 +68,14 @@ class AnthropicProvider:
         self._timeout = anthropic.Timeout(read, connect=connect_timeout)
 
     def _client(self) -> anthropic.AsyncAnthropic:
-        # One client per call, closed with it (as for OpenAI: providers are never closed).
+        # Cheap: the connections and TLS set-up are the loop's pool's (http_pool.py). Never
+        # closed here: closing it would close the shared pool.
         return anthropic.AsyncAnthropic(
             api_key=self._api_key,
             base_url=self.base_url,
             max_retries=0,  # retries belong to RetryingProvider, which knows what was shown
             timeout=self._timeout,
+            http_client=shared_http(),
         )
 
     async def stream(
@@ -93,12 +96,12 @@ class AnthropicProvider:
     async def _attempt(self, body: dict[str, Any]) -> AsyncGenerator[StreamEvent, None]:
         reader = _Reader()
         try:
-            async with self._client() as client:
-                stream = await client.messages.create(**body)
-                async with stream:
-                    async for raw in stream:
-                        for event in reader.read(raw):
-                            yield event
+            # The stream's own `async with` gives its connection back to the pool.
+            stream = await self._client().messages.create(**body)
+            async with stream:
+                async for raw in stream:
+                    for event in reader.read(raw):
+                        yield event
         except ModelError as exc:
             redacted = self._redacted(exc)
             if redacted is exc:

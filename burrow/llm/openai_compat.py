@@ -7,9 +7,10 @@ import html
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal, overload
 
 import openai
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from burrow.llm.base import (
     Done,
@@ -22,6 +23,7 @@ from burrow.llm.base import (
     Usage,
     redact,
 )
+from burrow.llm.http_pool import shared_http
 from burrow.llm.openai_errors import IN_ENVIRONMENT, SettingNames, status_error, transport_error
 from burrow.llm.openai_wire import (
     ToolCallIndexes,
@@ -81,13 +83,39 @@ class OpenAICompatProvider:
         self._timeout = openai.Timeout(read, connect=connect_timeout)
 
     def _client(self) -> openai.AsyncOpenAI:
-        # One client per call, closed with it: the runtime builds a provider per run and
-        # never closes it, so a pooled client would leak its connections.
+        # Cheap: the connections and TLS set-up are the loop's pool's (http_pool.py). Never
+        # closed here: closing it would close the shared pool.
         return openai.AsyncOpenAI(
             api_key=self._api_key,
             base_url=self.base_url,
             max_retries=0,  # retries belong to RetryingProvider, which knows what was shown
             timeout=self._timeout,
+            http_client=shared_http(),
+        )
+
+    @overload
+    async def _create(
+        self, request: dict[str, Any], *, stream: Literal[True]
+    ) -> openai.AsyncStream[ChatCompletionChunk]: ...
+
+    @overload
+    async def _create(
+        self, request: dict[str, Any], *, stream: Literal[False]
+    ) -> ChatCompletion: ...
+
+    async def _create(
+        self, request: dict[str, Any], *, stream: bool
+    ) -> openai.AsyncStream[ChatCompletionChunk] | ChatCompletion:
+        # `request` is already wire JSON (openai_wire.py). The SDK's `create` would walk it
+        # again against its typed dicts, every message and tool schema: ~10 ms a turn of a
+        # long conversation, the most of a tool's exit -> next request
+        # (bench/real_model_turn.py). Its documented `post` sends it as it is.
+        return await self._client().post(
+            "/chat/completions",
+            body=request,
+            cast_to=ChatCompletion,
+            stream=stream,
+            stream_cls=openai.AsyncStream[ChatCompletionChunk],
         )
 
     async def stream(
@@ -181,21 +209,21 @@ class OpenAICompatProvider:
         indexes = ToolCallIndexes()
         finish_reason: str | None = None
         usage: Usage | None = None
-        async with self._client() as client:
-            stream = await client.chat.completions.create(**request)
-            async with stream:
-                async for chunk in stream:
-                    try:
-                        events, finish, chunk_usage = self._read_chunk(chunk, indexes)
-                    except (AttributeError, TypeError, ValueError) as exc:
-                        raise ModelError(
-                            f"The model server at {self.base_url} sent a malformed stream "
-                            f"chunk ({exc}): {self._snippet(repr(chunk))}"
-                        ) from exc
-                    finish_reason = finish or finish_reason
-                    usage = chunk_usage or usage
-                    for event in events:
-                        yield event
+        # The stream's own `async with` gives its connection back to the pool.
+        stream = await self._create(request, stream=True)
+        async with stream:
+            async for chunk in stream:
+                try:
+                    events, finish, chunk_usage = self._read_chunk(chunk, indexes)
+                except (AttributeError, TypeError, ValueError) as exc:
+                    raise ModelError(
+                        f"The model server at {self.base_url} sent a malformed stream "
+                        f"chunk ({exc}): {self._snippet(repr(chunk))}"
+                    ) from exc
+                finish_reason = finish or finish_reason
+                usage = chunk_usage or usage
+                for event in events:
+                    yield event
         if finish_reason is None:
             raise ModelError(
                 f"The model stream ended early: the server at {self.base_url} closed it "
@@ -209,8 +237,7 @@ class OpenAICompatProvider:
     async def _unstreamed(self, request: dict[str, Any]) -> AsyncGenerator[StreamEvent, None]:
         """One answer asked for whole (`stream` off): the events a stream of it would give."""
         request = {k: v for k, v in request.items() if k not in ("stream", "stream_options")}
-        async with self._client() as client:
-            completion = await client.chat.completions.create(**request)
+        completion = await self._create(request, stream=False)
         try:
             events = answer_events(completion)
         except (AttributeError, TypeError, ValueError, IndexError) as exc:

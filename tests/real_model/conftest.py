@@ -21,6 +21,7 @@ from tests.conftest import unavailable
 
 HERE = Path(__file__).resolve().parent
 WEIGHTS = HERE / ".weights" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+NODE_MODULES = HERE / "node_modules"
 MODEL = "smollm2-135m"
 
 
@@ -46,7 +47,7 @@ class RealModel:
 def real_model(tmp_path: Path, *flags: str) -> Iterator[RealModel]:
     """The model server, answering; `flags` go to server.mjs (--api-key K, ...)."""
     node = shutil.which("node")
-    if node is None or not (HERE / "node_modules" / ".installed").exists() or not WEIGHTS.exists():
+    if node is None or not (NODE_MODULES / ".installed").exists() or not WEIGHTS.exists():
         unavailable("the real model (node, and `make real-model`)")
     port = free_port()
     log = tmp_path / "model-requests.jsonl"

@@ -222,7 +222,11 @@ function sendError(res, exc) {
     }
 }
 
+// Wall-clock milliseconds with sub-millisecond precision, comparable with Python's time.time().
+const now = () => performance.timeOrigin + performance.now();
+
 async function chat(req, res) {
+    const receivedAt = now();  // the request's headers are in: the client has sent it
     let body;
     try {
         body = JSON.parse(await readBody(req));
@@ -270,12 +274,14 @@ async function chat(req, res) {
         sendJson(res, 200, {id, object: "chat.completion", created, model: opts.name,
             choices: [{index: 0, message, finish_reason: out.finish}], usage: usage(out)});
     }
+    const answeredAt = now();  // the last token and the answer's end are written out
     const seconds = (performance.now() - started) / 1000;
     if (opts.log) {
         fs.appendFileSync(opts.log, JSON.stringify({
             messages: body.messages, tools: tools.map((t) => t.function?.name), stream: !!body.stream,
             content: out.content, calls: out.calls, finish: out.finish,
             prompt_tokens: out.promptTokens, completion_tokens: out.completionTokens, seconds,
+            received_at: receivedAt, answered_at: answeredAt,
         }) + "\n");
     }
 }

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from burrow.api.deps import ServicesDep, UserDep
 from burrow.api.errors import ApiError
-from burrow.llm.factory import PROVIDERS, SLUG
+from burrow.llm.factory import PROVIDERS, SLUG, slug_problem
 from burrow.runs.conversations.service import ModelView, ProviderView
 from burrow.store.records import User
 
@@ -154,13 +154,15 @@ async def put_provider(
     _admin(user)
     _valid_url(body.base_url)
     if provider == "anthropic" and body.preset:
-        raise ApiError(422, "invalid_request", "A preset names an OpenAI-compatible server.")
+        raise ApiError(422, "invalid_preset", "A preset names an OpenAI-compatible server.")
+    if provider not in PROVIDERS and (problem := slug_problem(provider)):
+        raise ApiError(422, "invalid_provider_name", problem)
     try:
         view = await svc.models.update_provider(
             provider, api_key=body.api_key, base_url=body.base_url, preset=body.preset
         )
-    except ValueError as exc:
-        raise ApiError(422, "invalid_request", str(exc)) from exc
+    except ValueError as exc:  # a new named server without its base URL
+        raise ApiError(422, "base_url_required", str(exc)) from exc
     return ProviderOut.of(view)
 
 
