@@ -214,6 +214,7 @@ class FakeOpenAIServer(FakeModelServer[Reply]):
         self.models = models
         self.context_window = context_window
         self.responder = responder
+        self.clients: list[int | None] = []  # each completion request's client port
 
     @property
     def base_url(self) -> str:
@@ -239,6 +240,7 @@ class FakeOpenAIServer(FakeModelServer[Reply]):
         with self._lock:
             self.requests.append(body)
             self.headers.append(dict(request.headers))
+            self.clients.append(request.client.port if request.client else None)
             reply = None if self.responder is None else self.responder(body)
             if reply is None and self._replies:
                 reply = self._replies.popleft()
