@@ -126,7 +126,7 @@ proof: setup
 		$(VENV)/bin/pytest -q -s tests/proof
 
 # Every bench, and its figures (value, baseline, ratio) in bench/results.json.
-bench: setup nginx
+bench: setup nginx real-model
 	@lines=$$(mktemp); trap 'rm -f $$lines' EXIT; failed=; \
 	for b in bench/*.py; do case $$b in *common.py|*figures.py) continue;; esac; \
 		echo "== $$b"; BURROW_BENCH_OUT=$$lines $(VENV)/bin/python $$b || failed="$$failed $$b"; done; \
@@ -136,12 +136,13 @@ bench: setup nginx
 # A quick subset (a few minutes) that fails when a ratio gets more than 2x worse than in
 # the committed bench/baseline.json; `make bench-baseline` rewrites that file. It holds the
 # headlines: start -> healthy and idle memory, a tool call through the API, a checkpoint,
-# the loop's step, run assembly and a run's bash step, besides the journal, SSE and sandbox figures.
+# the loop's step, run assembly and a run's bash step, a real model's turn (Burrow's part on
+# either side of a tool), besides the journal, SSE and sandbox figures.
 BENCH_QUICK := "bench/serve_start.py --runs 5" "bench/api_tool_call.py --runs 20" \
 	"bench/checkpoint.py --count 3" bench/loop_step.py "bench/run_path.py --runs 20 --steps 40" \
 	"bench/sse_latency.py --clients 100" bench/journal_append.py \
 	"bench/sandbox_create.py --count 20" "bench/sandbox_wake.py --count 10 --network none" \
-	"bench/sandbox_concurrent.py --count 10"
+	"bench/sandbox_concurrent.py --count 10" "bench/real_model_turn.py --runs 1 --steps 12"
 define bench_quick
 	@lines=$$(mktemp); trap 'rm -f $$lines' EXIT; \
 	for b in $(BENCH_QUICK); do echo "== $$b"; \
@@ -149,10 +150,10 @@ define bench_quick
 	$(VENV)/bin/python bench/figures.py $(1) $$lines bench/baseline.json
 endef
 
-bench-check: setup
+bench-check: setup real-model
 	$(call bench_quick,check)
 
-bench-baseline: setup
+bench-baseline: setup real-model
 	$(call bench_quick,collect)
 
 clean:
