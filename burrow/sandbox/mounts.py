@@ -8,15 +8,24 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
+import fcntl
 import os
 import re
+import struct
 from pathlib import Path
 
 MOUNTINFO = Path("/proc/self/mountinfo")
 SYS_BLOCK = Path("/sys/block")
 MS_BIND = 0x1000
 MS_PRIVATE = 1 << 18
+MS_NOSUID, MS_NODEV, MS_NOATIME = 2, 4, 1024
 MNT_DETACH = 2
+# linux/loop.h: a free device's number, and attaching a file to a device in one call (5.8+)
+LOOP_CTL_GET_FREE, LOOP_CONFIGURE, LO_FLAGS_AUTOCLEAR = 0x4C82, 0x4C0A, 4
+# struct loop_config: fd, block_size, struct loop_info64 (its lo_flags among four u32s after
+# five u64s, then three names and two u64s), 8 reserved u64s: 304 bytes.
+LOOP_CONFIG = struct.Struct("=II5Q4I64s64s32s2Q64x")
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -25,6 +34,49 @@ def bind(source: Path, target: Path) -> None:
     """Bind `source` on `target`, private: nothing mounted under either propagates."""
     _check(_libc.mount(str(source).encode(), str(target).encode(), None, MS_BIND, None), target)
     _check(_libc.mount(None, str(target).encode(), None, MS_PRIVATE, None), target)
+
+
+class LoopUnsupported(OSError):
+    """This kernel has no LOOP_CONFIGURE (before 5.8): mount(8) attaches the file instead."""
+
+
+def loop_mount(image: Path, target: Path, fstype: str = "ext4") -> None:
+    """Attach `image` to a free loop device (detached again when it is unmounted) and mount
+    it on `target` nosuid, nodev, noatime: what `mount -o loop` does, without its process
+    and its probing (~12 ms against ~1 ms here). The caller makes sure no loop device holds
+    `image` already: two mounts of one file system would corrupt it."""
+    flags = MS_NOSUID | MS_NODEV | MS_NOATIME
+    for _ in range(8):  # another process may take the free device between the two calls
+        control = os.open("/dev/loop-control", os.O_RDWR | os.O_CLOEXEC)
+        try:
+            number = fcntl.ioctl(control, LOOP_CTL_GET_FREE)
+        finally:
+            os.close(control)
+        device = f"/dev/loop{number}"
+        loop = os.open(device, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            backing = os.open(image, os.O_RDWR | os.O_CLOEXEC)
+            try:
+                config = LOOP_CONFIG.pack(backing, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                          LO_FLAGS_AUTOCLEAR, b"", b"", b"", 0, 0)  # fmt: skip
+                fcntl.ioctl(loop, LOOP_CONFIGURE, config)
+            except OSError as exc:
+                if exc.errno == errno.EBUSY:
+                    continue
+                if exc.errno in (errno.ENOTTY, errno.EINVAL):
+                    raise LoopUnsupported(exc.errno, "LOOP_CONFIGURE", device) from exc
+                raise
+            finally:
+                os.close(backing)
+            # The file system keeps the device; with AUTOCLEAR it detaches at the unmount.
+            _check(
+                _libc.mount(device.encode(), str(target).encode(), fstype.encode(), flags, None),
+                target,
+            )
+            return
+        finally:
+            os.close(loop)
+    raise OSError(errno.EBUSY, "no free loop device", str(image))
 
 
 def umount(target: str) -> None:
