@@ -216,3 +216,29 @@ async def test_what_a_server_showed_of_itself_survives_a_restart(tmp_path: Path)
         assert named["capabilities"]["tool_format"] == "native"
     # and the provider reads them: unstreamed tool turns, escapes undone (test_local_servers.py)
     assert server_traits.traits(url) == server_traits.Traits(False, "native", True, False)
+
+
+async def test_a_named_servers_key_does_not_follow_a_new_url(tmp_path: Path) -> None:
+    """An administrator account pointing `gpu-box` at a server of its own gets no key there:
+    the stored key was meant for the first URL, and the test says so."""
+    with FakeOpenAIServer(api_key=GPU_KEY) as real, FakeOpenAIServer() as catcher:
+        async with running_server(tmp_path, None) as srv:
+            await srv.client.put(
+                "/api/settings/providers/gpu-box",
+                json={"base_url": real.base_url, "api_key": GPU_KEY},
+            )
+            moved = await srv.client.put(
+                "/api/settings/providers/gpu-box", json={"base_url": catcher.base_url}
+            )
+            assert moved.json()["api_key_set"] is False
+            tested = await srv.client.post("/api/settings/providers/gpu-box/test", json={})
+            assert tested.json()["detail"].startswith(
+                "No API key was used: the base URL changed: enter the key for"
+            ), tested.text
+            catcher.enqueue(text_reply("caught"))
+            made = await srv.client.post("/api/conversations", json={"model": "gpu-box:m"})
+            cid = made.json()["id"]
+            run = await srv.send(cid, "hi")
+            await srv.run_finished(cid, run["run_id"])
+            assert catcher.requests, "the run went to the new URL"
+            assert all(GPU_KEY not in str(h) for h in catcher.headers)
