@@ -424,7 +424,8 @@ class ModelSettings:
         self._ask_in_background(key, self._ask_window(key, self._key_for(key[0])))
 
     def _learn_offered(self, slug: str) -> None:
-        """List the models a named server offers, for the model menus."""
+        """List the models a named server offers, for the model menus: at the settings' load,
+        and again (at most once a minute) while a model list is asked for and it has not said."""
         base = self._config.endpoint(slug).base_url or ""
         if slug not in self._offered:
             self._ask_in_background((base, ""), self._ask_offered(slug, base))
@@ -502,6 +503,7 @@ class ModelSettings:
         if provider in self.provider_ids() and name:
             listed.append(self.describe(None))
         for slug in self._config.server_names:
+            self._learn_offered(slug)  # a server that did not answer yet: asked again
             for offered in self._offered.get(slug, []):
                 if f"{slug}:{offered}" not in {i.id for i in listed}:
                     listed.append(self.describe(f"{slug}:{offered}"))
