@@ -48,10 +48,13 @@ class TimedProvider(ScriptedProvider):
         self.seconds = 0.0
 
     async def stream(  # type: ignore[override]
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        max_tokens: int | None = None,
     ) -> AsyncIterator[StreamEvent]:
         started = time.perf_counter()
-        async for item in super().stream(messages, tools):
+        async for item in super().stream(messages, tools, max_tokens):
             self.seconds += time.perf_counter() - started
             yield item
             started = time.perf_counter()

@@ -59,10 +59,13 @@ class TimedProvider(ScriptedProvider):
         self.calls: list[float] = []
 
     def stream(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        max_tokens: int | None = None,
     ) -> AsyncIterator[StreamEvent]:
         self.calls.append(time.perf_counter())
-        return super().stream(messages, tools)
+        return super().stream(messages, tools, max_tokens)
 
 
 def step_seconds(calls: list[float]) -> list[float]:

@@ -79,14 +79,20 @@ class AnthropicProvider:
         )
 
     async def stream(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        max_tokens: int | None = None,
     ) -> AsyncIterator[StreamEvent]:
+        # A bounded call (a compaction's summary) is short work: no thinking, which would
+        # need a budget under the bound.
+        bounded = max_tokens is not None and max_tokens < self.max_tokens
         body = request_body(
             self.model,
             messages,
             tools,
-            max_tokens=self.max_tokens,
-            thinking=self.thinking,
+            max_tokens=max_tokens if bounded and max_tokens else self.max_tokens,
+            thinking=None if bounded else self.thinking,
         )
         guarded = guard(self._attempt(body), self.limits, self.base_url)
         async with contextlib.aclosing(guarded) as events:

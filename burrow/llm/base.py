@@ -187,12 +187,17 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
 
 
 class Provider(Protocol):
-    """A model endpoint. `stream` yields deltas, usage, and exactly one final `Done`."""
+    """A model endpoint. `stream` yields deltas, usage, and exactly one final `Done`;
+    `max_tokens` bounds the answer where the caller needs a short one (a summary), else
+    the provider's own limit holds. Scripted and demo turns are short: they ignore it."""
 
     name: str  # shown in settings and logs, e.g. "openai:gpt-4o-mini" or "demo"
 
     def stream(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        max_tokens: int | None = None,
     ) -> AsyncIterator[StreamEvent]: ...
 
 

@@ -47,7 +47,10 @@ class DemoProvider:
         self.chunk_delay = chunk_delay  # slow enough that streaming is visible in the UI
 
     async def stream(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        max_tokens: int | None = None,
     ) -> AsyncIterator[StreamEvent]:
         turn = next_turn(messages, {tool.name for tool in tools})
         replay = play(turn, messages, chunk_delay=self.chunk_delay)

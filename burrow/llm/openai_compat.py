@@ -119,7 +119,10 @@ class OpenAICompatProvider:
         )
 
     async def stream(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        max_tokens: int | None = None,
     ) -> AsyncIterator[StreamEvent]:
         request: dict[str, Any] = {
             "model": self.model,
@@ -132,6 +135,11 @@ class OpenAICompatProvider:
             request["tools"] = wire_tools(tools)
         if self.include_usage:
             request["stream_options"] = {"include_usage": True}
+        if max_tokens is not None:
+            # OpenAI's own API takes only the newer name from its reasoning models on; the
+            # other servers (llama.cpp, vLLM, Ollama, LM Studio) all know the older one.
+            own = self.base_url == OPENAI_BASE_URL
+            request["max_completion_tokens" if own else "max_tokens"] = max_tokens
         guarded = guard(self._attempt(request), self.limits, self.base_url)
         if tools:
             guarded = with_text_tool_calls(

@@ -59,11 +59,14 @@ class RetryingProvider:
         return backoff
 
     async def stream(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        max_tokens: int | None = None,
     ) -> AsyncIterator[StreamEvent]:
         for attempt in range(1, self.attempts + 1):
             shown = False
-            answer = self.inner.stream(messages, tools)
+            answer = self.inner.stream(messages, tools, max_tokens)
             try:
                 async for event in answer:
                     shown = shown or not isinstance(event, Usage | Retry | Done)

@@ -70,7 +70,10 @@ class ScriptedProvider:
         return (self.turns[index] if index < len(self.turns) else END_OF_SCRIPT), index
 
     async def stream(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        max_tokens: int | None = None,
     ) -> AsyncIterator[StreamEvent]:
         self.requests.append(list(messages))
         self.tool_requests.append(list(tools))
@@ -96,7 +99,10 @@ class RoutedScripts:
         self.name = "scripted"
 
     async def stream(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        max_tokens: int | None = None,
     ) -> AsyncIterator[StreamEvent]:
         first = next((m.content for m in messages if m.role == "user"), "").strip()
         if first in self.scripts:

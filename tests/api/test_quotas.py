@@ -25,7 +25,10 @@ class SlowModel:
         self.release = asyncio.Event()
 
     async def stream(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        max_tokens: int | None = None,
     ) -> AsyncIterator[StreamEvent]:
         await self.release.wait()
         yield TextDelta("done")

@@ -66,19 +66,20 @@ async def test_a_named_model_server_is_tested_added_offered_and_removed(
             await page.get_by_role("button", name=re.compile("^⚙? ?Settings")).click()
             section = page.get_by_role("region", name="Model servers")
             await expect(section.get_by_text("No other model servers.")).to_be_visible()
-            await section.get_by_label("Name").fill("gpu-box")
-            await section.get_by_label("Kind").select_option("vllm")
-            await expect(section.get_by_label("Server base URL")).to_have_value(
+            await section.get_by_role("button", name="Add a model server…").click()
+            await section.get_by_label("Server name").fill("gpu-box")
+            await section.get_by_label("Server kind").select_option("vllm")
+            await expect(section.get_by_label("Server address")).to_have_value(
                 "http://localhost:8000/v1"
             )  # the preset's address, filled in
-            await section.get_by_label("Server base URL").fill(fake.base_url)
-            await section.get_by_label("Server API key").fill("sk-wrong")
+            await section.get_by_label("Server address").fill(fake.base_url)
+            await section.get_by_label("Server key").fill("sk-wrong")
             await section.get_by_role("button", name="Test the server").click()
             status = section.get_by_role("status")
             await expect(status).to_contain_text("✗", timeout=20_000)
             await expect(status).to_contain_text("401")
             assert "sk-wrong" not in (await status.inner_text())
-            await section.get_by_label("Server API key").fill(GPU_KEY)
+            await section.get_by_label("Server key").fill(GPU_KEY)
             await section.get_by_role("button", name="Test the server").click()
             await expect(status).to_have_text("✓ gpu-box: the key works; 1 model offered.")
             ids = [p["id"] for p in (await srv.client.get("/api/settings/providers")).json()]

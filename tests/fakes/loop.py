@@ -78,10 +78,13 @@ class HeldProvider(ScriptedProvider):
         self._released.set()
 
     async def stream(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        max_tokens: int | None = None,
     ) -> AsyncIterator[StreamEvent]:
         first = not self.requests
-        async for item in super().stream(messages, tools):
+        async for item in super().stream(messages, tools, max_tokens):
             yield item
             if first and isinstance(item, TextDelta) and not self.holding.is_set():
                 self.holding.set()

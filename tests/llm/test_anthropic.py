@@ -277,6 +277,18 @@ async def test_models_without_thinking_are_not_asked_to_think(
     assert fake_anthropic.requests[0]["max_tokens"] == 8192
 
 
+async def test_a_bounded_call_asks_for_that_many_tokens_and_no_thinking(
+    fake_anthropic: FakeAnthropicServer,
+) -> None:
+    """A compaction's summary is bounded: thinking would need a budget under the bound."""
+    anthropic = AnthropicProvider(
+        "claude-haiku-4-5", KEY, fake_anthropic.base_url, thinking_budget=2048
+    )
+    await collect(anthropic.stream(HELLO, [], max_tokens=300))
+    assert fake_anthropic.requests[0]["max_tokens"] == 300
+    assert "thinking" not in fake_anthropic.requests[0]
+
+
 async def test_stream_closed_before_the_end(fake_anthropic: FakeAnthropicServer) -> None:
     fake_anthropic.enqueue(message([text("Half an answer")], stop_after=4))
     error = await failure(fake_anthropic)

@@ -358,3 +358,13 @@ async def test_a_context_over_the_window_is_named_so_it_can_be_compacted(
     assert first.code == second.code == CONTEXT_TOO_LONG
     assert not first.retryable and "maximum context length is 8192" in first.message
     assert other.code == ""
+
+
+async def test_a_bounded_call_says_so_in_the_request() -> None:
+    """A compaction's summary call: `max_tokens`, the name every OpenAI-compatible server
+    knows (OpenAI's own API gets `max_completion_tokens`)."""
+    with FakeOpenAIServer() as srv:
+        provider = OpenAICompatProvider("fake-model", "k", srv.base_url)
+        await collect(provider.stream([Message("user", "sum up")], [], max_tokens=120))
+        assert srv.requests[0]["max_tokens"] == 120
+        assert "max_completion_tokens" not in srv.requests[0]

@@ -312,7 +312,10 @@ class LazyProvider:
         self.name = "lazy"
 
     async def stream(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        max_tokens: int | None = None,
     ) -> AsyncIterator[StreamEvent]:
         if self._provider is None:
             try:
@@ -321,5 +324,5 @@ class LazyProvider:
                 raise
             except ValueError as exc:
                 raise ModelError(str(exc)) from exc
-        async for item in self._provider.stream(messages, tools):
+        async for item in self._provider.stream(messages, tools, max_tokens):
             yield item

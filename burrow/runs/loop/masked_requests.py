@@ -36,13 +36,16 @@ class MaskedProvider:
         self._masked: dict[int, tuple[Message, Message]] = {}
 
     async def stream(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        max_tokens: int | None = None,
     ) -> AsyncIterator[StreamEvent]:
         mask = await self._mask()
         if mask:  # no secrets: the request goes as it is, at no cost
             messages = self._messages(messages, mask)
             tools = [masked_tool(t, mask) for t in tools]
-        stream = self._inner.stream(messages, tools)
+        stream = self._inner.stream(messages, tools, max_tokens)
         async with contextlib.aclosing(stream):  # type: ignore[type-var]
             async for item in stream:
                 yield item

@@ -26,6 +26,7 @@ export function ModelServersSection({ isAdmin }: { isAdmin: boolean }) {
   const [apiKey, setApiKey] = useState("");
   const [status, setStatus] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const [adding, setAdding] = useState(false);
 
   const reload = () =>
     api.providers().then(
@@ -68,6 +69,7 @@ export function ModelServersSection({ isAdmin }: { isAdmin: boolean }) {
       setBaseUrl("");
       setApiKey("");
       setPreset("");
+      setAdding(false);
       return `Saved: choose its models as ${saved.id ?? saved.provider}:<model>.`;
     });
 
@@ -111,7 +113,12 @@ export function ModelServersSection({ isAdmin }: { isAdmin: boolean }) {
           ))}
         </ul>
       )}
-      {isAdmin && (
+      {isAdmin && !adding && (
+        <button type="button" onClick={() => setAdding(true)}>
+          Add a model server…
+        </button>
+      )}
+      {isAdmin && adding && (
         <form
           className="model-server-form"
           aria-label="Add a model server"
@@ -121,7 +128,7 @@ export function ModelServersSection({ isAdmin }: { isAdmin: boolean }) {
           }}
         >
           <label>
-            Name
+            Server name
             <input
               value={name}
               onChange={(e) => setName(e.target.value)}
@@ -133,7 +140,7 @@ export function ModelServersSection({ isAdmin }: { isAdmin: boolean }) {
             />
           </label>
           <label>
-            Kind
+            Server kind
             <select
               value={preset}
               onChange={(e) => {
@@ -151,7 +158,7 @@ export function ModelServersSection({ isAdmin }: { isAdmin: boolean }) {
             </select>
           </label>
           <label>
-            Server base URL
+            Server address
             <input
               value={baseUrl}
               onChange={(e) => setBaseUrl(e.target.value)}
@@ -162,7 +169,7 @@ export function ModelServersSection({ isAdmin }: { isAdmin: boolean }) {
             />
           </label>
           <label>
-            Server API key
+            Server key
             <input
               type="password"
               value={apiKey}
@@ -172,6 +179,9 @@ export function ModelServersSection({ isAdmin }: { isAdmin: boolean }) {
             />
           </label>
           <div className="actions">
+            <button type="button" disabled={busy} onClick={() => setAdding(false)}>
+              Cancel
+            </button>
             <button type="button" disabled={busy || !name.trim() || !baseUrl.trim()} onClick={() => void test()}>
               Test the server
             </button>

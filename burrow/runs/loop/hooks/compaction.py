@@ -30,6 +30,7 @@ address the user; write only the summary."""
 
 TRANSCRIPT_SHARE = 0.5  # of the window, for the transcript sent to the summary call
 SUMMARY_SHARE = 0.15  # of the room, at most, for the summary kept in the context
+SUMMARY_TOKEN_SLACK = 1.25  # the summary call's bound over that share: tokenizers differ
 MESSAGE_CHARS = 4_000  # of each message in the transcript (tool outputs: head and tail)
 
 
@@ -119,7 +120,10 @@ async def summarize(
     ]
     text: list[str] = []
     usage = Usage()
-    stream = provider.stream(request, [])
+    # Bounded as it is cut below (with room for a tokenizer that counts more than chars/4):
+    # an unbounded call wrote until the server's own limit, for text then thrown away.
+    bound = max(64, int(room * SUMMARY_SHARE * SUMMARY_TOKEN_SLACK))
+    stream = provider.stream(request, [], bound)
     async with contextlib.aclosing(stream):  # type: ignore[type-var]
         async for item in stream:
             if isinstance(item, TextDelta):
