@@ -13,6 +13,7 @@ import fcntl
 import os
 import re
 import struct
+import time
 from pathlib import Path
 
 MOUNTINFO = Path("/proc/self/mountinfo")
@@ -37,7 +38,13 @@ def bind(source: Path, target: Path) -> None:
 
 
 class LoopUnsupported(OSError):
-    """This kernel has no LOOP_CONFIGURE (before 5.8): mount(8) attaches the file instead."""
+    """No loop device could be attached here: this kernel has no LOOP_CONFIGURE (before
+    5.8), or every free device stayed busy (others being set up or released at once);
+    mount(8), with its own retries, attaches the file instead."""
+
+
+BUSY_TRIES = 20  # LOOP_CTL_GET_FREE can name a device another start is taking, or one
+BUSY_PAUSE = 0.002  # still being released (autoclear): retried, a little later each time
 
 
 def loop_mount(image: Path, target: Path, fstype: str = "ext4") -> None:
@@ -46,7 +53,7 @@ def loop_mount(image: Path, target: Path, fstype: str = "ext4") -> None:
     and its probing (~12 ms against ~1 ms here). The caller makes sure no loop device holds
     `image` already: two mounts of one file system would corrupt it."""
     flags = MS_NOSUID | MS_NODEV | MS_NOATIME
-    for _ in range(8):  # another process may take the free device between the two calls
+    for attempt in range(BUSY_TRIES):
         control = os.open("/dev/loop-control", os.O_RDWR | os.O_CLOEXEC)
         try:
             number = fcntl.ioctl(control, LOOP_CTL_GET_FREE)
@@ -62,6 +69,7 @@ def loop_mount(image: Path, target: Path, fstype: str = "ext4") -> None:
                 fcntl.ioctl(loop, LOOP_CONFIGURE, config)
             except OSError as exc:
                 if exc.errno == errno.EBUSY:
+                    time.sleep(BUSY_PAUSE * (attempt + 1))
                     continue
                 if exc.errno in (errno.ENOTTY, errno.EINVAL):
                     raise LoopUnsupported(exc.errno, "LOOP_CONFIGURE", device) from exc
@@ -69,14 +77,12 @@ def loop_mount(image: Path, target: Path, fstype: str = "ext4") -> None:
             finally:
                 os.close(backing)
             # The file system keeps the device; with AUTOCLEAR it detaches at the unmount.
-            _check(
-                _libc.mount(device.encode(), str(target).encode(), fstype.encode(), flags, None),
-                target,
-            )
+            made = _libc.mount(device.encode(), str(target).encode(), fstype.encode(), flags, None)
+            _check(made, target)
             return
         finally:
             os.close(loop)
-    raise OSError(errno.EBUSY, "no free loop device", str(image))
+    raise LoopUnsupported(errno.EBUSY, "every free loop device stayed busy", str(image))
 
 
 def umount(target: str) -> None:
