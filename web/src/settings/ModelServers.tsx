@@ -3,6 +3,7 @@
 import { useEffect, useState } from "react";
 import { api, errorMessage, type ProviderSettings } from "../api/client";
 import { CHOICES } from "./ConnectModel";
+import { ErrorLine, useAction } from "./useAction";
 
 const PRESETS = CHOICES.filter((c) => c.preset);
 const BUILTIN = new Set(["openai", "anthropic"]);
@@ -19,13 +20,12 @@ function seen(p: ProviderSettings): string {
 
 export function ModelServersSection({ isAdmin }: { isAdmin: boolean }) {
   const [servers, setServers] = useState<ProviderSettings[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
   const [name, setName] = useState("");
   const [preset, setPreset] = useState("");
   const [baseUrl, setBaseUrl] = useState("");
   const [apiKey, setApiKey] = useState("");
   const [status, setStatus] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, act: run } = useAction();
   const [adding, setAdding] = useState(false);
 
   const reload = () =>
@@ -41,17 +41,10 @@ export function ModelServersSection({ isAdmin }: { isAdmin: boolean }) {
     ...(preset ? { preset } : {}),
   });
 
+  /** One action at a time (useAction); what it did, in words, as the section's status. */
   const act = async (what: () => Promise<string>) => {
-    setBusy(true);
-    setError(null);
     setStatus(null);
-    try {
-      setStatus(await what());
-    } catch (e) {
-      setError(errorMessage(e));
-    } finally {
-      setBusy(false);
-    }
+    await run(async () => setStatus(await what()));
   };
 
   const test = () =>
@@ -87,11 +80,7 @@ export function ModelServersSection({ isAdmin }: { isAdmin: boolean }) {
         OpenAI-compatible servers besides the one above, each with its own address and key. A server
         named <code>gpu-box</code> offers its models as <code>gpu-box:&lt;model&gt;</code>.
       </p>
-      {error && (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorLine error={error} />
       {servers && servers.length === 0 && <p className="muted">No other model servers.</p>}
       {servers && servers.length > 0 && (
         <ul className="model-server-list" aria-label="Model servers">
