@@ -191,9 +191,11 @@ class RunAssembly:
         instructions = ProjectInstructions(bare)
         hooks: list[Hook] = [
             *allowlist,
+            # Before the hooks that read the sandbox (AGENTS.md, skills): the take runs
+            # beside them, and the first tool call waits for what is left of it.
+            CheckpointAtStart(self._checkpoints, _checkpoint_failed),
             SystemPrompt(system_prompt),
             instructions,
-            CheckpointAtStart(self._checkpoints, _checkpoint_failed),
             Approvals(self._approvals),
             PreviewOpened(),
             LoopGuard(),  # fresh for each run: it counts per run

@@ -1,8 +1,9 @@
 """The shell script that drives a workspace's checkpoint store with git, inside the sandbox.
 
-Its operations (take, list, tree, diff, restore, prune, export, import, revert) are called
-by checkpoints.py, one at a time per store; exit 3 means "no such checkpoint", 4 "no such
-path".
+Its operations (take, seal, list, tree, diff, restore, prune, export, import, revert) are
+called by checkpoints.py, one at a time per store; exit 3 means "no such checkpoint", 4 "no
+such path". A take is two: `take` captures the workspace into the index and leaves the
+checkpoint pending, `seal` commits it (every operation first seals one left pending).
 """
 
 # One script, run with `sh -c SCRIPT sh <workspace> <max KiB> <op> <args...>`.
@@ -48,69 +49,95 @@ added() {  # $1 a tree, $2 the newest checkpoint's: the bytes on disk of the obj
     | awk '{s += $1} END {print s + 0}'
 }
 # A snapshot reads what changed since the last one, not all there is. Each walk leaves a
-# mark timed 1 s before it began (walk0 or walk1, named in `mark` with the size bound it
-# walked with); the next walk hands git only the files whose ctime is newer. ctime is set
-# by the kernel on every write, chmod, rename and utime (an mtime put back still moves it),
-# and the second covers a change in the same clock tick as the mark, as git's racy rule
-# does. Every other file is as the index has it. Creating, removing or renaming an entry
-# changes its folder: only then are the walk's paths and the index's compared, for what was
-# deleted and for files that came in with an old ctime (a folder moved in). No mark (a new
-# store, an import, a lost index): a whole walk, where git's index is the stat cache.
-# Sets `tree`, the workspace's tree.
-snapshot() {
-  store
-  mark= at=; read -r mark at 2>/dev/null < "$GIT_DIR/mark" || true
-  case $mark in 0|1) ;; *) mark= ;; esac
-  # Another size bound: a file the walk before kept may be over this one.
-  [ "$at" = "$maxk" ] && [ -f "$GIT_DIR/walk$mark" ] && [ -f "$GIT_DIR/index" ] || mark=
-  next=$(( ${mark:-1} ^ 1 ))
-  touch -d '1 second ago' "$GIT_DIR/walk$next"
-  # A mark later than now (the clock set back, or planted) says nothing: walk everything.
-  [ -z "$mark" ] || [ ! "$GIT_DIR/walk$mark" -nt "$GIT_DIR/walk$next" ] || mark=
-  if [ -n "$mark" ]; then set -- -cnewer "$GIT_DIR/walk$mark"; else set --; fi
-  find . \( -path ./.burrow/outputs -o -path ./.burrow/services \
+# mark (the second before it began, by the sandbox's own clock: the ctime find reads of a
+# file written just before it, and the size bound it walked with); the next walk hands git
+# only the files whose ctime is newer. ctime is set by the kernel on every write, chmod,
+# rename and utime (an mtime put back still moves it), and the second covers a change in
+# the same clock tick as the mark, as git's racy rule does. Every other file is as the
+# index has it. Creating, removing or renaming an entry changes its folder: only then are
+# the walk's paths and the index's compared, for what was deleted and for files that came
+# in with an old ctime (a folder moved in). No mark (a new store, an import, a lost index):
+# a whole walk, where git's index is the stat cache. `snapshot` sets `tree`, the
+# workspace's tree: after it, nothing done to the workspace changes what the tree holds,
+# and git no longer reads the workspace (writing an index, as write-tree does, re-reads
+# files changed in the index's second: so that is done before, never beside, a tool).
+walk() {  # $@ find's test of a changed entry, or nothing (every entry)
+  : > "$GIT_DIR/clock"
+  find ./.burrow/checkpoints/clock . \
+      \( -path ./.burrow/checkpoints/clock -fprintf "$GIT_DIR/now" '%C@\n' \) \
+    -o \( -path ./.burrow/outputs -o -path ./.burrow/services \
       -o -path ./.burrow/services.json -o -path ./.burrow/checkpoints -o -name .git \) -prune \
     -o -type d "$@" -fprintf "$GIT_DIR/folders" '%P\0' \
     -o -type f -size +"$maxk"k \( -fprintf "$GIT_DIR/skipped" '%P\0' \
       "$@" -fprintf "$GIT_DIR/grown" '%P\0' -o -true \) \
     -o \( -type f -o -type l \) -fprintf "$GIT_DIR/listed" '%P\0' \
-      "$@" -fprintf "$GIT_DIR/changed" '%P\0'
+      -fprintf "$GIT_DIR/paths" '%P\0' "$@" -fprintf "$GIT_DIR/changed" '%P\0'
+  now=; read -r now 2>/dev/null < "$GIT_DIR/now" || true
+  frac=${now#*.} now=${now%%.*}
+  case $now in ''|*[!0-9]*) now=0 ;; esac
+  case $frac in ''|*[!0-9]*) frac=0 ;; esac
+}
+compare() {  # path by path, what one update-index could not take (a file become a socket),
+  # or a git older than 2.17
+  sort -z -o "$GIT_DIR/listed" "$GIT_DIR/listed"
+  git ls-files -z > "$GIT_DIR/indexed"
+  comm -z -23 "$GIT_DIR/indexed" "$GIT_DIR/listed" > "$GIT_DIR/gone"
+  comm -z -13 "$GIT_DIR/indexed" "$GIT_DIR/listed" > "$GIT_DIR/came"
+  [ ! -s "$GIT_DIR/gone" ] || git update-index --force-remove -z --stdin < "$GIT_DIR/gone"
+  [ ! -s "$GIT_DIR/came" ] || git update-index --add --replace -z --stdin < "$GIT_DIR/came"
+  [ ! -s "$GIT_DIR/changed" ] \
+    || git update-index --add --remove --replace -z --stdin < "$GIT_DIR/changed"
+}
+capture() {
+  store
+  mark= at=; read -r mark at 2>/dev/null < "$GIT_DIR/mark" || true
+  case $mark in ''|*[!0-9.]*|*.*.*) mark= ;; esac
+  # Another size bound: a file the walk before kept may be over this one.
+  [ "$at" = "$maxk" ] && [ -f "$GIT_DIR/index" ] || mark=
+  if [ -n "$mark" ]; then
+    walk -newerct "@$mark"
+    # A mark not before this walk's second (the clock set back, or planted) says nothing.
+    [ "${mark%%.*}" -lt "$now" ] || { mark=; walk; }
+  else
+    walk
+  fi
   updated=
-  if [ -s "$GIT_DIR/changed" ]; then
-    # Written even when nothing differs: git re-reads every file whose mtime is not older
-    # than the index's second (its racy rule), at each index write until one is written a
-    # later second; an index left from the second its files were written would have the
-    # next change read them all again. (--force-write-index is git 2.17's.)
-    git update-index --add --remove --replace --force-write-index -z --stdin \
-        < "$GIT_DIR/changed" 2>/dev/null \
-      || git update-index --add --remove --replace -z --stdin < "$GIT_DIR/changed"
-    updated=1
-  fi
-  if [ -z "$mark" ] || [ -s "$GIT_DIR/folders" ]; then
-    sort -z -o "$GIT_DIR/listed" "$GIT_DIR/listed"
-    git ls-files -z > "$GIT_DIR/indexed"
-    comm -z -23 "$GIT_DIR/indexed" "$GIT_DIR/listed" > "$GIT_DIR/gone"
-    comm -z -13 "$GIT_DIR/indexed" "$GIT_DIR/listed" > "$GIT_DIR/came"
-    # A file made is in the index by now (its ctime is new): most often both are empty.
-    if [ -s "$GIT_DIR/gone" ]; then
-      git update-index --force-remove -z --stdin < "$GIT_DIR/gone"
-      updated=1
-    fi
-    if [ -s "$GIT_DIR/came" ]; then
-      git update-index --add --replace -z --stdin < "$GIT_DIR/came"
-      updated=1
-    fi
-  fi
   if [ -s "$GIT_DIR/grown" ]; then  # over the bound since the walk before: out of the index
     git update-index --force-remove -z --stdin < "$GIT_DIR/grown"
     updated=1
   fi
+  if [ -z "$mark" ] || [ -s "$GIT_DIR/folders" ]; then
+    # An entry made, removed or renamed: every path the walk found and every path the index
+    # has. --remove drops what is gone, --add takes what came in with an old ctime (a
+    # folder moved in), and the rest is as the index has it.
+    git ls-files -z >> "$GIT_DIR/paths"
+    set -- "$GIT_DIR/paths"
+  else
+    set -- "$GIT_DIR/changed"
+  fi
+  if [ -s "$1" ]; then
+    # Written even when nothing differs: git re-reads every file whose mtime is not older
+    # than the index's second (its racy rule), at each index write until one is written a
+    # later second; an index left from the second its files were written would have the
+    # next change read them all again. (--force-write-index is git 2.17's.)
+    git update-index --add --remove --replace --force-write-index -z --stdin < "$1" \
+        2>/dev/null || compare
+    updated=1
+  fi
+  # The tree the last snapshot wrote holds for an index left as it was.
+  [ -z "$updated" ] || : > "$GIT_DIR/tree"
+  if [ "$now" -gt 0 ]; then echo "$(( now - 1 )).$frac $maxk"; fi > "$GIT_DIR/mark"
+}
+index_tree() {
   # The index as the last snapshot left it (restore, revert and import forget that tree).
   tree=; read -r tree 2>/dev/null < "$GIT_DIR/tree" || true
   case $tree in *[!0-9a-f]*) tree= ;; esac
-  [ -z "$updated" ] && [ -n "$tree" ] || tree=$(git write-tree)
+  [ -n "$tree" ] || tree=$(git write-tree)
   echo "$tree" > "$GIT_DIR/tree"
-  echo "$next $maxk" > "$GIT_DIR/mark"
+}
+snapshot() {
+  capture
+  index_tree
 }
 newest() {  # the newest checkpoint's tree, if any: kept by each commit, asked of git if not
   t=; read -r t 2>/dev/null < "$GIT_DIR/newest" || true
@@ -123,9 +150,8 @@ checkpoints() {  # how many there are (loose refs: only update-ref and commit wr
   set -- "$GIT_DIR"/refs/checkpoints/*
   if [ -e "$1" ]; then echo $#; else echo 0; fi
 }
-commit() {  # $1 id, $2 subject (time and run), $3 the newest checkpoint's tree; the subject
-  # gains the bytes it added, which are printed
-  snapshot
+commit() {  # $1 id, $2 subject (time and run), $3 the newest checkpoint's tree: `tree`
+  # committed; the subject gains the bytes it added, which are printed
   bytes=$(added "$tree" "$3")
   c=$(git commit-tree -m "$2 $bytes" "$tree")
   # A new ref, so a loose ref file is all update-ref would write (one process fewer).
@@ -135,14 +161,26 @@ commit() {  # $1 id, $2 subject (time and run), $3 the newest checkpoint's tree;
   echo $(( $(stored) + bytes )) > "$GIT_DIR/size"
   echo "$bytes"
 }
+settle() {  # commits the checkpoint a take left pending, if any: the bytes it added
+  id= tree= subject=; read -r id tree subject 2>/dev/null < "$GIT_DIR/pending" || return 0
+  : > "$GIT_DIR/pending"  # first: one that cannot be committed is lost, not retried forever
+  case ${id#ck_} in "$id"|''|*[!0-9a-f]*) return 0 ;; esac  # not one Burrow wrote
+  case $tree in ''|*[!0-9a-f]*) return 0 ;; esac
+  commit "$id" "$subject" "$(newest)"
+}
+[ "$op" = seal ] || settle > /dev/null
 case $op in
-  take)  # $3 the most checkpoints, $4 the most bytes (0: no bound): the bytes it added, the
-    # store's bytes, and past a bound what pruning needs, the checkpoints
-    store
-    commit "$1" "$2" "$(newest)"
+  take)  # $1 id, $2 subject: the workspace captured (its tree written), the commit pending
+    snapshot
+    echo "$1 $tree $2" > "$GIT_DIR/pending" ;;
+  seal)  # $1 the most checkpoints, $2 the most bytes (0: no bound): the bytes the pending
+    # take added, the store's bytes, and past a bound what pruning needs, the checkpoints
+    [ -s "$GIT_DIR/pending" ] || exit 3
+    bytes=$(settle)
     n=$(stored)
+    echo "$bytes"
     echo "$n"
-    if [ $(( $3 && $(checkpoints) > $3 )) = 1 ] || [ $(( $4 && n > $4 )) = 1 ]; then
+    if [ $(( $1 && $(checkpoints) > $1 )) = 1 ] || [ $(( $2 && n > $2 )) = 1 ]; then
       git for-each-ref --format='%(refname:lstrip=2) %(subject)' refs/checkpoints/
     fi ;;
   list)
@@ -161,6 +199,7 @@ case $op in
     esac ;;
   restore)  # $1 target id, $2 undo id, $3 undo subject
     git rev-parse -q --verify "refs/checkpoints/$1^{tree}" >/dev/null || exit 3
+    snapshot
     commit "$2" "$3" "$(newest)" >/dev/null
     rm -f "$GIT_DIR/tree"
     git read-tree --reset -u "refs/checkpoints/$1^{tree}" ;;
@@ -188,6 +227,7 @@ case $op in
     rm -f "$GIT_DIR/mark" "$GIT_DIR/tree" ;;  # the index is the bundle's: walk it all next
   revert)  # $1 target id, $2 undo id, $3 undo subject, $4 path
     git rev-parse -q --verify "refs/checkpoints/$1^{tree}" >/dev/null || exit 3
+    snapshot
     commit "$2" "$3" "$(newest)" >/dev/null
     rm -f "$GIT_DIR/tree"
     if [ -n "$(git ls-tree -r --name-only "refs/checkpoints/$1" -- "$4")" ]; then

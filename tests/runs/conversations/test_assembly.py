@@ -101,9 +101,9 @@ async def test_a_run_has_every_hook_in_its_order(world: dict[str, Any]) -> None:
         run, budget = await built.build(cid, "r_1", ModelContext(), feed)
     assert hook_names(run) == [
         "Subagents",  # first: a task call is routed before anyone reviews it as a tool
+        "CheckpointAtStart",  # before the hooks that read the sandbox: the take runs beside them
         "SystemPrompt",
         "ProjectInstructions",
-        "CheckpointAtStart",
         "Approvals",
         "PreviewOpened",
         "LoopGuard",
