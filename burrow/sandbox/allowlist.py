@@ -59,5 +59,13 @@ class DomainAllowlist:
             return True
         return any(name.endswith(suffix) for suffix in self.suffixes)
 
+    def narrowed(self, to: DomainAllowlist) -> DomainAllowlist:
+        """The names both lists allow: a sandbox asking for `to` on a host with this one."""
+        exact = {n for n in to.exact if self.allows(n)} | {n for n in self.exact if to.allows(n)}
+        # Names under both suffixes end with the longer one, when one ends with the other.
+        suffixes = {s for s in to.suffixes if any(s.endswith(h) for h in self.suffixes)}
+        suffixes |= {h for h in self.suffixes if any(h.endswith(s) for s in to.suffixes)}
+        return DomainAllowlist(frozenset(exact), frozenset(suffixes))
+
     def entries(self) -> list[str]:
         return sorted(self.exact) + sorted("*" + suffix for suffix in self.suffixes)

@@ -14,6 +14,8 @@ from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from burrow.sandbox.allowlist import DomainAllowlist
+
 NetworkPolicy = Literal["none", "egress"]
 """`none`: loopback only; `egress`: outbound to public addresses (or through an allowlist)."""
 
@@ -289,16 +291,26 @@ class Backend(Protocol):
     name: str
     capabilities: Capabilities
 
-    async def create(self, sandbox_id: str, *, network: NetworkPolicy | None = None) -> Sandbox:
+    async def create(
+        self,
+        sandbox_id: str,
+        *,
+        network: NetworkPolicy | None = None,
+        allow_domains: DomainAllowlist | None = None,
+    ) -> Sandbox:
         """Start (or restart) the sandbox for `sandbox_id` and return it once ready, with
-        the network policy `network` (None: the backend's default).
+        the network policy `network` (None: the backend's default); `allow_domains` narrows
+        its egress to those names (and to the backend's own list, if it has one): a list
+        nothing is left of gives it no network.
 
         Raises SandboxError(BOOT_FAILED) with the reason when it cannot start; never falls
         back to the host.
         """
         ...
 
-    def network_plan(self, network: NetworkPolicy | None) -> NetworkPlan:
+    def network_plan(
+        self, network: NetworkPolicy | None, allow_domains: DomainAllowlist | None = None
+    ) -> NetworkPlan:
         """How a sandbox asking for `network` (None: the default) is connected here."""
         ...
 

@@ -147,8 +147,10 @@ class AllowlistProxy:
             raise Refused(
                 403,
                 "Forbidden",
-                f"Burrow's egress proxy refused {host}: it is not in {SETTING} "
-                f"({', '.join(self.allowlist.entries())}). Ask the server's admin to add it.",
+                f"Burrow's egress proxy refused {host}: it is not among the names this "
+                f"sandbox may reach ({', '.join(self.allowlist.entries()) or 'none'}). Ask the "
+                f"server's admin to add it to {SETTING} (a sandbox host's client may narrow "
+                "that list, never widen it).",
             )
         try:
             async with asyncio.timeout(self.limits.connect_seconds):

@@ -593,19 +593,33 @@ class LocalBackend:
                     missing,
                 )
 
-    def network_plan(self, policy: NetworkPolicy | None) -> NetworkPlan:
+    def network_plan(
+        self, policy: NetworkPolicy | None, allow_domains: DomainAllowlist | None = None
+    ) -> NetworkPlan:
         policy = policy or self.network
         if policy == "none":
             return NetworkPlan("none", "no network (loopback only)")
-        if self.allow_domains is not None:
-            allowed = tuple(self.allow_domains.entries())
-            how = f"egress through Burrow's allowlisting proxy only ({', '.join(allowed)})"
-            return NetworkPlan("egress", how, allow_domains=allowed)
+        allowed = self._allowed(allow_domains)
+        if allowed is not None:
+            if not allowed:
+                asked = ", ".join(allow_domains.entries()) if allow_domains else "none"
+                return NetworkPlan(
+                    "none", f"no network: none of the names asked for ({asked}) is allowed here"
+                )
+            entries = tuple(allowed.entries())
+            how = f"egress through Burrow's allowlisting proxy only ({', '.join(entries)})"
+            return NetworkPlan("egress", how, allow_domains=entries)
         missing = egress_unavailable()
         if missing:
             how = f"egress is unavailable: {missing}; the sandbox has no network"
             return NetworkPlan("none", how, degraded=True)
         return NetworkPlan("egress", "egress to public addresses (host and private ranges cut)")
+
+    def _allowed(self, asked: DomainAllowlist | None) -> DomainAllowlist | None:
+        """The names a sandbox's egress is held to (None: any public address)."""
+        if asked is None:
+            return self.allow_domains
+        return asked if self.allow_domains is None else self.allow_domains.narrowed(asked)
 
     def workspace_dir(self, sandbox_id: str) -> Path:
         """Where the sandbox's /workspace lives on the host."""
@@ -616,7 +630,11 @@ class LocalBackend:
         return self._sandboxes.get(sandbox_id)
 
     async def create(
-        self, sandbox_id: str, *, network: NetworkPolicy | None = None
+        self,
+        sandbox_id: str,
+        *,
+        network: NetworkPolicy | None = None,
+        allow_domains: DomainAllowlist | None = None,
     ) -> LocalSandbox:
         workspace_dir = self.workspace_dir(sandbox_id)
         async with self._locks.setdefault(sandbox_id, asyncio.Lock()):
@@ -641,7 +659,7 @@ class LocalBackend:
                     agent_timeout=self.agent_timeout,
                 )
                 self._sandboxes[sandbox_id] = sandbox
-            await sandbox.start(await self._plan(bwrap_bin, network))
+            await sandbox.start(await self._plan(bwrap_bin, network, allow_domains))
             return sandbox
 
     def _disk(self, sandbox_id: str) -> WorkspaceDisk | None:
@@ -678,10 +696,12 @@ class LocalBackend:
             self._ids_known = True
         return self._ids
 
-    async def _plan(self, bwrap_bin: str, policy: NetworkPolicy | None) -> BootPlan:
+    async def _plan(
+        self, bwrap_bin: str, policy: NetworkPolicy | None, allow: DomainAllowlist | None
+    ) -> BootPlan:
         if self._seccomp_filter is None and self.seccomp:
             self._seccomp_filter = seccomp.build_filter()
-        realised = self.network_plan(policy).policy
+        realised = self.network_plan(policy, allow).policy
         ids = self.id_range()
         return BootPlan(
             bwrap=bwrap_bin,
@@ -692,7 +712,7 @@ class LocalBackend:
             limits=self.limits,
             network=realised,
             resolv_conf=network.resolv_conf(self._runtime_path()) if realised == "egress" else None,
-            allowlist=self.allow_domains if realised == "egress" else None,
+            allowlist=self._allowed(allow) if realised == "egress" else None,
             proxy_limits=self.proxy_limits,
             ids=ids,
             setpriv=bwrap.find_setpriv() if ids is not None else "",

@@ -164,7 +164,10 @@ class SandboxHostApp:
 
 def _admitted(hosted: HostedSandbox, headers: dict[bytes, bytes], port: int) -> bool:
     """envd takes the sandbox's access token; another port also its traffic token (what
-    the SDK returns as `traffic_access_token`, for clients that only proxy ports)."""
+    the SDK returns as `traffic_access_token`, for clients that only proxy ports), or none
+    when the sandbox was made with E2B's `allowPublicTraffic`."""
+    if port != ENVD_PORT and hosted.public_traffic:
+        return True
     access = headers.get(b"x-access-token")
     if access is not None and hosted.token_matches(access.decode("latin-1")):
         return True

@@ -13,8 +13,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from burrow.sandbox.backend import NetworkPolicy, SandboxError
+from burrow.sandbox.backend import SandboxError
 from burrow.sandbox_host.keys import ApiKeys
+from burrow.sandbox_host.network_options import NetworkRefused, read_network
 from burrow.sandbox_host.paths import http_status
 from burrow.sandbox_host.registry import (
     HostedSandbox,
@@ -111,11 +112,13 @@ class ControlApi:
                 f"{', '.join(sorted(TEMPLATES))}.",
             )
         timeout = _optional_int(body, "timeout")
-        # A client can only narrow the host's network policy (BURROW_SANDBOX_NETWORK),
-        # never widen it: asking for internet access gets what the operator allows.
-        network: NetworkPolicy | None = None
-        if body.get("allow_internet_access") is False:
-            network = "none"
+        # A client can only narrow the host's network policy (BURROW_SANDBOX_NETWORK and
+        # its allowlist), never widen it: asking for internet access gets what the
+        # operator allows; an option the host cannot honour is refused, never ignored.
+        try:
+            network = read_network(body)
+        except NetworkRefused as exc:
+            raise ApiError(400, "invalid_network", str(exc)) from None
         hosted = await self.registry.create(
             owner,
             template_id=template,

@@ -46,7 +46,7 @@ class PortProxy:
         if not 0 < port <= MAX_PORT:
             await _answer(scope, send, 400, f"Port {port} is not a TCP port.")
             return
-        host = f"localhost:{port}"
+        host = hosted.upstream_host(port)
         upstream, framed = headers.upstream_headers(scope, host, "http")
         forwarded = [(name, value) for name, value in upstream if name not in CREDENTIALS]
         if scope["type"] == "websocket":

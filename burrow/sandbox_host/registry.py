@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from burrow.sandbox.backend import Backend, ErrorCode, NetworkPolicy, Sandbox, SandboxError
 from burrow.sandbox_host import ledger
+from burrow.sandbox_host.network_options import SandboxNetwork, allowlist_of
 from burrow.sandbox_host.processes import ProcessTable
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,9 @@ class HostedSandbox:
     end_at: float
     handle: Sandbox | None  # None: paused since the host started, not booted yet
     auto_pause: bool = False  # at the timeout: pause (E2B's lifecycle autoPause), not kill
+    allow_out: list[str] | None = None  # egress only to these names (E2B network.allowOut)
+    public_traffic: bool = False  # its ports answer without the traffic token
+    host_mask: str | None = None  # the Host its services see (E2B network.maskRequestHost)
     state: State = "running"
     processes: ProcessTable = field(default_factory=ProcessTable)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -97,6 +101,9 @@ class HostedSandbox:
             "started_at": self.started_at,
             "end_at": self.end_at,
             "auto_pause": self.auto_pause,
+            "allow_out": self.allow_out,
+            "public_traffic": self.public_traffic,
+            "host_mask": self.host_mask,
         }
 
     @classmethod
@@ -107,6 +114,12 @@ class HostedSandbox:
         callbacks, self.on_end = self.on_end, []
         for callback in callbacks:
             callback()
+
+    def upstream_host(self, port: int) -> str:
+        """The Host header a service on `port` sees."""
+        if self.host_mask is None:
+            return f"localhost:{port}"
+        return self.host_mask.replace("${PORT}", str(port))
 
     def token_matches(self, presented: str) -> bool:
         return hmac.compare_digest(self.access_token.encode(), presented.encode())
@@ -178,7 +191,7 @@ class Registry:
         timeout: int | None,
         metadata: dict[str, str],
         envs: dict[str, str],
-        network: NetworkPolicy | None,
+        network: SandboxNetwork,
         auto_pause: bool = False,
     ) -> HostedSandbox:
         live = self._count(owner, "running") + self._creating.get(owner, 0)
@@ -190,7 +203,11 @@ class Registry:
         sandbox_id = f"{self._id_prefix}i{secrets.token_hex(10)}"
         self._creating[owner] = self._creating.get(owner, 0) + 1
         try:
-            sandbox = await self.backend.create(sandbox_id, network=network)
+            sandbox = await self.backend.create(
+                sandbox_id,
+                network=network.policy,
+                allow_domains=allowlist_of(network.allow_domains),
+            )
         except BaseException:
             with contextlib.suppress(SandboxError):
                 await self.backend.destroy(sandbox_id)
@@ -206,7 +223,10 @@ class Registry:
             traffic_token=secrets.token_urlsafe(24),
             metadata=metadata,
             envs=envs,
-            network=network or self.backend.network_plan(None).policy,
+            network=network.policy or self.backend.network_plan(None).policy,
+            allow_out=None if network.allow_domains is None else list(network.allow_domains),
+            public_traffic=network.public_traffic,
+            host_mask=network.host_mask,
             started_at=now,
             end_at=now + self.clamp_timeout(timeout),
             handle=sandbox,
@@ -271,7 +291,9 @@ class Registry:
                         f"This API key has {self.limits.max_sandboxes_per_key} running "
                         "sandboxes, the host's cap: kill or pause one before resuming."
                     )
-                hosted.handle = await self.backend.create(sandbox_id, network=hosted.network)
+                hosted.handle = await self.backend.create(
+                    sandbox_id, network=hosted.network, allow_domains=allowlist_of(hosted.allow_out)
+                )
                 hosted.state = "running"
                 hosted.end_at = time.time() + self.clamp_timeout(timeout)
             else:

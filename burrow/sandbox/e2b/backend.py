@@ -15,8 +15,9 @@ import logging
 from typing import Any, Literal
 
 import e2b
-from e2b import AsyncSandbox, SandboxQuery, SandboxState
+from e2b import ALL_TRAFFIC, AsyncSandbox, SandboxNetworkOpts, SandboxQuery, SandboxState
 
+from burrow.sandbox.allowlist import DomainAllowlist
 from burrow.sandbox.backend import (
     Capabilities,
     ErrorCode,
@@ -73,21 +74,35 @@ class E2BBackend:
         self._sandboxes: dict[str, E2BSandbox] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
-    def network_plan(self, network: NetworkPolicy | None) -> NetworkPlan:
-        if (network or self.network) == "none":
-            return NetworkPlan("none", "no internet access (E2B allow_internet_access=false)")
+    def network_plan(
+        self, network: NetworkPolicy | None, allow_domains: DomainAllowlist | None = None
+    ) -> NetworkPlan:
+        if (network or self.network) == "none" or (allow_domains is not None and not allow_domains):
+            return NetworkPlan("none", "no internet access (E2B network.denyOut 0.0.0.0/0)")
+        if allow_domains is not None:
+            entries = tuple(allow_domains.entries())
+            how = f"egress only to {', '.join(entries)} (E2B network.allowOut)"
+            return NetworkPlan("egress", how, allow_domains=entries)
         return NetworkPlan("egress", "internet access as the E2B endpoint allows it")
 
     def get(self, sandbox_id: str) -> E2BSandbox | None:
         return self._sandboxes.get(sandbox_id)
 
-    async def create(self, sandbox_id: str, *, network: NetworkPolicy | None = None) -> E2BSandbox:
+    async def create(
+        self,
+        sandbox_id: str,
+        *,
+        network: NetworkPolicy | None = None,
+        allow_domains: DomainAllowlist | None = None,
+    ) -> E2BSandbox:
         async with self._locks.setdefault(sandbox_id, asyncio.Lock()):
             known = self._sandboxes.get(sandbox_id)
             if known is not None and known.status == "ready":
                 return known
             try:
-                remote = await self._connect_or_create(sandbox_id, network)
+                remote = await self._connect_or_create(
+                    sandbox_id, self.network_plan(network, allow_domains)
+                )
                 workspace = (
                     self.workspace or (known.workspace if known else "") or await _home(remote)
                 )
@@ -99,9 +114,7 @@ class E2BBackend:
             self._sandboxes[sandbox_id] = sandbox
             return sandbox
 
-    async def _connect_or_create(
-        self, sandbox_id: str, network: NetworkPolicy | None
-    ) -> AsyncSandbox:
+    async def _connect_or_create(self, sandbox_id: str, plan: NetworkPlan) -> AsyncSandbox:
         found = await self._find(sandbox_id)
         if found is not None:
             try:
@@ -118,7 +131,9 @@ class E2BBackend:
                 self.template,
                 timeout=self.timeout,
                 metadata={METADATA_KEY: sandbox_id},
-                allow_internet_access=self.network_plan(network).policy == "egress",
+                # Said both ways: an endpoint that reads only one of them still closes it.
+                allow_internet_access=plan.policy == "egress",
+                network=_network_options(plan),
                 # Past its timeout (a server gone, say) it pauses, files kept, not killed.
                 lifecycle={"on_timeout": "pause"},
                 **self._api,
@@ -223,3 +238,11 @@ def _gone(error: SandboxError) -> bool:
     """The endpoint says that remote sandbox does not exist (killed, or never there) — not
     that it could not be reached."""
     return isinstance(error.__cause__, (e2b.SandboxNotFoundException, e2b.NotFoundException))
+
+
+def _network_options(plan: NetworkPlan) -> SandboxNetworkOpts | None:
+    if plan.policy == "none":
+        return {"deny_out": [ALL_TRAFFIC]}
+    if plan.allow_domains:
+        return {"allow_out": list(plan.allow_domains), "deny_out": [ALL_TRAFFIC]}
+    return None
