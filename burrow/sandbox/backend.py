@@ -114,6 +114,10 @@ class FileEntry:
     kind: Literal["file", "dir", "symlink", "other"]
     size: int
     mtime: float
+    mode: int = 0  # permission bits (0o644)
+    owner: str = ""  # user and group names, as the sandbox knows them
+    group: str = ""
+    target: str | None = None  # stat of a symlink: the target's workspace-relative path
 
 
 @dataclass

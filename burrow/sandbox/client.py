@@ -430,6 +430,10 @@ def _entry(raw: object) -> FileEntry:
             kind=raw["kind"],
             size=int(raw["size"]),
             mtime=float(raw["mtime"]),
+            mode=int(raw.get("mode", 0)),
+            owner=str(raw.get("owner", "")),
+            group=str(raw.get("group", "")),
+            target=None if raw.get("target") is None else str(raw["target"]),
         )
     except (KeyError, TypeError, ValueError):
         raise _malformed({"entry": raw}, "entry") from None

@@ -23,7 +23,7 @@ from connectrpc.errors import ConnectError
 from e2b.envd.filesystem.filesystem_connect import FilesystemASGIApplication
 from e2b.envd.process.process_connect import ProcessASGIApplication
 from starlette.applications import Starlette
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from burrow.sandbox.backend import Backend
 from burrow.sandbox_host.control_api import ControlApi
@@ -124,9 +124,9 @@ class SandboxHostApp:
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 4404})
         elif scope["path"].startswith("/process.Process/"):
-            await self.process_rpc(scope, receive, send)
+            await _cut_when_gone(hosted, self.process_rpc, scope, receive, send)
         elif scope["path"].startswith("/filesystem.Filesystem/"):
-            await self.filesystem_rpc(scope, receive, send)
+            await _cut_when_gone(hosted, self.filesystem_rpc, scope, receive, send)
         else:
             await self.envd(scope, receive, send)
 
@@ -160,6 +160,31 @@ class SandboxHostApp:
                 await self.backend.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+class _Cut(Exception):
+    pass
+
+
+async def _cut_when_gone(
+    hosted: HostedSandbox, app: Any, scope: Scope, receive: Receive, send: Send
+) -> None:
+    """An envd call whose sandbox is killed or paused meanwhile sends nothing more, not even
+    the end of its stream: the server drops the connection, as a VM's would be dropped. The
+    SDK then asks whether the sandbox runs and says that it was killed (where an end event
+    would have read as the command exiting -1)."""
+
+    async def guarded(message: Message) -> None:
+        if hosted.cut:
+            raise _Cut
+        await send(message)
+
+    try:
+        await app(scope, receive, guarded)
+    except Exception:
+        if not hosted.cut:
+            raise
+        # Returning with the body unfinished: the server closes the connection.
 
 
 def _admitted(hosted: HostedSandbox, headers: dict[bytes, bytes], port: int) -> bool:

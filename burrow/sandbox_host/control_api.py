@@ -5,6 +5,7 @@ of another key answers 404, as a missing one does. Errors are E2B's `{code, mess
 
 from __future__ import annotations
 
+import base64
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -28,6 +29,7 @@ from burrow.sandbox_host.registry import (
 ENVD_VERSION = "0.5.7"  # the envd feature level served (see docs/sandbox-host.md)
 TEMPLATES = {"base"}  # one environment: the host's base system, read-only, plus /workspace
 MAX_BODY_BYTES = 64 * 1024
+MAX_LISTED = 100  # sandboxes in a page of GET /sandboxes (E2B's most)
 MAX_KEY_CHARS = 256
 MAX_VALUE_CHARS = 4096
 _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
@@ -131,15 +133,39 @@ class ControlApi:
         return JSONResponse(self._created(hosted), status_code=201)
 
     async def list(self, request: Request, owner: str) -> Response:
-        states = {s for s in request.query_params.get("state", "").split(",") if s}
-        wanted = _metadata_filter(request.query_params.get("metadata", ""))
-        listed = [
-            self._listed(s)
-            for s in self.registry.listed(owner)
-            if (not states or s.state in states)
-            and all(s.metadata.get(k) == v for k, v in wanted.items())
-        ]
-        return JSONResponse(listed)
+        """E2B's filters (state, metadata, template, startedAfter), newest first unless
+        `order=asc`, in pages of `limit` (default and most 100) with the next page's
+        cursor in `x-next-token`."""
+        query = request.query_params
+        states = {s for s in query.get("state", "").split(",") if s}
+        wanted = _metadata_filter(query.get("metadata", ""))
+        template = query.get("template")
+        after = _instant(query, "startedAfter")
+        order = query.get("order", "desc")
+        if order not in ("asc", "desc"):
+            raise ApiError(400, "invalid_request", "order must be asc or desc.")
+        limit = _bounded_int(query, "limit", 1, MAX_LISTED, MAX_LISTED)
+        found = sorted(
+            (
+                s
+                for s in self.registry.listed(owner)
+                if (not states or s.state in states)
+                and all(s.metadata.get(k) == v for k, v in wanted.items())
+                and (template is None or s.template_id == template)
+                and (after is None or _micros(s.started_at) >= after)
+            ),
+            key=_cursor,
+            reverse=order == "desc",
+        )
+        token = query.get("nextToken")
+        if token:
+            start = _decode_cursor(token)
+            found = [
+                s for s in found if (_cursor(s) < start if order == "desc" else _cursor(s) > start)
+            ]
+        page, rest = found[:limit], found[limit:]
+        headers = {"x-next-token": _encode_cursor(_cursor(page[-1]))} if rest and page else {}
+        return JSONResponse([self._listed(s) for s in page], headers=headers)
 
     async def get(self, request: Request, owner: str) -> Response:
         hosted = self.registry.owned(owner, request.path_params["sandbox_id"])
@@ -266,6 +292,49 @@ def _metadata_filter(query: str) -> dict[str, str]:
     from urllib.parse import parse_qsl
 
     return dict(parse_qsl(query, keep_blank_values=True))
+
+
+def _micros(timestamp: float) -> int:
+    return round(timestamp * 1_000_000)
+
+
+def _cursor(hosted: HostedSandbox) -> tuple[int, str]:
+    return _micros(hosted.started_at), hosted.sandbox_id
+
+
+def _encode_cursor(cursor: tuple[int, str]) -> str:
+    return base64.urlsafe_b64encode(f"{cursor[0]}:{cursor[1]}".encode()).decode()
+
+
+def _decode_cursor(token: str) -> tuple[int, str]:
+    try:
+        micros, sandbox_id = base64.urlsafe_b64decode(token.encode()).decode().split(":", 1)
+        return int(micros), sandbox_id
+    except (ValueError, UnicodeError):
+        raise ApiError(400, "invalid_request", "nextToken is not one this host gave.") from None
+
+
+def _instant(query: Any, name: str) -> int | None:
+    """An RFC 3339 time parameter, in microseconds since the epoch."""
+    raw = query.get(name)
+    if raw is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        raise ApiError(400, "invalid_request", f"{name} must be an RFC 3339 time.") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return _micros(moment.timestamp())
+
+
+def _bounded_int(query: Any, name: str, low: int, high: int, default: int) -> int:
+    raw = query.get(name)
+    if raw is None:
+        return default
+    if not raw.isdigit() or not low <= int(raw) <= high:
+        raise ApiError(400, "invalid_request", f"{name} must be a whole number {low}-{high}.")
+    return int(raw)
 
 
 def _iso(timestamp: float) -> str:

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import posixpath
 import secrets
+import stat
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar, cast
 
@@ -50,6 +51,7 @@ _TYPES = {
     "symlink": pb.FileType.SYMLINK,
     "other": pb.FileType.UNSPECIFIED,
 }
+_FORMATS = {"file": stat.S_IFREG, "dir": stat.S_IFDIR, "symlink": stat.S_IFLNK, "other": 0}
 Snapshot = dict[str, tuple[str, int, float]]
 
 
@@ -85,12 +87,20 @@ def _path(hosted: HostedSandbox, given: str, *, not_root: bool = False) -> str:
 
 def _entry(entry: FileEntry, workspace: str) -> pb.EntryInfo:
     whole = int(entry.mtime)
+    linked: dict[str, Any] = {}
+    if entry.target is not None:  # a link: its target's type, and where it points
+        linked = {"symlink_target": absolute(entry.target, workspace), "is_symlink": True}
     return pb.EntryInfo(
         name=entry.name,
         type=_TYPES[entry.kind],
         path=absolute(entry.path, workspace),
         size=entry.size,
+        mode=entry.mode,
+        permissions=stat.filemode(_FORMATS[entry.kind] | entry.mode),
+        owner=entry.owner,
+        group=entry.group,
         modified_time=Timestamp(seconds=whole, nanos=int((entry.mtime - whole) * 1e9)),
+        **linked,
     )
 
 
@@ -242,8 +252,7 @@ class FilesystemService(Filesystem):
     ) -> pb.RemoveResponse:
         hosted = _hosted()
         path = _path(hosted, request.path, not_root=True)
-        if not await _exists(hosted.sandbox, path):
-            raise ConnectError(Code.NOT_FOUND, f"{request.path} does not exist.")
+        # A path that is not there is removed already, as envd has it.
         await _run(hosted.sandbox, ["rm", "-rf", "--", path])
         return pb.RemoveResponse()
 

@@ -79,6 +79,7 @@ class HostedSandbox:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     removed: bool = False  # killed (or timed out): streams that watch it end
     on_end: list[Callable[[], None]] = field(default_factory=list)  # run when paused or removed
+    cut: bool = False  # paused or removed: its envd streams are dropped, not ended
 
     @property
     def sandbox(self) -> Sandbox:
@@ -111,6 +112,7 @@ class HostedSandbox:
         return cls(**record, handle=None, state="paused")
 
     def ended(self) -> None:
+        self.cut = True
         callbacks, self.on_end = self.on_end, []
         for callback in callbacks:
             callback()
@@ -169,8 +171,8 @@ class Registry:
                 await self._remove(hosted)
                 continue
             async with hosted.lock:
-                await hosted.processes.kill_all()
                 hosted.ended()
+                await hosted.processes.kill_all()
                 hosted.state, hosted.handle = "paused", None
         self._save()
 
@@ -274,8 +276,8 @@ class Registry:
                     f"This API key has {self.limits.max_paused_per_key} paused sandboxes, the "
                     "host's cap (BURROW_SANDBOX_HOST_MAX_PAUSED): kill one first."
                 )
+            hosted.ended()  # first: its streams are cut, as a VM's would be, not ended
             await hosted.processes.kill_all()
-            hosted.ended()
             await hosted.sandbox.stop()  # hibernation: every process ends, files stay
             hosted.state = "paused"
             self._save()
@@ -294,7 +296,7 @@ class Registry:
                 hosted.handle = await self.backend.create(
                     sandbox_id, network=hosted.network, allow_domains=allowlist_of(hosted.allow_out)
                 )
-                hosted.state = "running"
+                hosted.state, hosted.cut = "running", False
                 hosted.end_at = time.time() + self.clamp_timeout(timeout)
             else:
                 hosted.end_at = max(hosted.end_at, time.time() + self.clamp_timeout(timeout))
@@ -306,8 +308,8 @@ class Registry:
         hosted.removed = True
         self._save()
         async with hosted.lock:
+            hosted.ended()  # first: its streams are cut, as a VM's would be, not ended
             await hosted.processes.kill_all()
-            hosted.ended()
             await self.backend.destroy(hosted.sandbox_id)
 
     async def _reap_forever(self) -> None:

@@ -45,8 +45,29 @@ async def test_filesystem_rpcs(sandbox: AsyncSandbox) -> None:
     assert await sandbox.files.read("src/b.py") == "print(1)\n"
     await sandbox.files.remove("src")
     assert not await sandbox.files.exists("src")
+    await sandbox.files.remove("src")  # gone already: removed, as envd has it
     with pytest.raises(NotFoundException):
-        await sandbox.files.remove("src")
+        await sandbox.files.get_info("src")
+
+
+async def test_entries_carry_their_mode_owner_and_link_target(sandbox: AsyncSandbox) -> None:
+    await sandbox.files.write("d/a.txt", "a")
+    await sandbox.commands.run("chmod 640 d/a.txt && ln -s a.txt d/link && ln -s .. d/up")
+    info = await sandbox.files.get_info("d/a.txt")
+    assert (info.mode, info.permissions) == (0o640, "-rw-r-----")
+    assert info.owner and info.group  # the sandbox's own names (root inside it)
+    folder = await sandbox.files.get_info("d")
+    assert (folder.type, folder.mode, folder.permissions) == (FileType.DIR, 0o755, "drwxr-xr-x")
+    link = await sandbox.files.get_info("d/link")
+    # The target's type with `is_symlink`, as newer envd says it (this SDK: SYMLINK; an
+    # older one, which reads only the type: FILE).
+    assert (link.name, link.path, link.type) == ("link", "/workspace/d/link", FileType.SYMLINK)
+    assert link.symlink_target == "/workspace/d/a.txt"
+    assert (await sandbox.files.get_info("d/up")).symlink_target == "/workspace"
+    # A link out of the workspace is not followed.
+    await sandbox.commands.run("ln -s /etc/passwd d/out")
+    with pytest.raises(SandboxException):
+        await sandbox.files.get_info("d/out")
 
 
 async def test_watching_a_directory(sandbox: AsyncSandbox) -> None:

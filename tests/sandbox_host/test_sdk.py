@@ -18,6 +18,8 @@ from e2b import (
     PtySize,
     Sandbox,
     SandboxInfo,
+    SandboxQuery,
+    TimeoutException,
 )
 
 from tests.sandbox_host.harness import Host
@@ -45,6 +47,44 @@ async def test_create_run_write_read_kill(sdk: Host) -> None:
     finally:
         await sandbox.kill()
     assert sandbox.sandbox_id not in [s.sandbox_id async for s in _all(AsyncSandbox.list())]
+
+
+async def test_a_command_cut_off_by_a_kill_is_not_an_exit(sdk: Host) -> None:
+    """The sandbox killed under a running command: its stream is dropped as a VM's would
+    be, and the SDK (finding the sandbox gone) raises a TimeoutException, not an exit."""
+    sandbox = await AsyncSandbox.create()
+    command = await sandbox.commands.run("sleep 60", background=True)
+    await sandbox.kill()
+    with pytest.raises(TimeoutException):
+        await asyncio.wait_for(command.wait(), 20)
+
+
+async def test_listing_pages_orders_and_filters(sdk: Host) -> None:
+    label = {"suite": f"list-{time.monotonic_ns()}"}
+    made = [await AsyncSandbox.create(metadata=label) for _ in range(3)]
+    try:
+        query = SandboxQuery(metadata=label)
+        pages = AsyncSandbox.list(query=query, limit=2)
+        first = await pages.next_items()
+        assert pages.has_next and pages.next_token
+        second = await pages.next_items()
+        assert not pages.has_next
+        newest_first = [s.sandbox_id for s in made][::-1]
+        assert [s.sandbox_id for s in first + second] == newest_first
+        oldest_first = await AsyncSandbox.list(query=query, order="asc").next_items()
+        assert [s.sandbox_id for s in oldest_first] == newest_first[::-1]
+        started = (await made[1].get_info()).started_at
+        later = await AsyncSandbox.list(
+            query=SandboxQuery(metadata=label, started_after=started)
+        ).next_items()
+        assert {s.sandbox_id for s in later} == {made[1].sandbox_id, made[2].sandbox_id}
+        none = await AsyncSandbox.list(
+            query=SandboxQuery(metadata=label, template="other")
+        ).next_items()
+        assert none == []
+    finally:
+        for sandbox in made:
+            await sandbox.kill()
 
 
 async def test_a_failing_command_raises_with_its_exit_code(sdk: Host) -> None:

@@ -267,6 +267,9 @@ class E2BSandbox:
             kind=_KINDS.get(entry.type, "other") if entry.type else "other",  # type: ignore[arg-type]
             size=entry.size,
             mtime=entry.modified_time.timestamp(),
+            mode=entry.mode,
+            owner=entry.owner,
+            group=entry.group,
         )
 
 

@@ -8,7 +8,9 @@ rather than quietly reaching the sandbox's read-only system view.
 from __future__ import annotations
 
 import errno
+import grp
 import os
+import pwd
 import stat as stat_module
 
 from . import protocol
@@ -88,7 +90,15 @@ class Workspace:
             "kind": kind,
             "size": st.st_size,
             "mtime": st.st_mtime,
+            "mode": stat_module.S_IMODE(st.st_mode),
+            "owner": _name(pwd.getpwuid, st.st_uid),
+            "group": _name(grp.getgrgid, st.st_gid),
         }
+
+    def linked(self, lexical: str, entry: dict[str, Any]) -> dict[str, Any]:
+        """`entry` (of a symlink's target) as the link at `lexical` names it."""
+        rel = self.relative(lexical)
+        return {**entry, "name": os.path.basename(lexical), "path": rel, "target": entry["path"]}
 
     def read(self, header: dict[str, Any]) -> bytes:
         path = header.get("path", "")
@@ -145,6 +155,19 @@ class Workspace:
         real = self.resolve(path)
         try:
             entry = self.entry(real, os.stat(real))
+            # A link (the last part of the path) is named as asked, with its target.
+            lexical = os.path.join(os.path.realpath(os.path.dirname(os.path.join(self.root, path))),
+                                   os.path.basename(os.path.normpath(path)))  # fmt: skip
+            if lexical != real and os.path.islink(lexical) and lexical.startswith(self.root + "/"):
+                entry = self.linked(lexical, entry)
         except OSError as exc:
             raise os_error(exc, path) from None
         return protocol.encode_frame(protocol.STAT_RESULT, entry=entry)
+
+
+def _name(lookup: Any, number: int) -> str:
+    """The user or group name of an id, as the sandbox's own /etc files have it."""
+    try:
+        return str(lookup(number)[0])
+    except KeyError:
+        return str(number)
