@@ -1,5 +1,6 @@
 """An A2A task as a Burrow run: start it in a conversation of the caller's, unattended (a
-call that would ask is refused), and follow the journal to its `run.finished`.
+call that would ask is refused), follow the journal to its `run.finished`, and find it
+again by its id (the run's) to read (`tasks/get`), cancel or resubscribe to it.
 
 The run is watched for at most `BURROW_A2A_TIMEOUT` seconds, then stopped: nobody can
 answer a task that hangs. A client that goes away leaves the run to end on its own, still
@@ -30,6 +31,9 @@ _STATES: dict[str, TaskState] = {
 }  # every other ending (failed, budget_exceeded, ...) is a failed task
 
 
+CANCEL_WAIT_SECONDS = 10.0  # for a canceled run to finish before its task is answered
+
+
 @dataclass
 class Task:
     cid: str
@@ -37,7 +41,80 @@ class Task:
     seq: int  # the user message's: the run's events come after it
 
 
+@dataclass
+class Snapshot:
+    """A task as its journal has it so far."""
+
+    state: TaskState
+    text: str  # the answer so far, or the failure
+    seq: int  # the last event read
+
+
+async def find(svc: Services, user: User, task_id: str) -> Task:
+    """The caller's task by its id; another's answers as a missing one."""
+    found = await svc.conversations.run_start(task_id, user.id) if task_id else None
+    if found is None:
+        raise RpcError(a2a.TASK_NOT_FOUND, f"No task {task_id[:100]}.")
+    cid, started = found
+    return Task(cid, task_id, started - 1)
+
+
+async def snapshot(svc: Services, task: Task) -> Snapshot:
+    state: TaskState = "working"
+    answer, failure, seq = "", "", task.seq
+    async for page in svc.conversations.pages(task.cid, task.seq):
+        for event in page:
+            seq = event.seq
+            if event.run_id != task.run_id:
+                continue
+            if event.type == EventType.ASSISTANT_MESSAGE and event.data["content"]:
+                answer = event.data["content"]
+            elif event.type == EventType.RUN_FINISHED:
+                state = _STATES.get(event.data["status"], "failed")
+                failure = event.data["error"] or event.data["status"]
+                return Snapshot(state, answer if state == "completed" else failure, seq)
+    return Snapshot(state, answer, seq)
+
+
+def as_task(task: Task, now: Snapshot) -> dict[str, Any]:
+    return a2a.task(task.run_id, task.cid, now.state, now.text or None)
+
+
+async def cancel(svc: Services, task: Task) -> dict[str, Any]:
+    """Stops the task's run and answers the task as it ended; a task already ended is
+    TaskNotCancelable."""
+    now = await snapshot(svc, task)
+    if now.state != "working":
+        raise RpcError(a2a.TASK_NOT_CANCELABLE, f"Task {task.run_id} is {now.state}: it ended.")
+    await svc.conversations.interrupt(task.cid)
+    try:
+        async with asyncio.timeout(CANCEL_WAIT_SECONDS):
+            async for update in updates(svc, task, since=now):
+                if update.get("final"):
+                    break
+    except TimeoutError:
+        pass
+    return as_task(task, await snapshot(svc, task))
+
+
 async def start(svc: Services, user: User, message: a2a.Message) -> Task:
+    if message.task_id is not None:
+        # A message to a task continues it, in its context; Burrow's tasks take no more
+        # input once they run (nothing is asked of an unattended run) and none after
+        # they end: a new task in the same context is what goes on.
+        task = await find(svc, user, message.task_id)
+        if message.context_id is not None and message.context_id != task.cid:
+            raise RpcError(
+                a2a.INVALID_PARAMS, f"Task {task.run_id} is not in context {message.context_id}."
+            )
+        now = await snapshot(svc, task)
+        raise RpcError(
+            a2a.INVALID_PARAMS,
+            f"Task {task.run_id} is in terminal state: {now.state}; send the message with "
+            f"contextId {task.cid} and no taskId for a new task."
+            if now.state != "working"
+            else f"Task {task.run_id} is still working: wait for it to end.",
+        )
     text = message.text()
     if not text.strip():
         raise RpcError(a2a.INVALID_PARAMS, "The message has no text part.")
@@ -76,12 +153,15 @@ async def start(svc: Services, user: User, message: a2a.Message) -> Task:
     return Task(cid, run_id, seq)
 
 
-async def updates(svc: Services, task: Task) -> AsyncIterator[dict[str, Any]]:
-    """The task's A2A stream events until the last one (`final: true`)."""
-    answer = ""
+async def updates(
+    svc: Services, task: Task, since: Snapshot | None = None
+) -> AsyncIterator[dict[str, Any]]:
+    """The task's A2A stream events until the last one (`final: true`), from its start or
+    from what `since` read."""
+    answer = since.text if since is not None else ""
     ids = {"taskId": task.run_id, "contextId": task.cid}
     deadline = asyncio.get_running_loop().time() + svc.settings.a2a_timeout
-    batches = svc.conversations.follow(task.cid, task.seq)
+    batches = svc.conversations.follow(task.cid, since.seq if since is not None else task.seq)
     try:
         while True:
             # The bound is on waiting for the journal only, never around a `yield`: a

@@ -203,6 +203,21 @@ class EventStore:
 
         return await self._db.run(fetch)
 
+    async def run_start(self, run_id: str) -> tuple[str, int] | None:
+        """The conversation a run was in and the seq of its run.started, or None (by
+        ix_events_run_started)."""
+        query = (
+            sa.select(events.c.conversation_id, events.c.seq)
+            .where(events.c.run_id == run_id, events.c.type == "run.started")
+            .limit(1)
+        )
+
+        def fetch(conn: sa.Connection) -> tuple[str, int] | None:
+            row = conn.execute(query).first()
+            return None if row is None else (row[0], row[1])
+
+        return await self._db.run(fetch)
+
     async def last_of(self, cids: Sequence[str], types: Sequence[str]) -> dict[str, Event]:
         """Each conversation's latest event of one of `types` (conversations with none are
         left out). One indexed backward scan per conversation, stopping at the first hit."""

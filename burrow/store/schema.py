@@ -72,6 +72,13 @@ events = sa.Table(
     sa.Column("run_id", sa.String(40), nullable=True),
     sa.Column("data", sa.Text, nullable=False),  # JSON text: kept verbatim, never re-encoded
 )
+# A run's conversation, by its id (an A2A task is a run): one row per run.
+sa.Index(
+    "ix_events_run_started",
+    events.c.run_id,
+    sqlite_where=events.c.type == "run.started",
+    postgresql_where=events.c.type == "run.started",
+)
 
 settings = sa.Table(
     "settings",

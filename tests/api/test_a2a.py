@@ -4,6 +4,7 @@ an unattended run refusing what would ask, and `delegate`'s URL policy."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
@@ -173,6 +174,94 @@ async def test_an_inbound_run_refuses_what_would_ask_and_streams(tmp_path: Path)
         assert task["artifacts"][0]["parts"][0]["text"] == "Still here."
 
 
+def _task_call(method: str, task_id: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": "t", "method": method, "params": {"id": task_id}}
+
+
+async def test_a_task_is_got_canceled_and_resubscribed_by_its_id(tmp_path: Path) -> None:
+    model = ScriptedProvider(
+        [ScriptedTurn(text="Done once."), ScriptedTurn(text="never sent " * 50, delay=0.5)]
+    )
+    async with running_server(tmp_path, lambda: model) as srv:
+        token = await _api_token(srv)
+        headers = {"Authorization": f"Bearer {token}"}
+
+        async def call(body: dict[str, Any]) -> dict[str, Any]:
+            response = await srv.client.post("/a2a", json=body, headers=headers)
+            assert response.status_code == 200, response.text
+            answered: dict[str, Any] = response.json()
+            assert answered["jsonrpc"] == "2.0" and answered["id"] == body["id"]
+            return answered
+
+        done = (await call(_rpc("message/send", "once")))["result"]
+        got = (await call(_task_call("tasks/get", done["id"])))["result"]
+        assert (got["id"], got["contextId"]) == (done["id"], done["contextId"])
+        assert got["status"]["state"] == "completed"
+        assert got["artifacts"][0]["parts"][0]["text"] == "Done once."
+        ended = await call(_task_call("tasks/cancel", done["id"]))
+        assert ended["error"]["code"] == -32002  # TaskNotCancelable
+        # An ended task takes no more messages; its context takes a new task.
+        again = await call(_rpc("message/send", "more", taskId=done["id"]))
+        assert again["error"]["code"] == -32602 and "terminal state" in again["error"]["message"]
+        unknown = await call(_rpc("message/send", "more", taskId="r_nope"))
+        assert unknown["error"]["code"] == -32001
+        assert (await call(_task_call("tasks/get", "r_nope")))["error"]["code"] == -32001
+
+        # A resubscribe to an ended task: the task, once, as it ended.
+        async with httpx.AsyncClient(base_url=srv.base_url, timeout=30) as peer:
+            frames = await _frames(peer, _task_call("tasks/resubscribe", done["id"]), headers)
+        assert [f["result"]["status"]["state"] for f in frames] == ["completed"]
+
+        # A slow task: streamed, resubscribed from elsewhere, canceled.
+        async with httpx.AsyncClient(base_url=srv.base_url, timeout=30) as peer:
+            stream = asyncio.create_task(_frames(peer, _rpc("message/stream", "slow"), headers))
+            task_id = await _first_task_id(srv, headers)
+            following = asyncio.create_task(
+                _frames(peer, _task_call("tasks/resubscribe", task_id), headers)
+            )
+            working = (await call(_task_call("tasks/get", task_id)))["result"]
+            assert working["status"]["state"] == "working"
+            canceled = (await call(_task_call("tasks/cancel", task_id)))["result"]
+            assert canceled["status"]["state"] == "canceled"
+            for frames in (await stream, await following):
+                last = frames[-1]["result"]
+                assert last["final"] is True and last["status"]["state"] == "canceled"
+
+        # Someone else's task is no task of theirs.
+        await srv.client.post("/api/users", json={"username": "eve", "password": "e" * 12})
+        eve = {"Authorization": f"Bearer {await _login_token(srv, 'eve', 'e' * 12)}"}
+        for method in ("tasks/get", "tasks/cancel", "tasks/resubscribe"):
+            response = await srv.client.post(
+                "/a2a", json=_task_call(method, done["id"]), headers=eve
+            )
+            assert response.json()["error"]["code"] == -32001
+
+
+async def _frames(
+    peer: httpx.AsyncClient, body: dict[str, Any], headers: dict[str, str]
+) -> list[dict[str, Any]]:
+    frames: list[dict[str, Any]] = []
+    async with peer.stream("POST", "/a2a", json=body, headers=headers) as response:
+        assert response.status_code == 200
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                frames.append(json.loads(line.removeprefix("data: ")))
+    return frames
+
+
+async def _first_task_id(srv: RunningServer, headers: dict[str, str]) -> str:
+    """The run id of the newest conversation's run, once it started."""
+    for _ in range(200):
+        listed = (await srv.client.get("/api/conversations")).json()
+        newest = max(listed, key=lambda c: c["created_at"])
+        started = [e for e in await srv.events(newest["id"]) if e["type"] == "run.started"]
+        if started and newest["title"].startswith("A2A: slow"):
+            run_id: str = started[-1]["run_id"]
+            return run_id
+        await asyncio.sleep(0.05)
+    raise AssertionError("the slow task did not start")
+
+
 async def test_the_endpoint_refuses_strangers_and_bad_requests(tmp_path: Path) -> None:
     async with running_server(tmp_path, lambda: ScriptedProvider([])) as srv:
         card = (await srv.client.get("/.well-known/agent-card.json")).json()
@@ -204,7 +293,22 @@ async def test_the_endpoint_refuses_strangers_and_bad_requests(tmp_path: Path) -
 
         assert await error_of(b"{not json") == -32700
         assert await error_of({"method": "message/send"}) == -32600
-        assert await error_of({"jsonrpc": "2.0", "id": 1, "method": "tasks/cancel"}) == -32601
+        assert (
+            await error_of(
+                {"jsonrpc": "2.0", "id": 1, "method": "tasks/pushNotificationConfig/set"}
+            )
+            == -32601
+        )
+        assert await error_of({"jsonrpc": "2.0", "id": 1, "method": "tasks/cancel"}) == -32602
+        assert await error_of({"jsonrpc": "2.0", "id": {"a": 1}, "method": "tasks/get"}) == -32600
+        assert await error_of({"jsonrpc": "2.0", "id": True, "method": "tasks/get"}) == -32600
+        # A notification (no id) is not answered, and starts nothing.
+        note = await srv.client.post(
+            "/a2a", json={k: v for k, v in _rpc("message/send", "hi").items() if k != "id"},
+            headers=headers,
+        )  # fmt: skip
+        assert (note.status_code, note.content) == (204, b"")
+        assert (await srv.client.get("/api/conversations")).json() == []
         assert await error_of({"jsonrpc": "2.0", "id": 1, "method": "message/send"}) == -32602
         assert await error_of(_rpc("message/send", "   ")) == -32602
         assert await error_of(_rpc("message/send", "x" * 100_001)) == -32602

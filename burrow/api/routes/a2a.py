@@ -10,25 +10,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from burrow.api import a2a_tasks
 from burrow.api.deps import ServicesDep, StreamCapDep, bearer_token, credential_digest
 from burrow.api.errors import ApiError
-from burrow.api.streams import HeldStreamingResponse, TooManyStreams
+from burrow.api.streams import HeldStreamingResponse, StreamSlot, TooManyStreams
 from burrow.store.records import User
 from burrow.tools.a2a import protocol as a2a
 from burrow.tools.a2a.protocol import RpcError
 
 router = APIRouter(tags=["a2a"])
+P = TypeVar("P", bound=BaseModel)
 
 ENDPOINT = "/a2a"
 MAX_BODY_BYTES = 1024 * 1024
-METHODS = ("message/send", "message/stream")
+TASK_METHODS = ("tasks/get", "tasks/cancel", "tasks/resubscribe")
+METHODS = ("message/send", "message/stream", *TASK_METHODS)
 
 
 @router.get(a2a.CARD_PATH)
@@ -42,23 +44,35 @@ async def json_rpc(request: Request, svc: ServicesDep, cap: StreamCapDep) -> Res
     request_id: Any = None
     try:
         body = await _body(request)
-        if isinstance(body, dict):
-            request_id = body.get("id")
+        request_id = _id(body)
         method, params = _call(body)
-        try:
-            send = a2a.SendParams.model_validate(params)
-        except ValidationError as exc:
-            raise RpcError(a2a.INVALID_PARAMS, _first_problem(exc)) from None
-        # A stream holds its connection for the whole task: it counts as one of the caller's
-        # open streams (BURROW_MAX_STREAMS_PER_USER), taken before the run would start.
-        streaming = method == "message/stream"
-        slot = cap.acquire(user.id, "a2a", credential_digest(request)) if streaming else None
-        try:
-            task = await a2a_tasks.start(svc, user, send.message)
-        except BaseException:
-            if slot is not None:
-                slot.release()
-            raise
+        if "id" not in body:
+            # A notification: JSON-RPC answers none. Every method here answers what the
+            # caller needs (a task, a stream), so none is started for nobody to follow.
+            return Response(status_code=204)
+        if method in TASK_METHODS:
+            task = await a2a_tasks.find(svc, user, _params(a2a.TaskIdParams, params).id)
+            if method == "tasks/get":
+                now = await a2a_tasks.snapshot(svc, task)
+                return JSONResponse(a2a.rpc_result(request_id, a2a_tasks.as_task(task, now)))
+            if method == "tasks/cancel":
+                return JSONResponse(a2a.rpc_result(request_id, await a2a_tasks.cancel(svc, task)))
+            since: a2a_tasks.Snapshot | None = await a2a_tasks.snapshot(svc, task)
+            slot: StreamSlot | None = cap.acquire(user.id, "a2a", credential_digest(request))
+        else:
+            send = _params(a2a.SendParams, params)
+            since = None
+            # A stream holds its connection for the whole task: it counts as one of the
+            # caller's open streams (BURROW_MAX_STREAMS_PER_USER), taken before the run
+            # would start.
+            streaming = method == "message/stream"
+            slot = cap.acquire(user.id, "a2a", credential_digest(request)) if streaming else None
+            try:
+                task = await a2a_tasks.start(svc, user, send.message)
+            except BaseException:
+                if slot is not None:
+                    slot.release()
+                raise
     except RpcError as exc:
         return JSONResponse(a2a.rpc_error(request_id, exc))
     except TooManyStreams as exc:
@@ -66,7 +80,7 @@ async def json_rpc(request: Request, svc: ServicesDep, cap: StreamCapDep) -> Res
     if slot is None:  # message/send
         return JSONResponse(a2a.rpc_result(request_id, await a2a_tasks.outcome(svc, task)))
     return HeldStreamingResponse(
-        _sse(svc, task, request_id),
+        _sse(svc, task, request_id, since),
         slot,
         media_type="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
@@ -115,16 +129,42 @@ def _call(body: Any) -> tuple[str, Any]:
     return method, body.get("params")
 
 
+def _id(body: Any) -> Any:
+    """The request's id: a string, a number or null, as JSON-RPC 2.0 has it."""
+    if not isinstance(body, dict):
+        return None
+    found = body.get("id")
+    if found is not None and (isinstance(found, bool) or not isinstance(found, str | int | float)):
+        raise RpcError(a2a.INVALID_REQUEST, "The id must be a string, a number or null.")
+    return found
+
+
+def _params(model: type[P], params: Any) -> P:
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        raise RpcError(a2a.INVALID_PARAMS, _first_problem(exc)) from None
+
+
 def _first_problem(exc: ValidationError) -> str:
     error = exc.errors()[0]
     where = ".".join(str(p) for p in error["loc"]) or "params"
     return f"Invalid params: {where}: {error['msg']}."
 
 
-async def _sse(svc: ServicesDep, task: a2a_tasks.Task, request_id: Any) -> AsyncIterator[bytes]:
-    first = a2a.task(task.run_id, task.cid, "working", None)
-    yield _frame(a2a.rpc_result(request_id, first))
-    async for update in a2a_tasks.updates(svc, task):
+async def _sse(
+    svc: ServicesDep,
+    task: a2a_tasks.Task,
+    request_id: Any,
+    since: a2a_tasks.Snapshot | None,
+) -> AsyncIterator[bytes]:
+    """The task as it is, then its updates to the last (a resubscribe starts from what
+    `since` read; a task already ended is its one, final, answer)."""
+    now = since or a2a_tasks.Snapshot("working", "", task.seq)
+    yield _frame(a2a.rpc_result(request_id, a2a_tasks.as_task(task, now)))
+    if now.state != "working":
+        return
+    async for update in a2a_tasks.updates(svc, task, since=since):
         yield _frame(a2a.rpc_result(request_id, update))
 
 

@@ -228,6 +228,18 @@ class Conversations:
     ) -> list[Event]:
         return await self._journal.read(cid, after, limit, max_bytes)
 
+    async def run_start(self, run_id: str, owner_id: str) -> tuple[str, int] | None:
+        """The owner's conversation a run was in and the seq of its run.started (None: no
+        such run of theirs: someone else's answers the same as a missing one)."""
+        found = await self._journal.run_start(run_id)
+        if found is None or await self.get(found[0], owner_id=owner_id) is None:
+            return None
+        return found
+
+    def pages(self, cid: str, after: int = 0) -> AsyncIterator[list[Event]]:
+        """Every stored event after `after`, in bounded pages."""
+        return self._journal.pages(cid, after)
+
     def follow(
         self, cid: str, after: int = 0, heartbeat: float = 15.0, direct: DirectWrite | None = None
     ) -> AsyncIterator[list[Event]]:

@@ -230,6 +230,10 @@ class Journal:
     ) -> list[Event]:
         return await self._store.read(cid, after, limit, max_bytes)
 
+    async def run_start(self, run_id: str) -> tuple[str, int] | None:
+        """(conversation, seq of its run.started) of a run, or None."""
+        return await self._store.run_start(run_id)
+
     async def pages(self, cid: str, after: int = 0) -> AsyncIterator[list[Event]]:
         """Every stored event after `after`, in pages of at most PAGE_EVENTS / PAGE_BYTES."""
         while page := await self.read(cid, after, PAGE_EVENTS, PAGE_BYTES):

@@ -1,9 +1,10 @@
 """The A2A shapes Burrow reads and writes, both as a server and as the `delegate` client.
 
-Supported: the agent card, `message/send` and `message/stream` with text parts. Not
-supported (answered with "method not found"): `tasks/get`, `tasks/cancel`, push
-notifications, file and data parts. A task is one Burrow run; its `contextId` is the
-conversation, so a later message with that `contextId` continues it.
+Supported: the agent card, `message/send` and `message/stream` with text parts,
+`tasks/get`, `tasks/cancel` and `tasks/resubscribe`. Not supported: push notifications
+(the card says so), file and data parts. A task is one Burrow run (its id is the run's);
+its `contextId` is the conversation, so a later message with that `contextId` and no
+`taskId` is a new task there.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 TASK_NOT_FOUND = -32001
+TASK_NOT_CANCELABLE = -32002
 
 
 class RpcError(Exception):
@@ -48,6 +50,7 @@ class Message(BaseModel):
     parts: list[Part] = Field(min_length=1, max_length=100)
     message_id: str = Field(alias="messageId", min_length=1, max_length=200)
     context_id: str | None = Field(default=None, alias="contextId", max_length=200)
+    task_id: str | None = Field(default=None, alias="taskId", max_length=200)
     kind: Literal["message"] = "message"
 
     def text(self) -> str:
@@ -57,6 +60,15 @@ class Message(BaseModel):
 class SendParams(BaseModel):
     model_config = ConfigDict(extra="allow")
     message: Message
+
+
+class TaskIdParams(BaseModel):
+    """tasks/get, tasks/cancel, tasks/resubscribe. A task carries no history (the
+    conversation is where that lives), so any historyLength is met."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    id: str = Field(min_length=1, max_length=200)
+    history_length: int | None = Field(default=None, alias="historyLength", ge=0)
 
 
 def agent_card(endpoint: str) -> dict[str, Any]:
