@@ -16,6 +16,7 @@ from burrow.telemetry import logs
 
 DEFAULT_PORT = 8430
 SHUTDOWN_GRACE_SECONDS = 2
+KEEP_ALIVE_SECONDS = 75  # idle connections kept as load balancers keep them (60 s and more)
 LEDGER_NAME = "sandbox-host.json"  # in the data directory: the sandboxes, across restarts
 NAME_VARIABLE = "BURROW_SANDBOX_HOST_NAME"
 HOST_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?")
@@ -104,6 +105,9 @@ def run(args: argparse.Namespace) -> int:
             # Command and watch streams end only when the host does: waiting for them to
             # finish first would make a stop wait forever.
             timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+            # Longer than a client's pause between calls (SDKs pool connections): an idle
+            # connection closed as the client reuses it fails that request.
+            timeout_keep_alive=KEEP_ALIVE_SECONDS,
         )
     )
     asyncio.run(server.serve())

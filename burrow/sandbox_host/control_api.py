@@ -6,6 +6,7 @@ of another key answers 404, as a missing one does. Errors are E2B's `{code, mess
 from __future__ import annotations
 
 import base64
+import calendar
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -295,7 +296,13 @@ def _metadata_filter(query: str) -> dict[str, str]:
 
 
 def _micros(timestamp: float) -> int:
-    return round(timestamp * 1_000_000)
+    """Microseconds since the epoch, as `_iso` writes the time (so a time read back from
+    it compares equal)."""
+    return _exact(datetime.fromtimestamp(timestamp, UTC))
+
+
+def _exact(moment: datetime) -> int:
+    return calendar.timegm(moment.utctimetuple()) * 1_000_000 + moment.microsecond
 
 
 def _cursor(hosted: HostedSandbox) -> tuple[int, str]:
@@ -325,7 +332,7 @@ def _instant(query: Any, name: str) -> int | None:
         raise ApiError(400, "invalid_request", f"{name} must be an RFC 3339 time.") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return _micros(moment.timestamp())
+    return _exact(moment)
 
 
 def _bounded_int(query: Any, name: str, low: int, high: int, default: int) -> int:
