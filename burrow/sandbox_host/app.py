@@ -7,7 +7,7 @@ A request is for a sandbox when it names one, as the SDK does: the `E2b-Sandbox-
 proves itself with the sandbox's own access token (`X-Access-Token`, compared in constant
 time), never with the API key: that is what the SDK sends, and a token opens one sandbox.
 Ports other than envd's also take the sandbox's traffic token (`e2b-traffic-access-token`),
-which opens those ports and not envd.
+which opens those ports and not envd. A signed file URL (signed_urls.py) opens its one path.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from starlette.applications import Starlette
 from starlette.types import Message, Receive, Scope, Send
 
 from burrow.sandbox.backend import Backend
+from burrow.sandbox_host import signed_urls
 from burrow.sandbox_host.control_api import ControlApi
 from burrow.sandbox_host.envd_http import EnvdHttp
 from burrow.sandbox_host.filesystem_service import FilesystemService
@@ -98,6 +99,10 @@ class SandboxHostApp:
             await self._lifespan(receive, send)
             return
         target = self._target(scope)
+        if target is None and signed_urls.signed(scope):
+            # A signed file URL on the host's own address names no sandbox: its signer does.
+            found = signed_urls.signer(scope, self.registry.running())
+            target = None if found is None else (found.sandbox_id, ENVD_PORT)
         if target is None:
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 4404})
@@ -109,7 +114,13 @@ class SandboxHostApp:
         if hosted is None:
             await _refuse(scope, send, 502, f"The sandbox {sandbox_id[:64]} was not found")
             return
-        if not _admitted(hosted, dict(scope["headers"]), port):
+        signature = signed_urls.verdict(scope, hosted) if port == ENVD_PORT else None
+        if signature == signed_urls.Verdict.EXPIRED:
+            await _refuse(scope, send, 401, signed_urls.EXPIRED)
+            return
+        if signature != signed_urls.Verdict.VALID and not _admitted(
+            hosted, dict(scope["headers"]), port
+        ):
             await _refuse(
                 scope,
                 send,

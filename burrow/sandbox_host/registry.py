@@ -252,6 +252,9 @@ class Registry:
         """For envd traffic, which proves itself with the sandbox's access token instead."""
         return self._sandboxes.get(sandbox_id)
 
+    def running(self) -> list[HostedSandbox]:
+        return [s for s in self._sandboxes.values() if s.state == "running"]
+
     def listed(self, owner: str) -> list[HostedSandbox]:
         return [s for s in self._sandboxes.values() if s.owner == owner]
 

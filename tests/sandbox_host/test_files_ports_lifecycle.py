@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import httpx
 import pytest
@@ -202,3 +203,33 @@ async def test_a_websocket_is_relayed_to_the_sandbox(sdk: Host, sandbox: AsyncSa
                 raise
             await asyncio.sleep(0.1)
     pytest.fail("the WebSocket was never relayed")
+
+
+async def test_signed_file_urls_open_one_path_one_way(sdk: Host, sandbox: AsyncSandbox) -> None:
+    """E2B's `download_url` / `upload_url`: the signature, not the token, opens the file,
+    on the host's own address (no sandbox named: its signer is found)."""
+    await sandbox.files.write("shared/report.txt", "the report")
+    read = sandbox.download_url("shared/report.txt", "user")
+    assert "signature=v1_" in read and sandbox._envd_access_token not in read
+    async with httpx.AsyncClient(timeout=10) as client:
+        answer = await client.get(read)
+        assert (answer.status_code, answer.text) == (200, "the report")
+        # Another path, a changed signature, the other way, after it expired: refused.
+        assert (await client.get(read.replace("report.txt", "other.txt"))).status_code == 401
+        assert (
+            await client.get(read.replace("signature=v1_", "signature=v1_x"))
+        ).status_code == 401
+        assert (await client.post(read, files={"file": b"x"})).status_code == 401
+        expired = sandbox.download_url("shared/report.txt", "user", use_signature_expiration=-60)
+        refused = await client.get(expired)
+        assert refused.status_code == 401
+        assert refused.json() == {"code": 401, "message": "signature is already expired"}
+        # An expiration changed to a later one no longer matches its signature.
+        later = expired.replace(
+            expired.split("signature_expiration=")[1], str(int(time.time()) + 600)
+        )
+        assert (await client.get(later)).status_code == 401
+        write = sandbox.upload_url("shared/upload.txt", "user")
+        stored = await client.post(write, files={"file": ("upload.txt", b"uploaded")})
+        assert stored.status_code == 200, stored.text
+    assert await sandbox.files.read("shared/upload.txt") == "uploaded"
