@@ -72,13 +72,9 @@ events = sa.Table(
     sa.Column("run_id", sa.String(40), nullable=True),
     sa.Column("data", sa.Text, nullable=False),  # JSON text: kept verbatim, never re-encoded
 )
-# A run's conversation, by its id (an A2A task is a run): one row per run.
-sa.Index(
-    "ix_events_run_started",
-    events.c.run_id,
-    sqlite_where=events.c.type == "run.started",
-    postgresql_where=events.c.type == "run.started",
-)
+# A run's conversation, by its id (an A2A task is a run): one row per run. Its WHERE is
+# the migration's (0010): a `postgresql_where` here would load that dialect on every start.
+sa.Index("ix_events_run_started", events.c.run_id, sqlite_where=events.c.type == "run.started")
 
 settings = sa.Table(
     "settings",

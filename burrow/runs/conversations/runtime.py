@@ -8,7 +8,6 @@ made of is assembly.py's; whose run it is, with several replicas, is leases.py's
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
 from collections import defaultdict
@@ -327,9 +326,6 @@ class Runtime:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=10)
-        # A take's commit still going: left pending, the next start's first operation seals it.
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.checkpoints.settled(), timeout=5)
         for source in self.options.tool_sources:
             await source.close()
         await self.sandboxes.close()

@@ -10,7 +10,7 @@ folder is not), where `git add -A` would record a submodule pointer and lose the
 checkpoint costs what changed, not what exists: one walk stats every file, git is handed
 only those whose ctime is newer than the walk before (less a racy second), and the index
 keeps the rest; see `snapshot` in checkpoint_script.py for why that misses nothing. A run
-waits only for that capture: the commit (and the store's bounds) is made when the run ends,
+waits only for that capture: the commit (and the store's bounds) is made as the run ends,
 or first by any operation on the store before then.
 
 A checkpoint is a commit with a ref `refs/checkpoints/<id>`; its subject holds the time, the
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import logging
 import secrets
 import time
 from collections import defaultdict
@@ -56,8 +55,6 @@ DEFAULT_MAX_BYTES = 1024 * 1024 * 1024
 GIT_TIMEOUT_SECONDS = 300.0
 MAX_LIST_BYTES = 4 * 1024 * 1024  # name lists (raw, numstat, skipped) read back at most
 
-
-logger = logging.getLogger(__name__)
 
 _NOT_FOUND_EXIT = 3  # the script's "no such checkpoint"
 _NO_SUCH_PATH_EXIT = 4
@@ -124,7 +121,6 @@ class Checkpoints:
         self._max_bytes = max_bytes
         # The store's index is shared by every operation: one at a time per conversation.
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
-        self._sealing: set[asyncio.Task[None]] = set()
 
     async def _git(self, cid: str, *args: str, limit: int = MAX_LIST_BYTES) -> _Output:
         sandbox = await self._sandbox(cid)
@@ -171,23 +167,6 @@ class Checkpoints:
             if listed := [line for line in listed if line]:
                 entries = sorted(map(_parse_entry, listed), key=lambda c: (c.created_at, c.id))
                 await self._prune(cid, entries, int(size) if size.isdigit() else 0)
-
-    def seal_later(self, cid: str) -> None:
-        """`seal` in the background; a failure is logged (the next operation seals it)."""
-        sealing = asyncio.create_task(self._seal_logged(cid), name=f"seal checkpoint {cid}")
-        self._sealing.add(sealing)
-        sealing.add_done_callback(self._sealing.discard)
-
-    async def _seal_logged(self, cid: str) -> None:
-        try:
-            await self.seal(cid)
-        except Exception:  # the sandbox, git, a conversation deleted meanwhile
-            logger.warning("sealing a checkpoint of %s failed", cid, exc_info=True)
-
-    async def settled(self) -> None:
-        """Every `seal_later` done: for a server closing its sandboxes."""
-        while self._sealing:
-            await asyncio.gather(*self._sealing, return_exceptions=True)
 
     async def _prune(self, cid: str, kept: builtins.list[Checkpoint], store: int) -> None:
         """Drop the oldest checkpoints past the count, then past the bytes the store may
@@ -336,7 +315,7 @@ class CheckpointAtStart(Hook):
     """Checkpoints the workspace at the run's start, so whatever the run does (tools or
     bash) can be diffed against and undone. Taken while the first model call streams (a
     walk that stats every file, and git for what changed) and awaited before the first tool
-    call can change a file; committed when the run ends.
+    call can change a file; committed as the run ends.
     A failure is logged, not fatal: a full disk must not stop the agent that could clean it."""
 
     def __init__(
@@ -357,9 +336,13 @@ class CheckpointAtStart(Hook):
     async def close(self, run: Run) -> list[NewEvent]:
         await self._settled()
         if self._taking is not None:
-            # Its commit, when the run no longer waits on the sandbox (a list or diff meanwhile
-            # seals it first); beside a tool call it would slow the tool.
-            self._checkpoints.seal_later(run.cid)
+            # Its commit, once the run no longer waits on the sandbox (beside a tool call it
+            # would slow the tool; a list or diff meanwhile seals it first), and before the
+            # run ends: an ended run's sandbox is idle, free to hibernate or make room.
+            try:
+                await asyncio.shield(self._checkpoints.seal(run.cid))
+            except Exception as exc:  # left pending: the next operation seals it
+                self._log(run.cid, run.run_id, exc)
         return []
 
     async def _settled(self) -> None:
