@@ -324,6 +324,7 @@ class CheckpointAtStart(Hook):
         self._checkpoints = checkpoints
         self._log = log
         self._taking: asyncio.Task[None] | None = None
+        self._taken = False
 
     async def before_model_call(self, run: Run) -> None:
         if self._taking is None:
@@ -335,7 +336,7 @@ class CheckpointAtStart(Hook):
 
     async def close(self, run: Run) -> list[NewEvent]:
         await self._settled()
-        if self._taking is not None:
+        if self._taken:
             # Its commit, once the run no longer waits on the sandbox (beside a tool call it
             # would slow the tool; a list or diff meanwhile seals it first), and before the
             # run ends: an ended run's sandbox is idle, free to hibernate or make room.
@@ -353,5 +354,6 @@ class CheckpointAtStart(Hook):
     async def _take(self, run: Run) -> None:
         try:
             await self._checkpoints.take(run.cid, run.run_id)
+            self._taken = True  # a sandbox that failed the take is not asked to seal
         except Exception as exc:  # the sandbox, git, a conversation deleted meanwhile
             self._log(run.cid, run.run_id, exc)
