@@ -88,7 +88,9 @@ async def measure(
     await sh(sandbox, "sleep 1.1")
     samples = Samples()
     for round_ in range(count):
-        paths = " ".join(f"src/d{i:03d}/f{i * 100:05d}.txt" for i in range(changed))
+        # Spread over the tree, whatever its size (MAKE_TREE puts 100 files in a folder).
+        spread = [i * max(1, files // changed) for i in range(changed)]
+        paths = " ".join(f"src/d{n // 100:03d}/f{n:05d}.txt" for n in spread)
         await sh(sandbox, f'for f in {paths}; do echo "round {round_}" >> "$f"; done')
         started = time.perf_counter()
         taken = await store.take("bench", None)

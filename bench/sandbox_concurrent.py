@@ -5,7 +5,8 @@
 Baseline: the same number of bwraps with the sandbox's namespaces, each starting
 `python3 -S -c pass`, started at once (a Python agent cannot boot for less). On 2 cores
 the boots share the CPU, so the figure to watch is the wall time per sandbox and zero
-failures. Rounds alternate (a burst of bwraps, then a burst of creates; medians of the
+failures (one create that fails or does not answer fails the bench, and `make
+bench-check`). Rounds alternate (a burst of bwraps, then a burst of creates; medians of the
 rounds), so a busy neighbour falls on both alike.
 """
 
@@ -61,6 +62,8 @@ async def main() -> None:
     )  # fmt: skip
     for failure in failures[:3]:
         print("  failed:", failure)
+    if alive < total:  # the target is that all succeed: a failed create fails the bench
+        raise SystemExit(f"{total - alive} of {total} concurrent creates failed or did not answer")
 
 
 if __name__ == "__main__":
