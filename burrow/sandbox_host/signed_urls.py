@@ -38,9 +38,9 @@ def signed(scope: Scope) -> bool:
 
 
 def verdict(scope: Scope, hosted: HostedSandbox, now: float | None = None) -> Verdict:
-    query = _query(scope)
-    if scope["type"] != "http" or scope["path"] != FILES_PATH or "signature" not in query:
+    if not signed(scope):
         return Verdict.ABSENT
+    query = _query(scope)
     operation = "write" if scope["method"] == "POST" else "read"
     expiration = query.get("signature_expiration")
     raw = f"{query.get('path', '')}:{operation}:{query.get('username', '')}:{hosted.access_token}"

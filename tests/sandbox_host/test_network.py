@@ -15,7 +15,7 @@ from e2b import ALL_TRAFFIC, AsyncSandbox, SandboxException
 from burrow.sandbox.allowlist import DomainAllowlist
 from burrow.sandbox.e2b import E2BBackend
 from tests.sandbox.harness import run
-from tests.sandbox_host.harness import API_KEY, Host, point_sdk_at, sandbox_host
+from tests.sandbox_host.harness import API_KEY, Host, sandbox_host
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -42,18 +42,14 @@ for name in sys.argv[1:]:
 
 
 @pytest.fixture(scope="module")
-def egress_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Host]:
+def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Host]:
+    """This module's host (conftest's `sdk` points the SDK at it): egress through its
+    allowlisting proxy."""
     data = tmp_path_factory.mktemp("sandbox-host-network") / "data"
     with sandbox_host(
         data, BURROW_SANDBOX_NETWORK="egress", BURROW_SANDBOX_ALLOW_DOMAINS=HOST_ALLOWS
     ) as running:
         yield running
-
-
-@pytest.fixture
-def sdk(egress_host: Host, monkeypatch: pytest.MonkeyPatch) -> Host:
-    point_sdk_at(monkeypatch, egress_host)
-    return egress_host
 
 
 @pytest.fixture
@@ -115,10 +111,10 @@ async def test_allow_out_narrows_the_hosts_allowlist(made: list[AsyncSandbox]) -
     assert await reach(nothing, "pypi.org") == {"direct": "failed", "pypi.org": "no proxy"}
 
 
-async def test_burrows_e2b_backend_asks_for_the_same(egress_host: Host) -> None:
+async def test_burrows_e2b_backend_asks_for_the_same(host: Host) -> None:
     """Burrow's own e2b backend (the client side) says its policy in these options: a
     conversation without network, and one held to names, get exactly that."""
-    api = {"api_key": API_KEY, "api_url": egress_host.url, "sandbox_url": egress_host.url}
+    api = {"api_key": API_KEY, "api_url": host.url, "sandbox_url": host.url}
     backend = E2BBackend(api=api, hibernation="files", network="egress")
     closed = await backend.create("conv-closed", network="none")
     named = await backend.create("conv-named", allow_domains=DomainAllowlist.parse("pypi.org"))
@@ -165,6 +161,7 @@ async def test_allow_out_survives_a_pause(made: list[AsyncSandbox]) -> None:
         ({"egress_proxy": {"address": "proxy.example.com:1080"}}, "egressProxy"),
         ({"mask_request_host": "x\r\nInjected: 1"}, "maskRequestHost"),
         ({"https_ports": [443]}, "httpsPorts"),
+        ({"deny_out": [ALL_TRAFFIC], "allow_out": ["a.example.com"] * 101}, "at most 100"),
     ],
 )
 async def test_an_option_the_host_cannot_honour_is_refused(

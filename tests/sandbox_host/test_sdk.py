@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from importlib.metadata import distribution
 from pathlib import Path
 
+import httpx
 import pytest
 from e2b import (
     AsyncSandbox,
@@ -22,7 +23,7 @@ from e2b import (
     TimeoutException,
 )
 
-from tests.sandbox_host.harness import Host
+from tests.sandbox_host.harness import API_KEY, Host
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -82,6 +83,12 @@ async def test_listing_pages_orders_and_filters(sdk: Host) -> None:
             query=SandboxQuery(metadata=label, template="other")
         ).next_items()
         assert none == []
+        # Parameters it cannot read are a 400 naming them, not a guess.
+        async with httpx.AsyncClient(base_url=sdk.url, timeout=10) as client:
+            for query in ("nextToken=not-a-cursor", "limit=0", "limit=101", "order=sideways",
+                          "startedAfter=yesterday"):  # fmt: skip
+                answer = await client.get(f"/v2/sandboxes?{query}", headers={"X-API-KEY": API_KEY})
+                assert answer.status_code == 400, (query, answer.text)
     finally:
         for sandbox in made:
             await sandbox.kill()

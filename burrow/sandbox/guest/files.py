@@ -156,8 +156,10 @@ class Workspace:
         try:
             entry = self.entry(real, os.stat(real))
             # A link (the last part of the path) is named as asked, with its target.
-            lexical = os.path.join(os.path.realpath(os.path.dirname(os.path.join(self.root, path))),
-                                   os.path.basename(os.path.normpath(path)))  # fmt: skip
+            asked = os.path.normpath(os.path.join(self.root, path))
+            lexical = os.path.join(
+                os.path.realpath(os.path.dirname(asked)), os.path.basename(asked)
+            )
             if lexical != real and os.path.islink(lexical) and lexical.startswith(self.root + "/"):
                 entry = self.linked(lexical, entry)
         except OSError as exc:
