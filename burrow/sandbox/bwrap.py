@@ -62,7 +62,28 @@ SANDBOX_ENV = {
     "TERM": "xterm-256color",
 }
 
+# With a writable root, the sandbox's root keeps what a package manager needs of root
+# (Docker's default set, less raw sockets and device nodes). They are capabilities in the
+# sandbox's own user namespace: over files and processes whose ids map into its range,
+# never over the host's (those stay unmapped, or read-only behind the idmapped mounts),
+# and no file capability or set-id bit can raise them (nosuid mounts, no_new_privs).
+ROOT_CAPABILITIES = (
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_FOWNER",
+    "CAP_FSETID",
+    "CAP_KILL",
+    "CAP_SETGID",
+    "CAP_SETUID",
+    "CAP_SETPCAP",
+    "CAP_SETFCAP",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_SYS_CHROOT",
+    "CAP_AUDIT_WRITE",
+)
+
 TMP_SIZE_BYTES = 512 << 20
+RUN_SIZE_BYTES = 64 << 20
 
 # /proc entries that act on the whole host (sysctls, SysRq, IRQ affinity, buses, file
 # systems' knobs): read-only inside, where present. The uid range already makes the
@@ -126,6 +147,7 @@ def build_argv(
     resolv_conf: Path | None = None,
     env: dict[str, str] | None = None,
     userns_block_fd: int | None = None,
+    root: Path | None = None,
 ) -> list[str]:
     """The full command that starts the sandbox with its guest listening on `listen_fd`.
 
@@ -135,6 +157,8 @@ def build_argv(
     not reach. `env` adds to the sandbox's environment (the allowlisting proxy's address).
     With `userns_block_fd`, bwrap waits on it until the host has mapped the user
     namespace of the child that `info_fd` names onto the uid range (idmap.write_maps).
+    With `root` (the sandbox's writable root, rootfs.py, mounted there), that tree is the
+    sandbox's `/` instead of the host's system directories bound read-only.
     """
     if userns_block_fd is not None:
         # The host writes the mapping; bwrap refuses --disable-userns with it, so the
@@ -162,17 +186,14 @@ def build_argv(
     ]
     for name, value in {**SANDBOX_ENV, **(env or {})}.items():
         argv += ["--setenv", name, value]
-    for path in SYSTEM_DIRS:
-        if os.path.islink(path):  # merged-/usr systems: /bin -> usr/bin
-            argv += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            argv += ["--ro-bind", path, path]
-    for name in ETC_ENTRIES:
-        source = f"/etc/{name}"
-        if name == "resolv.conf" and resolv_conf is not None:
-            argv += ["--ro-bind", str(resolv_conf), source]
-        elif os.path.exists(source):  # follows symlinks: the target's content is bound
-            argv += ["--ro-bind", source, source]
+    if root is not None:
+        for cap in ROOT_CAPABILITIES:
+            argv += ["--cap-add", cap]
+        argv += ["--bind", str(root), "/"]
+        if resolv_conf is not None:
+            argv += ["--ro-bind", str(resolv_conf), "/etc/resolv.conf"]
+    else:
+        argv += _host_system(resolv_conf)
     if info_fd is not None:
         argv += ["--info-fd", str(info_fd)]
     if seccomp_fd is not None:
@@ -186,27 +207,36 @@ def build_argv(
         # /dev is a tmpfs the sandbox could fill: only a bounded /dev/shm stays writable.
         "--size",
         str(tmp_size_bytes),
+        "--perms",
+        "1777",  # as on any Linux: every user of the sandbox may make its files there
         "--tmpfs",
         "/dev/shm",
         "--remount-ro",
         "/dev",
         "--size",
         str(tmp_size_bytes),
+        "--perms",
+        "1777",
         "--tmpfs",
         "/tmp",
-        "--symlink",
-        "../tmp",
-        "/var/tmp",
+    ]
+    if root is None:
+        argv += ["--symlink", "../tmp", "/var/tmp"]
+    else:  # a boot's own /run: a daemon's pid file never outlives it
+        argv += ["--size", str(RUN_SIZE_BYTES), "--tmpfs", "/run", "--dir", "/run/lock"]
+    argv += [
         "--bind",
         str(workspace),
         SANDBOX_WORKSPACE,
         "--ro-bind",
         str(guest_dir),
         f"{SANDBOX_GUEST_ROOT}/guest",
+    ]
+    if root is None:
         # bwrap's root is a tmpfs the sandbox could fill: only the workspace and /tmp
         # stay writable.
-        "--remount-ro",
-        "/",
+        argv += ["--remount-ro", "/"]
+    argv += [
         "--chdir",
         SANDBOX_GUEST_ROOT,
         "--",
@@ -219,6 +249,23 @@ def build_argv(
         "--workspace",
         SANDBOX_WORKSPACE,
     ]
+    return argv
+
+
+def _host_system(resolv_conf: Path | None) -> list[str]:
+    """The host's system directories and curated /etc, read-only."""
+    argv = []
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):  # merged-/usr systems: /bin -> usr/bin
+            argv += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            argv += ["--ro-bind", path, path]
+    for name in ETC_ENTRIES:
+        source = f"/etc/{name}"
+        if name == "resolv.conf" and resolv_conf is not None:
+            argv += ["--ro-bind", str(resolv_conf), source]
+        elif os.path.exists(source):  # follows symlinks: the target's content is bound
+            argv += ["--ro-bind", source, source]
     return argv
 
 

@@ -27,9 +27,9 @@ import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 
-from burrow.sandbox import bwrap, cgroups, idmap, network, seccomp
+from burrow.sandbox import bwrap, cgroups, idmap, network, rootfs, seccomp
 from burrow.sandbox.allowlist import DomainAllowlist
 from burrow.sandbox.backend import (
     Capabilities,
@@ -68,6 +68,7 @@ LOOPBACK_RACE = "loopback: Failed"  # bwrap's words when it cannot set up `lo`
 STOP_WAIT_SECONDS = 2.0  # for the stderr pipe to close once every process is killed
 
 T = TypeVar("T")
+RootMode = Literal["writable", "read-only"]
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ class BootPlan:
     ids: IdRange | None = None
     setpriv: str = ""
     stage: Stage | None = None
+    base: rootfs.Base | None = None  # the writable root's lower layers; None: read-only
 
     @property
     def slirp(self) -> bool:
@@ -105,10 +107,14 @@ class LocalSandbox:
         socket_path: Path,
         disk: WorkspaceDisk | None = None,
         *,
+        layer: rootfs.Layer | None = None,
+        layer_disk: WorkspaceDisk | None = None,
         agent_timeout: float = REPLY_TIMEOUT_SECONDS,
     ) -> None:
         self._id = sandbox_id
         self.disk = disk
+        self.layer = layer  # its writable root's own changes, when the backend gives one
+        self.layer_disk = layer_disk
         self.cgroup: cgroups.SandboxCgroup | None = None
         self.limits: Limits | None = None
         self._egress: network.Egress | None = None
@@ -208,6 +214,7 @@ class LocalSandbox:
                 resolv_conf=plan.resolv_conf if plan.slirp else None,
                 env=network.proxy_env() if plan.allowlist is not None else None,
                 userns_block_fd=block_read,
+                root=plan.stage.root_for(self.id) if plan.stage and plan.base else None,
             )
             argv, args_fd = bwrap.hide_options(argv)
             fds.append(args_fd)
@@ -333,6 +340,22 @@ class LocalSandbox:
         except OSError as exc:
             raise SandboxError(
                 ErrorCode.BOOT_FAILED, f"could not stage the workspace for bubblewrap: {exc}"
+            ) from None
+        if plan.base is not None and self.layer is not None:
+            await self._ready_root(plan.base, plan.ids, plan.stage.root_for(self.id))
+
+    async def _ready_root(self, base: rootfs.Base, ids: IdRange, target: Path) -> None:
+        """The writable root's layer (on its own disk when quotas are on), mounted over the
+        base where bwrap takes it as `/`."""
+        assert self.layer is not None
+        if self.layer_disk is not None:
+            await self.layer_disk.mount()
+        try:
+            await asyncio.to_thread(self.layer.prepare, base, ids)
+            await asyncio.to_thread(self.layer.mount, base, target)
+        except OSError as exc:
+            raise SandboxError(
+                ErrorCode.BOOT_FAILED, f"could not mount the sandbox's writable root: {exc}"
             ) from None
 
     async def _sandbox_pid(self, info_read: int) -> int:
@@ -565,8 +588,10 @@ class LocalBackend:
         proxy_limits: ProxyLimits | None = None,
         seccomp: bool = True,
         agent_timeout: float = REPLY_TIMEOUT_SECONDS,
+        root: RootMode = "writable",
     ) -> None:
         self.data_dir = Path(data_dir)
+        self.root: RootMode = root  # "writable": a root of its own (rootfs.py), where possible
         self.python = python
         self.boot_timeout = boot_timeout
         self.limits = limits  # None: no cgroups and no disk quota (tests, unprivileged hosts)
@@ -583,6 +608,8 @@ class LocalBackend:
         self._seccomp_filter: bytes | None = None
         self._ids: IdRange | None = None
         self._ids_known = False
+        self._base: rootfs.Base | None = None
+        self._base_lock = asyncio.Lock()
         self.reaper = Reaper(self.data_dir, self._locks, SANDBOX_ID)
         if network == "egress" and self.allow_domains is None:
             missing = egress_unavailable()
@@ -656,6 +683,8 @@ class LocalBackend:
                     workspace_dir,
                     socket_path,
                     self._disk(sandbox_id),
+                    layer=rootfs.Layer(self.layer_dir(sandbox_id)),
+                    layer_disk=self._layer_disk(sandbox_id),
                     agent_timeout=self.agent_timeout,
                 )
                 self._sandboxes[sandbox_id] = sandbox
@@ -670,16 +699,33 @@ class LocalBackend:
         owner = ids.root if ids is not None else os.getuid()
         return WorkspaceDisk(image, self.workspace_dir(sandbox_id), self.limits.disk_mb, owner)
 
-    def disk_used(self, sandbox_id: str) -> int | None:
-        """The workspace image's allocated blocks (sparse: what was written); a plain
-        directory workspace (no disk quotas) is not measured, as walking it would cost."""
-        disk = self._disk(sandbox_id)
-        if disk is None:
+    def layer_dir(self, sandbox_id: str) -> Path:
+        """Where the sandbox's writable root keeps its changes on the host."""
+        return self.data_dir / "layers" / _checked_id(sandbox_id)
+
+    def _layer_disk(self, sandbox_id: str) -> WorkspaceDisk | None:
+        """The layer's own file system, as big as a workspace's: what a sandbox installs is
+        bounded like what it writes to /workspace."""
+        if self.limits is None or not self.limits.disk_mb:
             return None
-        try:
-            return disk.image.stat().st_blocks * 512
-        except FileNotFoundError:
-            return 0
+        image = self.data_dir / "layers" / f"{_checked_id(sandbox_id)}.img"
+        return WorkspaceDisk(image, self.layer_dir(sandbox_id), self.limits.disk_mb, 0)
+
+    def _disks(self, sandbox_id: str) -> list[WorkspaceDisk]:
+        return [d for d in (self._disk(sandbox_id), self._layer_disk(sandbox_id)) if d]
+
+    def disk_used(self, sandbox_id: str) -> int | None:
+        """The workspace's and the layer's images' allocated blocks (sparse: what was
+        written); plain directories (no disk quotas) are not measured, as walking them
+        would cost."""
+        disks = self._disks(sandbox_id)
+        if not disks:
+            return None
+        used = 0
+        for disk in disks:
+            with contextlib.suppress(FileNotFoundError):
+                used += disk.image.stat().st_blocks * 512
+        return used
 
     def id_range(self) -> IdRange | None:
         """The host ids sandboxes run as (idmap.py); None when this server is not root."""
@@ -717,7 +763,29 @@ class LocalBackend:
             ids=ids,
             setpriv=bwrap.find_setpriv() if ids is not None else "",
             stage=Stage(self._runtime_path(), ids) if ids is not None else None,
+            base=await self._prepared_base(ids),
         )
+
+    def root_unavailable(self) -> str:
+        """Why sandboxes here see the host's system read-only ("" when they have a root of
+        their own)."""
+        if self.root != "writable":
+            return "the server runs sandboxes with a read-only root (BURROW_SANDBOX_ROOT)"
+        return rootfs.unavailable(self.id_range())
+
+    async def _prepared_base(self, ids: IdRange | None) -> rootfs.Base | None:
+        """The writable root's base, built on the first boot that needs it."""
+        if self.root != "writable" or ids is None:
+            return None
+        async with self._base_lock:
+            if self._base is None:
+                missing = rootfs.unavailable(ids)
+                if missing:
+                    raise SandboxError(ErrorCode.BOOT_FAILED, missing)
+                self._base = await asyncio.to_thread(
+                    rootfs.build_base, self._runtime_path() / "base", ids
+                )
+            return self._base
 
     async def destroy(self, sandbox_id: str) -> None:
         workspace_dir = self.workspace_dir(sandbox_id)
@@ -726,11 +794,11 @@ class LocalBackend:
             sandbox = self._sandboxes.pop(sandbox_id, None)
             if sandbox is not None:
                 await sandbox.stop()
-            disk = self._disk(sandbox_id)
-            if disk is not None:
+            for disk in self._disks(sandbox_id):
                 await disk.unmount()
                 disk.image.unlink(missing_ok=True)
             await asyncio.to_thread(shutil.rmtree, workspace_dir, ignore_errors=True)
+            await asyncio.to_thread(shutil.rmtree, self.layer_dir(sandbox_id), ignore_errors=True)
 
     async def hibernate(self, sandbox: Sandbox) -> None:
         """Files only: every process stops; `create` boots afresh on the same workspace."""
@@ -745,9 +813,10 @@ class LocalBackend:
         sandboxes = list(self._sandboxes.values())
         await asyncio.gather(*(sandbox.stop() for sandbox in sandboxes))
         for sandbox in sandboxes:
-            if sandbox.disk is not None:
-                with contextlib.suppress(SandboxError):
-                    await sandbox.disk.unmount()
+            for disk in (sandbox.disk, sandbox.layer_disk):
+                if disk is not None:
+                    with contextlib.suppress(SandboxError):
+                        await disk.unmount()
         self._sandboxes.clear()
         if self.reaper.sweep is not None:  # a server's backend: nothing may outlive it
             self.reaper.sweep.cancel()
@@ -756,6 +825,7 @@ class LocalBackend:
             remove_runtime_dir(self._runtime_dir)
             self._runtime_dir = None
             self._guest_dir = None
+            self._base = None
         self.reaper.close()  # last: the sandboxes are stopped
 
     async def _prepared_guest(self) -> Path:

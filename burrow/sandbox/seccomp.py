@@ -90,7 +90,9 @@ BLOCKED_IOCTLS = {"TIOCSTI": 0x5412, "TIOCLINUX": 0x541C}
 SOCKET_X86_64 = 41
 AF_VSOCK = 40
 # NETLINK_ROUTE is what getifaddrs (Node's os.networkInterfaces(), `vite --host`) and
-# `ip route` use; every other netlink family (audit, uevents, sock_diag, ...) is refused.
+# `ip route` use; every other netlink family (audit, uevents, sock_diag, ...) is refused
+# with EPROTONOSUPPORT, a kernel built without it: useradd and groupadd go on without
+# audit on that answer, and abort on EPERM.
 NETLINK_ROUTE = 0
 
 # struct seccomp_data: nr (u32), arch (u32), instruction_pointer (u64), args[6] (u64)
@@ -100,6 +102,7 @@ _RET_ALLOW = 0x7FFF0000
 _RET_KILL_PROCESS = 0x80000000
 _RET_EPERM = 0x00050000 | errno.EPERM
 _RET_ENOSYS = 0x00050000 | errno.ENOSYS
+_RET_NO_PROTOCOL = 0x00050000 | errno.EPROTONOSUPPORT
 
 # An instruction whose jump targets are labels; a bare label marks the next instruction.
 _Insn = tuple[int, str | int, str | int, int]
@@ -142,13 +145,15 @@ def build_filter(machine: str | None = None) -> bytes:
         (_JEQ_K, "deny", 0, AF_VSOCK),
         (_JEQ_K, 0, "allow", socket.AF_NETLINK),
         (_LD_W_ABS, 0, 0, _ARG2_LOW),
-        (_JEQ_K, "allow", "deny", NETLINK_ROUTE),
+        (_JEQ_K, "allow", "no_protocol", NETLINK_ROUTE),
         "allow",
         (_RET_K, 0, 0, _RET_ALLOW),
         "deny",
         (_RET_K, 0, 0, _RET_EPERM),
         "enosys",
         (_RET_K, 0, 0, _RET_ENOSYS),
+        "no_protocol",
+        (_RET_K, 0, 0, _RET_NO_PROTOCOL),
     ]
     return _assemble(program)
 

@@ -44,6 +44,12 @@ class Stage:
     def path_for(self, sandbox_id: str) -> Path:
         return self.root / hashlib.sha256(sandbox_id.encode()).hexdigest()[:16]
 
+    def root_for(self, sandbox_id: str) -> Path:
+        """Where the sandbox's writable root (rootfs.py) is assembled for its boot."""
+        self.root.mkdir(mode=PASSABLE, exist_ok=True)
+        os.chown(self.root, 0, self.ids.root)
+        return self.path_for(sandbox_id).with_suffix(".root")
+
     def bind(self, sandbox_id: str, workspace: Path) -> Path:
         """Bind the workspace where bwrap will look for it; returns that path."""
         self.root.mkdir(mode=PASSABLE, exist_ok=True)
@@ -55,12 +61,12 @@ class Stage:
         return target
 
     def release(self, sandbox_id: str) -> None:
-        """Detach the boot's bind (the sandbox's own mount of the workspace stays)."""
-        target = self.path_for(sandbox_id)
-        while True:  # until EINVAL (nothing mounted there) or ENOENT
-            try:
-                mounts.detach(str(target))
-            except OSError:
-                break
-        with contextlib.suppress(OSError):
-            target.rmdir()
+        """Detach the boot's binds and root (the sandbox's own mounts of them stay)."""
+        for target in (self.path_for(sandbox_id), self.path_for(sandbox_id).with_suffix(".root")):
+            while True:  # until EINVAL (nothing mounted there) or ENOENT
+                try:
+                    mounts.detach(str(target))
+                except OSError:
+                    break
+            with contextlib.suppress(OSError):
+                target.rmdir()
