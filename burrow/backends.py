@@ -35,6 +35,7 @@ def local_backend(settings: Settings, *, remote_ids: RemoteIds | None = None) ->
         network=settings.sandbox_network,
         allow_domains=DomainAllowlist.parse(settings.sandbox_allow_domains) or None,
         seccomp=settings.sandbox_seccomp,
+        root=settings.sandbox_root,
         agent_timeout=settings.sandbox_agent_timeout,
     )
 

@@ -159,6 +159,10 @@ class Settings(BaseSettings):
     sandbox_tmp_mb: int = 256
     sandbox_seccomp: bool = True
     """The seccomp filter against dangerous system calls (x86_64)."""
+    sandbox_root: Literal["writable", "read-only"] = "writable"
+    """`writable`: each sandbox's `/` is its own (an overlay over the host's system, which
+    stays untouched): the agent installs with apt, pip and npm as root of its namespace;
+    needs a server running as root. `read-only`: the host's system read-only, as before."""
     sandbox_agent_timeout: float = 15.0
     """Seconds the server waits for a sandbox's agent to answer (connect, handshake, one
     reply; a command gets its own timeout plus this) before it kills the sandbox."""

@@ -81,19 +81,22 @@ class Reaped:
 
 
 class Leftovers:
-    """The sandboxes of one data directory's workspaces, as the host sees them."""
+    """The sandboxes of one data directory's workspaces, as the host sees them; their
+    writable roots' layer disks (`<data-dir>/layers`, rootfs.py) are reaped alike."""
 
     def __init__(self, workspaces: Path, cgroup_root: Path = cgroups.CGROUP_ROOT) -> None:
         self.workspaces = workspaces.resolve()
+        self.layers = self.workspaces.parent / "layers"
         self.cgroup_root = cgroup_root
 
     def sandbox_ids(self) -> set[str]:
         """The sandboxes that left something: a cgroup of one of the workspaces, a mount
-        under them, or a loop device backed by one of their images."""
-        found = {Path(t).name for t in mount_targets() if Path(t).parent == self.workspaces}
+        under them or their layers, or a loop device backed by one of their images."""
+        folders = (self.workspaces, self.layers)
+        found = {Path(t).name for t in mount_targets() if Path(t).parent in folders}
         for backing in loop_devices().values():
             image = Path(backing.removesuffix(" (deleted)"))
-            if image.parent == self.workspaces and image.suffix == ".img":
+            if image.parent in folders and image.suffix == ".img":
                 found.add(image.stem)
         with contextlib.suppress(OSError):
             for path in self.workspaces.iterdir():
@@ -108,29 +111,39 @@ class Leftovers:
 
     def reap(self, sandbox_id: str) -> Reaped:
         """Kill the sandbox's leftover processes, remove its cgroups, unmount its workspace
-        and release its loop devices. Blocking: call it in a thread."""
+        and layer disks and release their loop devices. Blocking: call it in a thread."""
         reaped = Reaped()
-        workspace = self.workspaces / sandbox_id
-        image = self.workspaces / f"{sandbox_id}.img"
-        attached = loops_of(image)
-        cgroup = self._cgroup(workspace)
-        if not attached and not cgroup.exists() and str(workspace) not in mount_targets():
+        disks = [
+            (folder / sandbox_id, folder / f"{sandbox_id}.img")
+            for folder in (self.workspaces, self.layers)
+        ]
+        attached = {image: loops_of(image) for _, image in disks}
+        cgroup = self._cgroup(self.workspaces / sandbox_id)
+        targets = mount_targets()
+        if (
+            not any(attached.values())
+            and not cgroup.exists()
+            and not any(str(mountpoint) in targets for mountpoint, _ in disks)
+        ):
             return reaped  # nothing of it is left (a new sandbox): each check read once
         if cgroup.exists():
             reaped.processes = len(cgroup.pids())
             cgroup.kill_and_remove()  # waits (bounded) for the killed processes to go
             reaped.cgroups = 1
-        while str(workspace) in mount_targets():
-            try:
-                umount(str(workspace))
-            except OSError as exc:
-                if exc.errno == errno.EBUSY:
-                    reaped.adopted.append(sandbox_id)
-                break
-            reaped.mounts += 1
-        if not reaped.adopted:
-            _detach_loops(image)
-        reaped.loops = len(attached - loops_of(image))
+        for mountpoint, image in disks:
+            busy = False
+            while str(mountpoint) in mount_targets():
+                try:
+                    umount(str(mountpoint))
+                except OSError as exc:
+                    busy = exc.errno == errno.EBUSY
+                    break
+                reaped.mounts += 1
+            if busy:
+                reaped.adopted.append(sandbox_id)
+            else:
+                _detach_loops(image)
+            reaped.loops += len(attached[image] - loops_of(image))
         return reaped
 
 

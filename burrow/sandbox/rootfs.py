@@ -299,22 +299,18 @@ def _is_real_dir(path: str) -> bool:
 def _range_namespace(ids: IdRange) -> int:
     """An fd of a user namespace mapped onto the range, as every sandbox's is: what an
     idmapped mount takes. A short-lived `unshare` makes it; the fd keeps it alive."""
-    child = subprocess.Popen(
+    with subprocess.Popen(
         ["unshare", "--user", "--", "/bin/sh", "-c", "echo ready; read _"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env={},
-    )
-    try:
-        assert child.stdout is not None and child.stdin is not None
+    ) as child:
+        assert child.stdout is not None
         if child.stdout.readline() != b"ready\n":
             raise SandboxError(ErrorCode.BOOT_FAILED, "unshare could not make a user namespace")
         idmap.write_maps(child.pid, ids)
         return os.open(f"/proc/{child.pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
-    finally:
-        with contextlib.suppress(OSError):
-            child.stdin.close()  # type: ignore[union-attr]
-        child.wait()
+    # leaving the block closes its stdin (it ends) and waits for it
 
 
 def _idmapped_bind(source: Path, target: Path, userns: int) -> None:

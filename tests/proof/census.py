@@ -30,18 +30,21 @@ class Census:
 
 
 def take(data_dir: Path) -> Census:
+    """Mounts and loop devices count the workspaces' disks and the writable roots' layer
+    disks (`layers/`) alike."""
     workspaces = (data_dir / "workspaces").resolve()
+    folders = (workspaces, (data_dir / "layers").resolve())
     mounts = 0
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         target = line.split(" ")[4].replace("\\040", " ")
-        if Path(target).parent == workspaces:
+        if Path(target).parent in folders:
             mounts += 1
     loops = 0
     for entry in Path("/sys/block").iterdir():
         backing = entry / "loop" / "backing_file"
         if entry.name.startswith("loop") and backing.exists():
             try:
-                if backing.read_text().startswith(f"{workspaces}/"):
+                if backing.read_text().startswith(tuple(f"{f}/" for f in folders)):
                     loops += 1
             except OSError:
                 pass  # detached while we looked

@@ -75,7 +75,8 @@ for host in sys.argv[2:]:
 async def test_files_outside_the_sandbox_cannot_be_read(pair: Pair) -> None:
     database = pair.backend.data_dir / "burrow.db"
     database.write_bytes(b"SQLite format 3\x00 users and secrets")
-    for path in (str(database), "/root", "/etc/shadow", "/etc/gshadow", str(Path.home())):
+    # /root and /etc/shadow exist inside: the sandbox's own (test_rootfs.py), not the host's.
+    for path in (str(database), str(pair.backend.data_dir), str(Path.home() / ".bashrc")):
         result = await run(pair.attacker, "sh", "-c", f"cat {path} || ls {path}")
         assert result.exit.exit_code != 0, f"{path} is readable inside the sandbox"
     places = "/etc /var /home /root /srv /opt /mnt /workspace /tmp /.burrow /run"
@@ -84,8 +85,15 @@ async def test_files_outside_the_sandbox_cannot_be_read(pair: Pair) -> None:
     await assert_unaffected(pair)
 
 
-async def test_nothing_outside_the_workspace_and_tmp_is_writable(pair: Pair) -> None:
-    for target in ("/usr/evil", "/etc/passwd", "/evil", "/.burrow/guest/evil.py", "/proc/x"):
+async def test_system_writes_stay_in_the_sandbox_and_its_agent_and_proc_are_not_writable(
+    pair: Pair,
+) -> None:
+    passwd = await asyncio.to_thread(Path("/etc/passwd").read_bytes)
+    for target in ("/usr/evil", "/etc/passwd", "/evil"):  # its own root (rootfs.py)
+        result = await run(pair.attacker, "sh", "-c", f"echo pwned >> {target}")
+        assert result.exit.exit_code == 0, result.stderr
+    assert await asyncio.to_thread(Path("/etc/passwd").read_bytes) == passwd
+    for target in ("/.burrow/guest/evil.py", "/.burrow/guest/server.py", "/proc/x"):
         result = await run(pair.attacker, "sh", "-c", f"echo pwned > {target}")
         assert result.exit.exit_code != 0, f"{target} is writable"
     sysrq = "open('/proc/sysrq-trigger', 'w')"  # opened, never written

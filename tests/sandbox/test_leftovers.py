@@ -39,6 +39,9 @@ asyncio.run(main())
 """
 
 
+DISKS = 2  # each sandbox's: its workspace and its writable root's layer (rootfs.py)
+
+
 def killed_owner(data_dir: Path, sandbox_id: str, network: str = "none") -> list[tuple[int, str]]:
     """A server-like process boots the sandbox, then dies by SIGKILL: nothing cleans up.
     Returns (pid, name) of the processes it had started (bwrap; slirp4netns for egress)."""
@@ -109,7 +112,7 @@ async def test_a_restarted_backend_reaps_only_its_own_data_directory(tmp_path: P
         killed_owner(tmp_path / "data", "victim")
         with escaped_process(tmp_path / "data", "victim") as escaped:
             left = census.take(tmp_path / "data")
-            assert (left.processes, left.mounts, left.loops, left.cgroups) == (1, 1, 1, 1)
+            assert (left.processes, left.mounts, left.loops, left.cgroups) == (1, DISKS, DISKS, 1)
             before_other = census.take(tmp_path / "other")
             # The dead owner's runtime directory (sockets, the guest's copy), as it recorded.
             runtime = Path((tmp_path / "data" / "sandboxes.lock").read_text())
@@ -117,7 +120,12 @@ async def test_a_restarted_backend_reaps_only_its_own_data_directory(tmp_path: P
             await backend.recover()
             assert backend.reaper.sweep is not None
             reaped = await backend.reaper.sweep
-            assert (reaped.processes, reaped.mounts, reaped.loops, reaped.cgroups) == (1, 1, 1, 1)
+            assert (reaped.processes, reaped.mounts, reaped.loops, reaped.cgroups) == (
+                1,
+                DISKS,
+                DISKS,
+                1,
+            )
             await until(lambda: census.take(tmp_path / "data").empty)
             assert escaped.wait(5) == -9
             await until(lambda: not runtime.exists())
@@ -128,7 +136,7 @@ async def test_a_restarted_backend_reaps_only_its_own_data_directory(tmp_path: P
         victim = await backend.create("victim")
         assert (await run(victim, "cat", "kept.txt")).text == "kept"
         now = census.take(tmp_path / "data")
-        assert (now.mounts, now.loops, now.cgroups) == (1, 1, 1)
+        assert (now.mounts, now.loops, now.cgroups) == (DISKS, DISKS, 1)
     finally:
         await backend.close()
         await other.close()
@@ -143,7 +151,7 @@ async def test_creating_a_sandbox_reaps_its_leftovers_first(tmp_path: Path) -> N
             victim = await backend.create("victim")
             assert escaped.wait(5) == -9  # killed, not left running
             now = census.take(tmp_path / "data")
-            assert (now.mounts, now.loops, now.cgroups) == (1, 1, 1)
+            assert (now.mounts, now.loops, now.cgroups) == (DISKS, DISKS, 1)
             assert (await run(victim, "cat", "kept.txt")).text == "kept"
     finally:
         await backend.close()
@@ -158,7 +166,7 @@ async def test_a_busy_mount_is_adopted_never_mounted_twice(tmp_path: Path) -> No
     try:
         victim = await backend.create("victim")
         now = census.take(tmp_path / "data")
-        assert (now.mounts, now.loops) == (1, 1)
+        assert (now.mounts, now.loops) == (DISKS, DISKS)
         assert (await run(victim, "cat", "kept.txt")).text == "kept"
     finally:
         holder.kill()
@@ -181,7 +189,7 @@ async def test_a_live_process_of_the_same_data_directory_is_left_alone(tmp_path:
         assert (await run(sandbox, "echo", "alive")).text == "alive\n"
         assert (await run(other, "echo", "alive")).text == "alive\n"
         now = census.take(tmp_path / "data")
-        assert (now.mounts, now.loops, now.cgroups) == (2, 2, 2)
+        assert (now.mounts, now.loops, now.cgroups) == (2 * DISKS, 2 * DISKS, 2)
         await live.close()  # the live one stops: the lock goes with it
         await second.close()
         assert census.take(tmp_path / "data").empty
