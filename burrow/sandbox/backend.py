@@ -165,6 +165,23 @@ class Capabilities:
 
 
 @dataclass(frozen=True)
+class RootLayer:
+    name: str
+    writable: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class RootPlan:
+    """What a sandbox's `/` is made of here, bottom layer first (GET …/sandbox shows it)."""
+
+    environment: str  # "host": the host's own system, nothing built
+    writable: bool  # can the sandbox install into its system (apt, pip, npm -g)?
+    detail: str
+    layers: tuple[RootLayer, ...]
+
+
+@dataclass(frozen=True)
 class HttpUpstream:
     """A connection that carries HTTP/1.1 (and WebSocket upgrades) to a sandbox port.
 
@@ -326,6 +343,15 @@ class Backend(Protocol):
         """Put an idle sandbox to sleep, keeping what `capabilities.hibernation` says: its
         files (stop every process), or its memory too (pause). The next `create` of the same
         id wakes it."""
+        ...
+
+    def root_plan(self, sandbox_id: str) -> RootPlan:
+        """What the sandbox's `/` is made of, and whether it may change it."""
+        ...
+
+    async def copy_root(self, source_id: str, target_id: str) -> None:
+        """Give `target_id`, not booted yet, a copy of what `source_id` changed of its
+        system (a fork); nothing where the backend keeps no such changes apart."""
         ...
 
     def disk_used(self, sandbox_id: str) -> int | None:

@@ -42,6 +42,8 @@ from burrow.sandbox.backend import (
     HandleStatus,
     HttpUpstream,
     NetworkPlan,
+    RootLayer,
+    RootPlan,
     Sandbox,
     SandboxError,
     closing_exec,
@@ -765,6 +767,58 @@ class LocalBackend:
             stage=Stage(self._runtime_path(), ids) if ids is not None else None,
             base=await self._prepared_base(ids),
         )
+
+    def root_plan(self, sandbox_id: str) -> RootPlan:
+        host = RootLayer("host", False, "the host's system: /usr, dpkg's database, a curated /etc")
+        missing = self.root_unavailable()
+        if missing:
+            return RootPlan("host", False, missing, (host,))
+        own = RootLayer(
+            "conversation",
+            True,
+            "what the sandbox changed or installed, kept across hibernation and restarts",
+        )
+        detail = (
+            "the host's system (never written) under the sandbox's own layer; "
+            "checkpoints cover /workspace only"
+        )
+        return RootPlan("host", True, detail, (host, own))
+
+    async def copy_root(self, source_id: str, target_id: str) -> None:
+        """The source's layer, copied (`cp -a`: owners, modes, links, the overlay's
+        whiteouts and xattrs) into the target's before its first boot. A running source's
+        layer is read as it stands."""
+        if self.root_unavailable():
+            return
+        source, target = self.layer_dir(source_id), self.layer_dir(target_id)
+        for sandbox_id in (source_id, target_id):  # their disks mounted (a restart unmounts)
+            disk = self._layer_disk(sandbox_id)
+            if disk is not None and (disk.image.exists() or sandbox_id == target_id):
+                async with self._locks.setdefault(sandbox_id, asyncio.Lock()):
+                    await self.reaper.before_boot(sandbox_id)
+                    await disk.mount()
+        if not source.is_dir():
+            return
+        target.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for part in sorted(source.iterdir()):
+            if not (part / "upper").is_dir() or (target / part.name).exists():
+                continue
+            (target / part.name).mkdir(mode=0o700)
+            argv = (
+                "cp",
+                "-a",
+                "--reflink=auto",
+                "--",
+                str(part / "upper"),
+                str(target / part.name),
+            )
+            copying = await asyncio.create_subprocess_exec(*argv, stderr=asyncio.subprocess.PIPE)
+            _, err = await copying.communicate()
+            if copying.returncode != 0:
+                raise SandboxError(
+                    ErrorCode.BOOT_FAILED,
+                    f"could not copy the sandbox's installed system: {err.decode()[-500:]}",
+                )
 
     def root_unavailable(self) -> str:
         """Why sandboxes here see the host's system read-only ("" when they have a root of

@@ -128,9 +128,16 @@ async def test_a_fork_now_copies_everything_and_waits_for_a_run(tmp_path: Path) 
         cid = await srv.create_conversation()
         done = await run(srv, cid, "hi")
         await shell(srv, cid, "mkdir -p d && echo later > d/f.txt && ln -s d/f.txt link")
+        # What it installed into its system comes too (its writable root's layer).
+        await shell(srv, cid, "echo mine > /usr/local/bin/mine && useradd dave && rm /etc/issue")
         now = await fork(srv, cid)
         assert now.status_code == 201, now.text
         new = now.json()["id"]
+        system = "cat /usr/local/bin/mine; id -un dave; ls /etc/issue 2>&1 | grep -c 'No such'"
+        assert await shell(srv, new, system) == "mine\ndave\n1\n"
+        await shell(srv, cid, "echo after > /usr/local/bin/after")
+        late = await shell(srv, new, "ls /usr/local/bin/after 2>&1 || true")
+        assert "No such" in late
         events = await srv.events(new)
         source = await srv.events(cid)
         assert comparable(events[: len(source)]) == comparable(source)

@@ -137,3 +137,30 @@ async def test_restart_stops_processes_and_keeps_files(srv: RunningServer) -> No
     assert fresh is not None
     assert (await run(fresh, "pgrep", "-x", "sleep")).exit.exit_code == 1
     assert await fresh.read_file("kept.txt") == b"kept"
+
+
+async def test_what_a_sandbox_installs_outlives_hibernation_and_goes_with_its_conversation(
+    srv: RunningServer,
+) -> None:
+    cid = await srv.create_conversation()
+    pool = srv.services.runtime.sandboxes
+    sandbox = await pool.get(cid)
+    made = await run(sandbox, "sh", "-c", "printf '#!/bin/sh\\necho tool\\n' > /usr/local/bin/tool")
+    assert made.exit.exit_code == 0, made.stderr
+    await run(sandbox, "chmod", "+x", "/usr/local/bin/tool")
+    await wait_for_status(srv, cid, "hibernated", within=IDLE + 5)
+    state = await sandbox_state(srv, cid)
+    assert (state["environment"], state["root_writable"]) == ("host", True)
+    assert [(layer["name"], layer["writable"]) for layer in state["layers"]] == [
+        ("host", False),
+        ("conversation", True),
+    ]
+    assert "checkpoints cover /workspace only" in state["root_detail"]
+    awake = await pool.get(cid)
+    assert (await run(awake, "tool")).text == "tool\n"
+    backend = srv.services.conversations.workspace.backend
+    assert isinstance(backend, LocalBackend)
+    layer = backend.layer_dir(cid)
+    assert layer.is_dir()
+    assert (await srv.client.delete(f"/api/conversations/{cid}")).status_code == 204
+    assert not layer.exists()

@@ -27,10 +27,23 @@ class CapabilitiesOut(BaseModel):
     running_commands: bool
 
 
+class LayerOut(BaseModel):
+    name: str
+    writable: bool
+    detail: str
+
+
 class SandboxStatusOut(SandboxOut):
     detail: str = ""
     """Why it is in that status: a boot failure's reason, what hibernation kept, ..."""
     capabilities: CapabilitiesOut | None = None
+    environment: str = "host"
+    """What the sandbox's system starts from: `host` (the host's own), or a template."""
+    root_writable: bool = False
+    """Whether the sandbox may change its system (apt-get, pip, npm -g install there)."""
+    root_detail: str = ""
+    layers: list[LayerOut] = []
+    """What its `/` is made of, bottom first."""
 
 
 @router.get("/{cid}/sandbox")
@@ -55,7 +68,12 @@ async def sandbox_out(svc: Services, cid: str, status: str, detail: str) -> Sand
     backend = svc.conversations.workspace.backend
     policy = await svc.conversations.network_of(cid)
     plan = backend.network_plan(policy)
+    root = backend.root_plan(cid)
     return SandboxStatusOut(
+        environment=root.environment,
+        root_writable=root.writable,
+        root_detail=root.detail,
+        layers=[LayerOut(**asdict(layer)) for layer in root.layers],
         status=status,
         backend=backend.name,
         detail=detail,

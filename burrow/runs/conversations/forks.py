@@ -7,7 +7,8 @@ journal before it no longer change. The workspace crosses as a git bundle of the
 checkpoint, written in the source's sandbox, copied in chunks into the fork's sandbox and
 unbundled there into the fork's own checkpoint store, so neither conversation's files or
 store are ever shared. Checkpoints leave out `.git` folders and files over
-BURROW_CHECKPOINT_MAX_FILE_MB: so does a fork.
+BURROW_CHECKPOINT_MAX_FILE_MB: so does a fork. What the source installed into its system
+(its writable root's layer) is copied as it is now, at whatever run the fork is.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ async def fork(runtime: Runtime, store: ForkStore, source: Conversation, run_id:
     try:
         if closing:
             await runtime.journal.append(cid, *closing)
+        # What it installed, as it is now: checkpoints cover /workspace only.
+        await runtime.sandboxes.copy_root(source.id, cid)
         await _copy_workspace(runtime, source.id, checkpoint, cid)
     except BaseException:
         await runtime.delete(cid)

@@ -236,6 +236,10 @@ class SandboxPool:
             self._states.pop(cid, None)
             return await self._start(cid)
 
+    async def copy_root(self, source: str, target: str) -> None:
+        """A fork's sandbox, before its first boot, gets what the source installed."""
+        await self.backend.copy_root(source, target)
+
     async def destroy(self, cid: str) -> None:
         await self._kill(cid)
         async with self._locks[cid]:

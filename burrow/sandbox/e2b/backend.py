@@ -27,6 +27,8 @@ from burrow.sandbox.backend import (
     NetworkPlan,
     NetworkPolicy,
     RemoteIds,
+    RootLayer,
+    RootPlan,
     Sandbox,
     SandboxError,
     closing_exec,
@@ -169,6 +171,20 @@ class E2BBackend:
                     if info.metadata.get(METADATA_KEY) == sandbox_id:
                         return info.sandbox_id
         return None
+
+    def root_plan(self, sandbox_id: str) -> RootPlan:
+        template = self.template or "base"
+        own = "the sandbox's own file system, which the endpoint keeps with it"
+        return RootPlan(
+            environment=template,
+            writable=True,
+            detail=f"the E2B template {template} under {own}",
+            layers=(RootLayer(template, False, "the template"), RootLayer("sandbox", True, own)),
+        )
+
+    async def copy_root(self, source_id: str, target_id: str) -> None:
+        """Nothing: a fork's E2B sandbox starts from the template (its workspace is copied
+        by the runs layer, as on every backend)."""
 
     def disk_used(self, sandbox_id: str) -> int | None:
         """Unknown here: the remote host bounds its sandboxes' disks itself."""
