@@ -7,7 +7,6 @@ registries for the installs: the machine reaches those and nothing else.
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
 import shutil
 from collections.abc import AsyncIterator
@@ -65,7 +64,6 @@ async def test_apt_installs_a_daemon_the_host_lacks_and_it_runs_as_its_own_user(
     owner = ok(await sh(sandbox, "ps -o user= -C memcached"))
     assert owner.split() == ["memcache"]
     assert shutil.which("memcached") is None  # the host's /usr is as it was
-    assert not Path("/usr/bin/memcached").exists()
 
 
 async def test_pip_and_npm_install_system_wide(online: LocalBackend) -> None:
@@ -133,22 +131,24 @@ async def test_the_layer_has_its_own_disk_and_counts_toward_the_quota(tmp_path: 
 # ---- attacks -------------------------------------------------------------------------
 
 
+def host_state() -> tuple[tuple[int, int, int], bytes]:
+    ls = Path("/usr/bin/ls").stat()
+    return (ls.st_mode, ls.st_uid, ls.st_size), Path("/etc/passwd").read_bytes()
+
+
 async def test_root_in_the_sandbox_changes_only_its_own_copy_of_the_system(
     backend: LocalBackend,
 ) -> None:
     attacker, bystander = await backend.create("attacker"), await backend.create("bystander")
-    ls = Path("/usr/bin/ls").stat()
-    passwd = Path("/etc/passwd").read_bytes()
+    ls, passwd = host_state()
     attack = (
         "chmod 777 /usr/bin/ls && chown 1234 /usr/bin/ls && echo x >> /usr/bin/ls && "
         "echo 'evil:x:0:0::/:/bin/sh' >> /etc/passwd && rm -rf /usr/share/doc && "
         "echo pwned > /usr/bin/pwned"
     )
     ok(await sh(attacker, attack))
-    after = Path("/usr/bin/ls").stat()
-    assert (after.st_mode, after.st_uid, after.st_size) == (ls.st_mode, ls.st_uid, ls.st_size)
-    assert Path("/etc/passwd").read_bytes() == passwd
-    assert Path("/usr/share/doc").is_dir() and not Path("/usr/bin/pwned").exists()
+    assert host_state() == (ls, passwd)
+    assert Path("/usr/share/doc").is_dir() and not Path("/usr/bin/pwned").exists()  # noqa: ASYNC240
     seen = ok(
         await sh(
             bystander, "ls -l /usr/bin/ls; grep -c evil /etc/passwd; ls /usr/share/doc | wc -l"
@@ -201,7 +201,8 @@ async def test_links_left_in_the_layer_cannot_steer_the_next_boot(backend: Local
 async def test_set_id_bits_raise_nobody(backend: LocalBackend) -> None:
     sandbox = await backend.create("setuid")
     script = (
-        "useradd -m mallory && cp /bin/bash /usr/local/bin/rootsh && chmod 4755 /usr/local/bin/rootsh"
+        "useradd -m mallory && cp /bin/bash /usr/local/bin/rootsh"
+        " && chmod 4755 /usr/local/bin/rootsh"
         " && runuser -u mallory -- /usr/local/bin/rootsh -p -c 'id -u; cat /etc/shadow'"
     )
     result = await sh(sandbox, script)
@@ -253,6 +254,6 @@ async def test_a_read_only_root_is_still_there_for_who_asks(tmp_path: Path) -> N
             result = await sh(sandbox, f"echo pwned > {target}")
             assert result.exit.exit_code != 0, f"{target} is writable"
         assert (await sh(sandbox, "ls -d /etc/shadow /root")).exit.exit_code != 0
-        assert not os.path.exists(backend.layer_dir("ro"))
+        assert not backend.layer_dir("ro").exists()
     finally:
         await backend.close()
