@@ -169,6 +169,8 @@ async def test_the_host_s_secrets_and_home_stay_out(backend: LocalBackend) -> No
         found = await sh(sandbox, 'grep -rl "the host\'s" /root /home /etc /var /opt /srv')
         assert found.text == ""
         assert (await sh(sandbox, f"ls -d {backend.data_dir}")).exit.exit_code != 0
+        overlays = ok(await sh(sandbox, "grep ' - overlay ' /proc/self/mountinfo"))
+        assert len(overlays.splitlines()) >= 2 and str(backend.data_dir) not in overlays
     finally:
         marker.unlink()
 
