@@ -30,6 +30,7 @@ from burrow.runs.loop.hooks.approvals import ApprovalGate
 from burrow.runs.loop.hooks.budget import Budget
 from burrow.runs.loop.loop import LoopConfig
 from burrow.runs.loop.window import context_window
+from burrow.runs.workspace.environments import Environments
 from burrow.runs.workspace.git.repo_import import RepoImports
 from burrow.runs.workspace.sandboxes import SandboxPool
 from burrow.sandbox.backend import Backend
@@ -77,6 +78,7 @@ class Services:
     secrets: ConversationSecrets
     imports: RepoImports
     profiles: ProfileStore
+    environments: Environments
     on_close: Callable[[], None] = lambda: None
     telemetry: Telemetry = field(default_factory=open_telemetry)
     mcp: McpConnections | None = None
@@ -85,6 +87,7 @@ class Services:
 
     async def close(self) -> None:
         self.on_close()
+        await self.environments.close()
         await self.imports.close()
         await self.runtime.shutdown()  # its runs end and give their leases back
         if self.replica is not None:
@@ -151,8 +154,10 @@ async def open_services(
         fallback=settings.default_model,
     )
     await models.load()
+    backend = backend or make_backend(settings, remote_ids=RemoteSandboxStore(db))
+    environments = Environments(SettingsStore(db), backend, network=settings.sandbox_network)
     sandboxes = SandboxPool(
-        backend or make_backend(settings, remote_ids=RemoteSandboxStore(db)),
+        backend,
         journal,
         idle_seconds=settings.sandbox_idle_hibernate_seconds,
         owner_of=conversations.owner_of,
@@ -161,6 +166,8 @@ async def open_services(
         network_of=conversations.network_of,
         disk_mb_per_owner=settings.max_disk_mb_per_user,
         conversations_of=conversations.ids_of,
+        environments=environments,
+        environment_of=conversations.environment_of,
     )
     imports = RepoImports(journal, sandboxes)
     mcp = mcp_connections(settings, sandboxes, UserSecretStore(db, box))
@@ -193,6 +200,7 @@ async def open_services(
         await replica.start()  # listening before recovery: commands may come at once
     await runtime.recover()
     await runtime.sandboxes.recover()
+    await environments.load()  # those not built yet build in the background
     accounts = AccountStore(db)
     owner = await ensure_admin(accounts, settings.admin_password)
     actions = Actions(runtime, replica.owner_actions if replica else None)
@@ -218,6 +226,7 @@ async def open_services(
         chosen_secrets,
         imports,
         profiles,
+        environments,
         uninstall_redaction,
         telemetry,
         mcp,

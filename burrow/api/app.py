@@ -21,6 +21,7 @@ from burrow.api.routes import (
     auth,
     checkpoints,
     conversations,
+    environments,
     events,
     files,
     git,
@@ -109,6 +110,7 @@ def create_app(
         mcp,
         search,
         a2a,
+        environments,
     ):
         app.include_router(module.router)
     web.mount(app)  # last: the UI's catch-all never shadows /api/*

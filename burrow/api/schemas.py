@@ -69,6 +69,9 @@ class ConversationOut(BaseModel):
     """The profile its runs use ("default": none)."""
     last_run_failed: bool = False
     """The conversation is at rest ("idle") and its last run ended "failed"."""
+    environment: str | None = None
+    """The environment its sandbox starts from (`/api/environments`); null: the host's
+    system."""
 
     @classmethod
     def of(cls, c: Conversation, context: ContextUse, default_network: Network) -> ConversationOut:
@@ -90,6 +93,7 @@ class ConversationOut(BaseModel):
             context=context,
             network=c.network if c.network in ("none", "egress") else default_network,  # type: ignore[arg-type]
             profile=c.profile,
+            environment=c.environment,
         )
 
 
@@ -111,6 +115,9 @@ class CreateConversation(BaseModel):
     repo: RepoIn | None = None
     network: Network | None = None
     """Default: BURROW_SANDBOX_NETWORK."""
+    environment: str | None = Field(default=None, max_length=32)
+    """The environment its sandbox starts from (`/api/environments`); default: the host's
+    system. Chosen at creation only."""
 
 
 class UpdateConversation(BaseModel):

@@ -318,9 +318,12 @@ class Backend(Protocol):
         *,
         network: NetworkPolicy | None = None,
         allow_domains: DomainAllowlist | None = None,
+        environment: str | None = None,
     ) -> Sandbox:
         """Start (or restart) the sandbox for `sandbox_id` and return it once ready, with
-        the network policy `network` (None: the backend's default); `allow_domains` narrows
+        the network policy `network` (None: the backend's default); `environment`, a
+        built environment's key, is the system a first boot starts from (a sandbox keeps
+        the one it started on; runs/workspace/environments.py); `allow_domains` narrows
         its egress to those names (and to the backend's own list, if it has one): a list
         nothing is left of gives it no network.
 

@@ -25,7 +25,7 @@ import signal
 import socket
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -93,6 +93,7 @@ class BootPlan:
     setpriv: str = ""
     stage: Stage | None = None
     base: rootfs.Base | None = None  # the writable root's lower layers; None: read-only
+    environment: Path | None = None  # a built environment's layer, between base and own
 
     @property
     def slirp(self) -> bool:
@@ -344,9 +345,13 @@ class LocalSandbox:
                 ErrorCode.BOOT_FAILED, f"could not stage the workspace for bubblewrap: {exc}"
             ) from None
         if plan.base is not None and self.layer is not None:
-            await self._ready_root(plan.base, plan.ids, plan.stage.root_for(self.id))
+            await self._ready_root(
+                plan.base, plan.ids, plan.stage.root_for(self.id), plan.environment
+            )
 
-    async def _ready_root(self, base: rootfs.Base, ids: IdRange, target: Path) -> None:
+    async def _ready_root(
+        self, base: rootfs.Base, ids: IdRange, target: Path, environment: Path | None
+    ) -> None:
         """The writable root's layer (on its own disk when quotas are on), mounted over the
         base where bwrap takes it as `/`."""
         assert self.layer is not None
@@ -354,7 +359,7 @@ class LocalSandbox:
             await self.layer_disk.mount()
         try:
             await asyncio.to_thread(self.layer.prepare, base, ids)
-            await asyncio.to_thread(self.layer.mount, base, target)
+            await asyncio.to_thread(self.layer.mount, base, target, environment)
         except OSError as exc:
             raise SandboxError(
                 ErrorCode.BOOT_FAILED, f"could not mount the sandbox's writable root: {exc}"
@@ -664,6 +669,7 @@ class LocalBackend:
         *,
         network: NetworkPolicy | None = None,
         allow_domains: DomainAllowlist | None = None,
+        environment: str | None = None,
     ) -> LocalSandbox:
         workspace_dir = self.workspace_dir(sandbox_id)
         async with self._locks.setdefault(sandbox_id, asyncio.Lock()):
@@ -690,7 +696,10 @@ class LocalBackend:
                     agent_timeout=self.agent_timeout,
                 )
                 self._sandboxes[sandbox_id] = sandbox
-            await sandbox.start(await self._plan(bwrap_bin, network, allow_domains))
+            plan = await self._plan(bwrap_bin, network, allow_domains)
+            if plan.base is not None:
+                plan = replace(plan, environment=self._environment_for(sandbox_id, environment))
+            await sandbox.start(plan)
             return sandbox
 
     def _disk(self, sandbox_id: str) -> WorkspaceDisk | None:
@@ -800,25 +809,59 @@ class LocalBackend:
         if not source.is_dir():
             return
         target.mkdir(mode=0o700, parents=True, exist_ok=True)
-        for part in sorted(source.iterdir()):
-            if not (part / "upper").is_dir() or (target / part.name).exists():
-                continue
-            (target / part.name).mkdir(mode=0o700)
-            argv = (
-                "cp",
-                "-a",
-                "--reflink=auto",
-                "--",
-                str(part / "upper"),
-                str(target / part.name),
+        await _copy_uppers(source, target)
+        pin = self._pin(source_id)
+        if pin.exists():  # the fork stands on the same environment build
+            shutil.copy(pin, self._pin(target_id))
+
+    def environments_dir(self) -> Path:
+        """Built environments' layers (runs/workspace/environments.py), by key."""
+        return self.data_dir / "environments"
+
+    def environment_exists(self, key: str) -> bool:
+        return (self.environments_dir() / _checked_id(key)).is_dir()
+
+    def environment_of(self, sandbox_id: str) -> str | None:
+        try:
+            return self._pin(sandbox_id).read_text().strip() or None
+        except OSError:
+            return None
+
+    def _pin(self, sandbox_id: str) -> Path:
+        """Beside the layer (not in it: its disk may not be mounted): the environment build
+        the sandbox stands on."""
+        return self.data_dir / "layers" / f"{_checked_id(sandbox_id)}.environment"
+
+    async def save_environment(self, sandbox_id: str, key: str) -> None:
+        """The stopped build sandbox's layer, copied whole under the environment's key
+        (made under a name of its own, then renamed: a half-copied layer is never used)."""
+        target = self.environments_dir() / _checked_id(key)
+        if target.is_dir():
+            return
+        making = target.with_name(f".{key}.{os.getpid()}")
+        await asyncio.to_thread(shutil.rmtree, making, ignore_errors=True)
+        making.mkdir(mode=0o700, parents=True)
+        await _copy_uppers(self.layer_dir(sandbox_id), making)
+        os.replace(making, target)
+
+    def _environment_for(self, sandbox_id: str, asked: str | None) -> Path | None:
+        """The environment layer the sandbox stands on: the one it first booted on (kept
+        in its layer as a pin), else the one asked for now, pinned from here on."""
+        key = self.environment_of(sandbox_id) or asked
+        if key is None:
+            return None
+        path = self.environments_dir() / _checked_id(key)
+        if not path.is_dir():
+            raise SandboxError(
+                ErrorCode.BOOT_FAILED,
+                f"the environment build {key} this sandbox stands on is gone from "
+                f"{self.environments_dir()}",
             )
-            copying = await asyncio.create_subprocess_exec(*argv, stderr=asyncio.subprocess.PIPE)
-            _, err = await copying.communicate()
-            if copying.returncode != 0:
-                raise SandboxError(
-                    ErrorCode.BOOT_FAILED,
-                    f"could not copy the sandbox's installed system: {err.decode()[-500:]}",
-                )
+        pin = self._pin(sandbox_id)
+        if not pin.exists():
+            pin.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            pin.write_text(key + "\n")
+        return path
 
     def root_unavailable(self) -> str:
         """Why sandboxes here see the host's system read-only ("" when they have a root of
@@ -853,6 +896,7 @@ class LocalBackend:
                 disk.image.unlink(missing_ok=True)
             await asyncio.to_thread(shutil.rmtree, workspace_dir, ignore_errors=True)
             await asyncio.to_thread(shutil.rmtree, self.layer_dir(sandbox_id), ignore_errors=True)
+            self._pin(sandbox_id).unlink(missing_ok=True)
 
     async def hibernate(self, sandbox: Sandbox) -> None:
         """Files only: every process stops; `create` boots afresh on the same workspace."""
@@ -914,6 +958,26 @@ class LocalBackend:
             if ids is not None:
                 open_to(self._runtime_dir, ids)
         return self._runtime_dir
+
+
+async def _copy_uppers(source: Path, target: Path) -> None:
+    """Each overlay's upper directory of the layer `source` into `target` (`cp -a`:
+    owners, modes, links, the overlay's whiteouts and xattrs); one already there stays."""
+
+    def parts() -> list[Path]:
+        found = [p for p in sorted(source.iterdir()) if (p / "upper").is_dir()]
+        return [p for p in found if not (target / p.name).exists()]
+
+    for part in await asyncio.to_thread(parts):
+        (target / part.name).mkdir(mode=0o700)
+        argv = ("cp", "-a", "--reflink=auto", "--", str(part / "upper"), str(target / part.name))
+        copying = await asyncio.create_subprocess_exec(*argv, stderr=asyncio.subprocess.PIPE)
+        _, err = await copying.communicate()
+        if copying.returncode != 0:
+            raise SandboxError(
+                ErrorCode.BOOT_FAILED,
+                f"could not copy the sandbox's installed system: {err.decode()[-500:]}",
+            )
 
 
 def _readable_by_all(root: Path) -> None:

@@ -190,17 +190,24 @@ class Layer:
                     os.chown(directory, ids.root, ids.root)
                     os.chmod(directory, mode)
 
-    def mount(self, base: Base, target: Path) -> None:
-        """The sandbox's `/` at `target`: the root overlay, then one overlay per graft."""
+    def mount(self, base: Base, target: Path, environment: Path | None = None) -> None:
+        """The sandbox's `/` at `target`: the root overlay, then one overlay per graft;
+        an environment's layer (its build's upper directories) between base and own."""
         target.mkdir(mode=0o700, exist_ok=True)
-        _overlay(base.skeleton, self.path / "root", str(target))
+
+        def lowers(name: str, base_lower: Path) -> list[Path]:
+            built = environment / name / "upper" if environment is not None else None
+            return [built, base_lower] if built is not None and built.is_dir() else [base_lower]
+
+        _overlay(lowers("root", base.skeleton), self.path / "root", str(target))
         try:
             for name in BOOT_POINTS:  # made real directories again, whatever the sandbox did
                 os.close(_directory_in(target, name))
             for graft in base.grafts:
                 point = _directory_in(target, graft.inside)
                 try:
-                    _overlay(graft.lower, self.path / graft.slug, f"/proc/self/fd/{point}")
+                    lower = lowers(graft.slug, graft.lower)
+                    _overlay(lower, self.path / graft.slug, f"/proc/self/fd/{point}")
                 finally:
                     os.close(point)
         except BaseException:
@@ -232,16 +239,17 @@ def _directory_in(root: Path, relative: str) -> int:
     return fd
 
 
-def _overlay(lower: Path, layer: Path, target: str) -> None:
-    """Mount an overlay of `layer` over `lower` at `target`. The layers are named by fds
+def _overlay(lowers: list[Path], layer: Path, target: str) -> None:
+    """Mount an overlay of `layer` over `lowers` (top first) at `target`. The layers are
+    named by fds
     (/proc/self/fd/N): overlay shows its options in the sandbox's /proc/self/mountinfo as
     given, and the host paths (the data directory's) are not the sandbox's to read; a ','
     or ':' in them cannot break the options either."""
     flags = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
-    fds = [os.open(path, flags) for path in (lower, layer / "upper", layer / "work")]
+    fds = [os.open(path, flags) for path in (*lowers, layer / "upper", layer / "work")]
     try:
-        named = [f"/proc/self/fd/{fd}" for fd in fds]
-        options = "lowerdir={},upperdir={},workdir={}".format(*named)
+        *below, upper, work = [f"/proc/self/fd/{fd}" for fd in fds]
+        options = f"lowerdir={':'.join(below)},upperdir={upper},workdir={work}"
         made = _libc.mount(
             b"overlay", target.encode(), b"overlay", MS_NOSUID | MS_NODEV, options.encode()
         )

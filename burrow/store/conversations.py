@@ -46,6 +46,7 @@ def _conversation(row: Any) -> Conversation:
         model=row.model,
         budget=json.loads(row.budget or "{}"),
         network=row.network,
+        environment=row.environment,
     )
 
 
@@ -69,6 +70,7 @@ class ConversationStore:
         model: str | None = None,
         approval_mode: str = "ask",
         network: str | None = None,
+        environment: str | None = None,
     ) -> Conversation:
         ts = now()
         cid = new_id("c")
@@ -82,6 +84,7 @@ class ConversationStore:
                     approval_mode=approval_mode,
                     model=model,
                     network=network,
+                    environment=environment,
                     created_at=ts,
                     updated_at=ts,
                     status="idle",
@@ -124,6 +127,12 @@ class ConversationStore:
         query = sa.select(conversations.c.network).where(conversations.c.id == cid)
         chosen = await self._db.run(lambda conn: conn.execute(query).scalar())
         return "egress" if chosen == "egress" else "none" if chosen == "none" else None
+
+    async def environment_of(self, cid: str) -> str | None:
+        """The environment its sandbox starts from (None: the host's system)."""
+        query = sa.select(conversations.c.environment).where(conversations.c.id == cid)
+        chosen: str | None = await self._db.run(lambda conn: conn.execute(query).scalar())
+        return chosen
 
     async def owned_by(self, owner_id: str, limit: int = 200) -> list[Conversation]:
         query = (

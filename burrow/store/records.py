@@ -40,6 +40,7 @@ class Conversation:
     model: str | None = None  # `[provider:]model`; None: the server's model
     budget: dict[str, float] = field(default_factory=dict)  # overrides of the run limits
     network: str | None = None  # "none" | "egress"; None: the server's default policy
+    environment: str | None = None  # what its sandbox starts from; None: the host's system
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ conversations = sa.Table(
     # Network policy of its sandbox, "none" or "egress"; NULL (older rows): the server's
     # BURROW_SANDBOX_NETWORK.
     sa.Column("network", sa.String(20), nullable=True),
+    sa.Column("environment", sa.String(32), nullable=True),
     sa.Index("ix_conversations_owner_updated", "owner_id", "updated_at"),
 )
 

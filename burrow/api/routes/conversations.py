@@ -67,6 +67,12 @@ async def create_conversation(
     body: CreateConversation, svc: ServicesDep, user: UserDep
 ) -> ConversationOut:
     repo = await checked_repo(svc, user.id, body, body.repo) if body.repo else None
+    if body.environment is not None and svc.environments.get(body.environment) is None:
+        raise ApiError(
+            422,
+            "environment_not_found",
+            f"There is no environment {body.environment!r}: GET /api/environments lists them.",
+        )
     try:
         created = await svc.conversations.create(
             user.id,
@@ -76,6 +82,7 @@ async def create_conversation(
             approval_mode=body.approval_mode,
             network=body.network,
             repo=repo,  # cloned in the background: workspace.import events
+            environment=body.environment,
         )
     except SettingRefused as exc:
         raise setting_refused(exc) from exc

@@ -13,6 +13,7 @@ from burrow.api.schemas import Network, SandboxOut
 from burrow.services import Services
 
 router = APIRouter(prefix="/api/conversations", tags=["sandbox"])
+BUILT = "the environment as its build left it, shared read-only by its conversations"
 
 
 class CapabilitiesOut(BaseModel):
@@ -69,11 +70,16 @@ async def sandbox_out(svc: Services, cid: str, status: str, detail: str) -> Sand
     policy = await svc.conversations.network_of(cid)
     plan = backend.network_plan(policy)
     root = backend.root_plan(cid)
+    layers = [LayerOut(**asdict(layer)) for layer in root.layers]
+    environment = await svc.conversations.workspace.environment_of(cid)
+    if environment is not None and root.writable:  # between the host and its own layer
+        built = LayerOut(name=f"environment {environment}", writable=False, detail=BUILT)
+        layers.insert(1, built)
     return SandboxStatusOut(
-        environment=root.environment,
+        environment=environment or root.environment,
         root_writable=root.writable,
         root_detail=root.detail,
-        layers=[LayerOut(**asdict(layer)) for layer in root.layers],
+        layers=layers,
         status=status,
         backend=backend.name,
         detail=detail,

@@ -136,6 +136,7 @@ class Conversations:
         approval_mode: str | None = None,
         network: str | None = None,
         repo: RepoSource | None = None,
+        environment: str | None = None,
     ) -> Conversation:
         """A new conversation; with `repo`, its clone starts in the background
         (`workspace.import` events) and its first run waits for it."""
@@ -150,6 +151,7 @@ class Conversations:
             approval_mode=approval_mode or (found and found.approval_mode) or "ask",
             # Stored, not looked up later: a conversation keeps its policy when the default moves.
             network=network or self._default_network,
+            environment=environment,
         )
         if repo is not None:
             self._imports.start(created.id, repo)

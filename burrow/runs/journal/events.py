@@ -47,6 +47,7 @@ class EventType(enum.StrEnum):
     WORKSPACE_IMPORT = "workspace.import"
     MCP_WARNING = "mcp.warning"
     FILE_SAVED = "file.saved"
+    ENVIRONMENT_BUILD = "environment.build"
 
 
 RunStatus = Literal["completed", "failed", "canceled", "budget_exceeded"]
@@ -329,6 +330,16 @@ class WorkspaceImport(Payload):
     detail: str  # what git said (credentials masked), or what went wrong and what to do
 
 
+class EnvironmentBuild(Payload):
+    """The build of the environment this conversation's sandbox waits for: started,
+    progress (its output's last line, at least every 2 s), then done or failed."""
+
+    type = EventType.ENVIRONMENT_BUILD
+    name: str
+    stage: ImportStage
+    detail: str
+
+
 class McpWarning(Payload):
     """An MCP server could not be used for this run (it failed to start, crashed, its URL
     is refused, a secret it needs is missing); its tools are absent, the run goes on."""
@@ -354,6 +365,7 @@ PAYLOADS: dict[EventType, type[Payload]] = {
         ToolOutput, ToolFinished, ApprovalRequested, ApprovalResolved, SandboxStatusChanged,
         PreviewOpened, UsageReported, ContextCompacted, RunFinished, Retry, ModelChanged,
         InstructionsLoaded, WorkspaceRestored, WorkspaceImport, McpWarning, FileSaved,
+        EnvironmentBuild,
     )
 }  # fmt: skip
 

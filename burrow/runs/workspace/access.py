@@ -44,6 +44,9 @@ class WorkspaceAccess:
         await self._pool.restart(cid)
         return self._pool.state(cid)
 
+    async def environment_of(self, cid: str) -> str | None:
+        return await self._pool.environment_of(cid)
+
     async def network_of(self, cid: str) -> NetworkPolicy | None:
         """The conversation's own network policy (None: the server's default)."""
         return await self._pool.network_of(cid)

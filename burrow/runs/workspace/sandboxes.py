@@ -18,8 +18,14 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from burrow.runs.journal.events import SandboxStatusChanged, make
+from burrow.runs.journal.events import EnvironmentBuild, SandboxStatusChanged, make
 from burrow.runs.journal.journal import Journal
+from burrow.runs.workspace.environments import (
+    EnvironmentLayers,
+    Environments,
+    EnvironmentUnavailable,
+    Stage,
+)
 from burrow.runs.workspace.quotas import DiskQuotaExceeded, OwnerTally, SandboxQuotaExceeded
 from burrow.sandbox.backend import (
     Backend,
@@ -60,8 +66,12 @@ class SandboxPool:
         network_of: Callable[[str], Awaitable[NetworkPolicy | None]] | None = None,
         disk_mb_per_owner: int = 0,
         conversations_of: Callable[[str], Awaitable[list[str]]] | None = None,
+        environments: Environments | None = None,
+        environment_of: Callable[[str], Awaitable[str | None]] | None = None,
     ) -> None:
         self.backend = backend
+        self.environments = environments
+        self._environment_of = environment_of  # the conversation's, read at its first boot
         # What commands and terminals run on: the sandbox with the conversation's secrets.
         self._for_commands = for_commands
         self.idle_seconds = idle_seconds  # None or 0: never hibernate
@@ -148,7 +158,8 @@ class SandboxPool:
         await self.terminals.close_all(cid)  # shells of a sandbox that died are gone
         try:
             policy = await self.network_of(cid)
-            sandbox = await self.backend.create(cid, network=policy)
+            environment = await self._environment_key(cid)
+            sandbox = await self.backend.create(cid, network=policy, environment=environment)
         except SandboxError as exc:
             self._live.release(cid)
             await self._status(cid, "failed", exc.message)
@@ -163,6 +174,30 @@ class SandboxPool:
         await self._status(cid, "ready", detail)
         self.touch(cid)
         return sandbox
+
+    async def environment_of(self, cid: str) -> str | None:
+        """The environment the conversation chose (None: the host's system)."""
+        return await self._environment_of(cid) if self._environment_of is not None else None
+
+    async def _environment_key(self, cid: str) -> str | None:
+        """The build a first boot starts from, once it is built (the conversation's
+        journal hears the build meanwhile); None when the sandbox has none to choose: no
+        environment, or one it started on before, which the backend keeps it on."""
+        name = await self.environment_of(cid)
+        if name is None or self.environments is None:
+            return None
+        backend = self.backend
+        if isinstance(backend, EnvironmentLayers) and backend.environment_of(cid) is not None:
+            return None
+
+        async def told(stage: Stage, detail: str) -> None:
+            build = EnvironmentBuild(name=name, stage=stage, detail=detail)
+            await self._journal.append(cid, make(build))
+
+        try:
+            return await self.environments.key_for(name, told)
+        except EnvironmentUnavailable as exc:
+            raise SandboxError(ErrorCode.BOOT_FAILED, exc.message) from None
 
     async def network_of(self, cid: str) -> NetworkPolicy | None:
         """The conversation's network policy (None: the backend's default)."""

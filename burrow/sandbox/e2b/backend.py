@@ -96,7 +96,14 @@ class E2BBackend:
         *,
         network: NetworkPolicy | None = None,
         allow_domains: DomainAllowlist | None = None,
+        environment: str | None = None,
     ) -> E2BSandbox:
+        if environment is not None:  # Environments builds only on EnvironmentLayers backends
+            raise SandboxError(
+                ErrorCode.BOOT_FAILED,
+                "Environments are built by the local sandbox backend; on an E2B endpoint "
+                "choose a template (BURROW_E2B_TEMPLATE).",
+            )
         async with self._locks.setdefault(sandbox_id, asyncio.Lock()):
             known = self._sandboxes.get(sandbox_id)
             if known is not None and known.status == "ready":

@@ -39,6 +39,7 @@ const KNOWN: Record<EventType, true> = {
   "workspace.import": true,
   "mcp.warning": true,
   "file.saved": true,
+  "environment.build": true,
   "run.finished": true,
 };
 
@@ -79,6 +80,7 @@ const SHAPES: { [K in EventType]: Partial<Record<keyof EventData[K], Field>> } =
   "workspace.restored": { checkpoint_id: "string", undo_checkpoint_id: "string" },
   "workspace.import": { stage: "string", detail: "string" },
   "file.saved": { path: "string", bytes: "count" },
+  "environment.build": { name: "string", stage: "string", detail: "string" },
   retry: { attempt: "count", delay_s: "number", reason: "string" },
   "mcp.warning": { server: "string", message: "string" },
   "run.finished": { status: "string", usage: "usage", budget: "object", duration_ms: "count", approval_wait_ms: "count" },

@@ -423,6 +423,21 @@ describe("workspace.import", () => {
   });
 });
 
+describe("environment.build", () => {
+  it("keeps one notice that follows the build's progress, then its end", () => {
+    seq = 0;
+    const s = reduce(initialState, [
+      ev("environment.build", { name: "tools", stage: "started", detail: "Building the environment tools" }, null),
+      ev("environment.build", { name: "tools", stage: "progress", detail: "Get:1 http://deb.debian.org" }, null),
+      ev("environment.build", { name: "tools", stage: "progress", detail: "Setting up memcached" }, null),
+      ev("environment.build", { name: "tools", stage: "failed", detail: "its build exited with 100" }, null),
+    ]);
+    expect(s.items).toHaveLength(2);
+    expect(s.items[0]).toMatchObject({ kind: "notice", tone: "info", text: "Environment tools: Setting up memcached" });
+    expect(s.items[1]).toMatchObject({ kind: "notice", tone: "error", text: "Environment tools: its build exited with 100" });
+  });
+});
+
 describe("mcp", () => {
   it("shows a server that could not be used as an error notice", () => {
     const s = reduce(initialState, [

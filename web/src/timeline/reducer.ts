@@ -507,6 +507,18 @@ function apply(d: Draft, e: BurrowEvent, nested = false): void {
       });
       return;
     }
+    case "environment.build": {
+      // One notice per build, its text following the build's progress line by line.
+      const text = `Environment ${e.data.name}: ${e.data.detail}`;
+      const last = d.items.length - 1;
+      const previous = d.items[last];
+      if (e.data.stage === "progress" && previous?.kind === "notice" && previous.key.startsWith("env:")) {
+        d.edit<NoticeItem>(last).text = text;
+        return;
+      }
+      d.push({ kind: "notice", key: `env:${key}`, tone: e.data.stage === "failed" ? "error" : "info", text });
+      return;
+    }
     case "file.saved":
       d.push({ kind: "notice", key, tone: "info", text: `You saved ${e.data.path} in the editor.` });
       return;

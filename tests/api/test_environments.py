@@ -1,0 +1,195 @@
+"""Environments through a real server and real sandboxes: defined by an administrator,
+built once in a sandbox of their own, kept across a restart, and the system every new
+conversation on them starts from; a failing build says why, a build can be cancelled,
+and nobody but an administrator defines one."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from burrow.llm.scripted import ScriptedProvider
+from tests.api.harness import RunningServer, running_server
+from tests.api.test_checkpoints import shell
+
+SETUP = (
+    "printf '#!/bin/sh\\necho from-the-environment\\n' > /usr/local/bin/envtool\n"
+    "chmod +x /usr/local/bin/envtool\n"
+    'echo "$GREETING" > /etc/greeting\n'
+    "useradd -m builder\n"
+    "echo changed-by-setup >> /etc/passwd\n"
+)
+
+
+def server(tmp_path: Path) -> Any:
+    return running_server(tmp_path, lambda: ScriptedProvider([]))
+
+
+async def define(srv: RunningServer, **body: Any) -> httpx.Response:
+    return await srv.client.post("/api/environments", json=body)
+
+
+async def until_built(srv: RunningServer, name: str, within: float = 240) -> dict[str, Any]:
+    deadline = time.monotonic() + within
+    while True:
+        got = (await srv.client.get(f"/api/environments/{name}")).json()
+        if got["status"] != "building":
+            return dict(got)
+        assert time.monotonic() < deadline, got
+        await asyncio.sleep(0.2)
+
+
+async def conversation_on(srv: RunningServer, environment: str) -> httpx.Response:
+    return await srv.client.post(
+        "/api/conversations", json={"title": "on env", "environment": environment}
+    )
+
+
+async def test_an_environment_is_built_once_and_every_new_conversation_starts_from_it(
+    tmp_path: Path,
+) -> None:
+    passwd = await asyncio.to_thread(Path("/etc/passwd").read_bytes)
+    async with server(tmp_path) as srv:
+        made = await define(srv, name="tools", setup=SETUP, env={"GREETING": "hello"})
+        assert made.status_code == 201, made.text
+        assert made.json()["status"] == "building"
+        built = await until_built(srv, "tools")
+        assert built["status"] == "ready", built
+        assert "[burrow] setup script" in built["log_tail"]
+        first = await conversation_on(srv, "tools")
+        assert first.status_code == 201, first.text
+        assert first.json()["environment"] == "tools"
+        cid = first.json()["id"]
+        check = "envtool; cat /etc/greeting; id -un builder"
+        assert await shell(srv, cid, check) == "from-the-environment\nhello\nbuilder\n"
+        state = (await srv.client.get(f"/api/conversations/{cid}/sandbox")).json()
+        assert state["environment"] == "tools"
+        assert [layer["name"] for layer in state["layers"]] == [
+            "host",
+            "environment tools",
+            "conversation",
+        ]
+        # Each conversation's changes are its own; the environment stays as built.
+        await shell(srv, cid, "rm /usr/local/bin/envtool && echo mine > /etc/greeting")
+        second = (await conversation_on(srv, "tools")).json()["id"]
+        assert await shell(srv, second, check) == "from-the-environment\nhello\nbuilder\n"
+        plain = await srv.create_conversation()
+        assert "No such" in await shell(srv, plain, "ls /usr/local/bin/envtool 2>&1 || true")
+    assert await asyncio.to_thread(Path("/etc/passwd").read_bytes) == passwd  # setup: inside
+
+    async with server(tmp_path) as srv:  # a restart: found built, not built again
+        got = (await srv.client.get("/api/environments/tools")).json()
+        assert (got["status"], got["detail"]) == ("ready", "built")
+        third = (await conversation_on(srv, "tools")).json()["id"]
+        assert await shell(srv, third, "envtool") == "from-the-environment\n"
+
+
+async def test_packages_come_from_the_host_s_apt_sources(tmp_path: Path) -> None:
+    async with server(tmp_path) as srv:
+        made = await define(srv, name="cache", packages=["memcached"])
+        assert made.status_code == 201, made.text
+        built = await until_built(srv, "cache")
+        assert built["status"] == "ready", built["detail"]
+        cid = (await conversation_on(srv, "cache")).json()["id"]
+        assert "memcached" in await shell(srv, cid, "ls /usr/bin/memcached; id -un memcache")
+
+
+async def test_a_failing_build_says_its_exit_and_output_and_its_conversations_say_so(
+    tmp_path: Path,
+) -> None:
+    async with server(tmp_path) as srv:
+        await define(srv, name="broken", setup="echo the-step-that-broke\nexit 3\n")
+        built = await until_built(srv, "broken")
+        assert built["status"] == "failed"
+        assert "exited with 3" in built["detail"] and "the-step-that-broke" in built["detail"]
+        cid = (await conversation_on(srv, "broken")).json()["id"]
+        files = await srv.client.get(f"/api/conversations/{cid}/files", params={"path": "."})
+        assert files.status_code >= 400
+        state = (await srv.client.get(f"/api/conversations/{cid}/sandbox")).json()
+        assert state["status"] == "failed" and "exited with 3" in state["detail"]
+        # Fixed by its administrator: built again, and the restarted sandbox starts on it.
+        fixed = await srv.client.patch("/api/environments/broken", json={"setup": "true\n"})
+        assert fixed.status_code == 200 and fixed.json()["status"] == "building"
+        assert (await until_built(srv, "broken"))["status"] == "ready"
+        restart = await srv.client.post(f"/api/conversations/{cid}/sandbox/restart", json={})
+        assert restart.status_code == 202 and restart.json()["status"] == "ready", restart.text
+
+
+async def test_a_waiting_conversation_sees_the_build_go_and_it_can_be_cancelled(
+    tmp_path: Path,
+) -> None:
+    slow = "for i in $(seq 1 300); do echo step $i; sleep 0.1; done\n"
+    async with server(tmp_path) as srv:
+        await define(srv, name="slow", setup=slow)
+        cid = (await conversation_on(srv, "slow")).json()["id"]
+        waiting = asyncio.create_task(
+            srv.client.get(f"/api/conversations/{cid}/files", params={"path": "."})
+        )
+        builds: list[dict[str, Any]] = []
+        async with asyncio.timeout(60):
+            while len([b for b in builds if b["stage"] == "progress"]) < 2:
+                await asyncio.sleep(0.5)
+                events = await srv.events(cid)
+                builds = [e["data"] for e in events if e["type"] == "environment.build"]
+        assert builds[0] == {
+            "name": "slow",
+            "stage": "started",
+            "detail": "Building the environment slow",
+        }
+        assert any(b["detail"].startswith("step ") for b in builds[1:])
+        cancelled = await srv.client.post("/api/environments/slow/cancel", json={})
+        assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+        assert (await waiting).status_code >= 400
+        events = await srv.events(cid)
+        last = [e["data"] for e in events if e["type"] == "environment.build"][-1]
+        assert last["stage"] == "failed" and "cancelled" in last["detail"]
+        again = await srv.client.post("/api/environments/slow/cancel", json={})
+        assert again.status_code == 409 and again.json()["error"]["code"] == "not_building"
+
+
+async def test_only_administrators_define_them_and_bad_definitions_are_refused(
+    tmp_path: Path,
+) -> None:
+    async with server(tmp_path) as srv:
+        bad = {
+            "invalid_environment_name": {"name": "Bad Name!"},
+            "base_not_supported": {"name": "deb", "base": "debian:bookworm"},
+            "invalid_packages": {"name": "pkgs", "packages": ["git; rm -rf /"]},
+            "invalid_env": {"name": "vars", "env": {"1BAD": "x"}},
+            "invalid_setup": {"name": "big", "setup": "x" * (70 << 10)},
+            "invalid_environment": {"name": "extra", "dockerfile": "FROM x"},
+        }
+        for code, body in bad.items():
+            refused = await srv.client.post("/api/environments", json=body)
+            assert refused.status_code == 422, (code, refused.text)
+            assert refused.json()["error"]["code"] == code
+        unknown = await conversation_on(srv, "nowhere")
+        assert unknown.status_code == 422
+        assert unknown.json()["error"]["code"] == "environment_not_found"
+        assert (await define(srv, name="ok", setup="true")).status_code == 201
+        again = await define(srv, name="ok", setup="true")
+        assert again.status_code == 409
+
+        created = await srv.client.post(
+            "/api/users", json={"username": "bob", "password": "bob-password-123"}
+        )
+        assert created.status_code == 201, created.text
+        async with httpx.AsyncClient(base_url=srv.base_url) as bob:
+            login = {"username": "bob", "password": "bob-password-123"}
+            assert (await bob.post("/api/auth/login", json=login)).status_code == 200
+            assert (await bob.get("/api/environments")).status_code == 200
+            for method, path in (
+                ("POST", "/api/environments"),
+                ("PATCH", "/api/environments/ok"),
+                ("DELETE", "/api/environments/ok"),
+                ("POST", "/api/environments/ok/cancel"),
+            ):
+                body = {"name": "mine", "setup": "true"} if method != "DELETE" else None
+                response = await bob.request(method, path, json=body)
+                assert response.status_code == 403, (method, path, response.text)
+        assert (await srv.client.delete("/api/environments/ok")).status_code == 204
+        assert (await srv.client.get("/api/environments/ok")).status_code == 404
