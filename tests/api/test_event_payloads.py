@@ -45,9 +45,15 @@ async def test_every_journaled_event_validates_against_its_payload_class(
     async with running_server(
         tmp_path, lambda: provider, preview=True, sandbox_network="egress"
     ) as srv:
+        # An environment still building when the sandbox first boots: environment.build.
+        defined = await srv.client.post(
+            "/api/environments", json={"name": "waited", "setup": "sleep 1"}
+        )
+        assert defined.status_code == 201, defined.text
         # A clone from the sandbox's own loopback: refused at once, a failed import.
         created = await srv.client.post(
-            "/api/conversations", json={"repo": {"url": "http://localhost:9/none.git"}}
+            "/api/conversations",
+            json={"repo": {"url": "http://localhost:9/none.git"}, "environment": "waited"},
         )
         assert created.status_code == 201, created.text
         cid = created.json()["id"]

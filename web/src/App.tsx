@@ -105,7 +105,12 @@ export function App() {
 
   const create = async (firstMessage?: string) => {
     const chosen = firstMessage
-      ? { title: titleFrom(firstMessage), approval_mode: start.approval_mode, model: start.model }
+      ? {
+          title: titleFrom(firstMessage),
+          approval_mode: start.approval_mode,
+          model: start.model,
+          environment: start.environment,
+        }
       : {};
     const created = await api.createConversation(chosen);
     if (firstMessage) setStart(DEFAULT_START);

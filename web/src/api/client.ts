@@ -8,6 +8,7 @@ export type Health = Schemas["Health"];
 export type SecretName = Schemas["SecretOut"];
 export type SandboxInfo = Schemas["SandboxStatusOut"];
 export type McpServer = Schemas["McpServerOut"];
+export type Environment = Schemas["EnvironmentOut"];
 export type AdminUsage = Schemas["AdminUsage"];
 export type McpConfig = Schemas["McpConfigDocument"];
 export type Network = Conversation["network"];
@@ -145,7 +146,13 @@ export const api = {
   conversation: (cid: string) => request<Conversation>("GET", conv(cid)),
   /** With `repo`, the server clones it into the workspace in the background (workspace.import). */
   createConversation: (
-    fields: { title?: string; approval_mode?: ApprovalMode; model?: string | null; repo?: RepoIn } = {},
+    fields: {
+      title?: string;
+      approval_mode?: ApprovalMode;
+      model?: string | null;
+      repo?: RepoIn;
+      environment?: string | null;
+    } = {},
   ) => request<Conversation>("POST", "/api/conversations", fields),
   /** Commits the working tree to `branch` and pushes it (from the sandbox). */
   gitPush: (cid: string, push: { branch: string; remote?: string; secret?: string; message?: string }) =>
@@ -258,6 +265,12 @@ export const api = {
   },
   secrets: () => request<SecretName[]>("GET", "/api/secrets"),
   mcpServers: () => request<McpServer[]>("GET", "/api/mcp/servers"),
+  environments: () => request<Environment[]>("GET", "/api/environments"),
+  defineEnvironment: (definition: { name: string; base: string; packages: string[]; setup: string }) =>
+    request<Environment>("POST", "/api/environments", definition),
+  deleteEnvironment: (name: string) => request<void>("DELETE", `/api/environments/${encodeURIComponent(name)}`),
+  cancelEnvironment: (name: string) =>
+    request<Environment>("POST", `/api/environments/${encodeURIComponent(name)}/cancel`, {}),
   adminUsage: () => request<AdminUsage>("GET", "/api/admin/usage"),
   /** Administrators: mcp.json as it is, and replacing it (host servers only on disk). */
   mcpConfig: () => request<McpConfig>("GET", "/api/mcp/config"),

@@ -1,7 +1,8 @@
 // What a conversation starts with, chosen before its first message: the approval mode and
 // the model, above the home screen's composer and sent with the new conversation (POST).
 // An open conversation, empty or not, has both in its header.
-import type { ApprovalMode } from "../api/client";
+import { useEffect, useState } from "react";
+import { api, type ApprovalMode, type Environment } from "../api/client";
 import { ModelOptions } from "../conversations/ModelSelect";
 import { useModels } from "../conversations/useModels";
 
@@ -27,9 +28,10 @@ export function ModeOptions() {
 export interface StartChoice {
   approval_mode: ApprovalMode;
   model: string | null; // null: the server's model
+  environment: string | null; // null: the host's system
 }
 
-export const DEFAULT_START: StartChoice = { approval_mode: "ask", model: null };
+export const DEFAULT_START: StartChoice = { approval_mode: "ask", model: null, environment: null };
 
 export function StartOptions({
   choice,
@@ -39,6 +41,10 @@ export function StartOptions({
   onChange: (next: StartChoice) => void;
 }) {
   const models = useModels(choice.model);
+  const [environments, setEnvironments] = useState<Environment[]>([]);
+  useEffect(() => {
+    api.environments().then(setEnvironments, () => setEnvironments([]));
+  }, []);
   return (
     <div className="start-options" role="group" aria-label="Start with">
       <label>
@@ -62,6 +68,24 @@ export function StartOptions({
           <ModelOptions models={models} />
         </select>
       </label>
+      {environments.length > 0 && (
+        <label>
+          <span className="muted">Environment</span>
+          <select
+            aria-label="Environment for this conversation"
+            value={choice.environment ?? ""}
+            onChange={(e) => onChange({ ...choice, environment: e.target.value || null })}
+          >
+            <option value="">The server's system</option>
+            {environments.map((env) => (
+              <option key={env.name} value={env.name} disabled={env.status === "failed"}>
+                {env.name}
+                {env.status === "ready" ? "" : ` (${env.status})`}
+              </option>
+            ))}
+          </select>
+        </label>
+      )}
     </div>
   );
 }

@@ -4,6 +4,7 @@ import { ApiError, api, errorMessage, type Me, type ModelSettings, type Provider
 import { AppearanceSection } from "../ThemeToggle";
 import { PasswordSection, TokensSection } from "./Account";
 import { AdminUsageSection } from "./AdminUsage";
+import { EnvironmentsSection } from "./Environments";
 import { McpServersSection } from "./McpServers";
 import { ModelServersSection } from "./ModelServers";
 import { ProfilesSection } from "./Profiles";
@@ -256,6 +257,7 @@ export function SettingsDialog({
       {settings !== "unavailable" && <ModelServersSection isAdmin={!!me?.is_admin} />}
       <SecretsSection />
       <McpServersSection isAdmin={me?.is_admin ?? false} />
+      <EnvironmentsSection isAdmin={!!me?.is_admin} />
       <ProfilesSection isAdmin={!!me?.is_admin} />
       <AppearanceSection />
       <NotificationsSection />
