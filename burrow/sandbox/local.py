@@ -844,6 +844,23 @@ class LocalBackend:
         await _copy_uppers(self.layer_dir(sandbox_id), making)
         os.replace(making, target)
 
+    async def collect_environments(self, keep: set[str]) -> list[str]:
+        def collect() -> list[str]:
+            layers = self.data_dir / "layers"
+            pinned = {
+                pin.read_text().strip() for pin in layers.glob("*.environment") if pin.is_file()
+            }
+            removed = []
+            for build in sorted(self.environments_dir().iterdir()):
+                # A dot name is a build being copied (save_environment): not ours to take.
+                if build.name.startswith(".") or build.name in keep | pinned:
+                    continue
+                shutil.rmtree(build, ignore_errors=True)
+                removed.append(build.name)
+            return removed
+
+        return await asyncio.to_thread(collect) if self.environments_dir().is_dir() else []
+
     def _environment_for(self, sandbox_id: str, asked: str | None) -> Path | None:
         """The environment layer the sandbox stands on: the one it first booted on (kept
         in its layer as a pin), else the one asked for now, pinned from here on."""

@@ -193,3 +193,29 @@ async def test_only_administrators_define_them_and_bad_definitions_are_refused(
                 assert response.status_code == 403, (method, path, response.text)
         assert (await srv.client.delete("/api/environments/ok")).status_code == 204
         assert (await srv.client.get("/api/environments/ok")).status_code == 404
+
+
+async def test_an_old_build_stays_while_a_conversation_stands_on_it_then_goes(
+    tmp_path: Path,
+) -> None:
+    builds = tmp_path / "environments"
+    async with server(tmp_path) as srv:
+        await define(srv, name="gc", setup="echo one > /etc/v")
+        assert (await until_built(srv, "gc"))["status"] == "ready"
+        first = (await conversation_on(srv, "gc")).json()["id"]
+        assert await shell(srv, first, "cat /etc/v") == "one\n"
+        changed = await srv.client.patch(
+            "/api/environments/gc", json={"setup": "echo two > /etc/v"}
+        )
+        assert changed.status_code == 200, changed.text
+        assert (await until_built(srv, "gc"))["status"] == "ready"
+        assert len(list(builds.iterdir())) == 2  # the old one: the first conversation's
+        second = (await conversation_on(srv, "gc")).json()["id"]
+        assert await shell(srv, second, "cat /etc/v") == "two\n"
+        restarted = await srv.client.post(f"/api/conversations/{first}/sandbox/restart", json={})
+        assert restarted.json()["status"] == "ready"
+        assert await shell(srv, first, "cat /etc/v") == "one\n"  # it stays on its build
+        assert (await srv.client.delete(f"/api/conversations/{first}")).status_code == 204
+        assert (await srv.client.delete("/api/environments/gc")).status_code == 204
+        assert len(list(builds.iterdir())) == 1  # the second conversation's stays
+        assert await shell(srv, second, "cat /etc/v") == "two\n"

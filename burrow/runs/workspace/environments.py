@@ -75,6 +75,10 @@ class EnvironmentLayers(Protocol):
         """The build the sandbox started on, which it keeps (None: none yet)."""
         ...
 
+    async def collect_environments(self, keep: set[str]) -> list[str]:
+        """Remove the builds neither in `keep` nor stood on by a sandbox; their keys."""
+        ...
+
 
 class EnvironmentInvalid(ValueError):
     def __init__(self, code: str, message: str) -> None:
@@ -230,6 +234,7 @@ class Environments:
                     spec = parse_spec(name[len(SETTING_PREFIX) :], json.loads(value))
                     self._specs[spec.name] = spec
                     self._ensure_build(spec)
+        await self._collect()
 
     def specs(self) -> list[EnvironmentSpec]:
         return [self._specs[name] for name in sorted(self._specs)]
@@ -264,7 +269,8 @@ class Environments:
             build = self._builds.pop(name, None)
             if build is not None:
                 await self._stop(build)
-            return True
+        await self._collect()
+        return True
 
     async def cancel(self, name: str) -> bool:
         build = self._builds.get(name)
@@ -302,6 +308,17 @@ class Environments:
     async def close(self) -> None:
         for build in list(self._builds.values()):
             await self._stop(build)
+
+    async def _collect(self) -> None:
+        """Builds of no definition that no sandbox stands on are removed: a changed or
+        deleted environment's old build goes once its last conversation is deleted (or
+        at the next collection after that)."""
+        layers = self._backend
+        if isinstance(layers, EnvironmentLayers):
+            keep = {spec.key for spec in self._specs.values()}
+            removed = await layers.collect_environments(keep)
+            if removed:
+                log.info("removed %d unused environment build(s)", len(removed))
 
     def _check_supported(self) -> None:
         if not self.supported:
@@ -354,6 +371,7 @@ class Environments:
             await sandbox.stop()
             await layers.save_environment(sandbox_id, spec.key)
             await self._end(build, "ready", f"built in {time.monotonic() - began:.0f} s")
+            await self._collect()
         except asyncio.CancelledError:
             await asyncio.shield(self._end(build, "cancelled", "its build was cancelled."))
             raise
