@@ -357,9 +357,14 @@ class LocalSandbox:
         assert self.layer is not None
         if self.layer_disk is not None:
             await self.layer_disk.mount()
+        layer = self.layer
+
+        def ready() -> None:  # one trip to a thread: under load each costs a scheduling delay
+            layer.prepare(base, ids)
+            layer.mount(base, target, environment)
+
         try:
-            await asyncio.to_thread(self.layer.prepare, base, ids)
-            await asyncio.to_thread(self.layer.mount, base, target, environment)
+            await asyncio.to_thread(ready)
         except OSError as exc:
             raise SandboxError(
                 ErrorCode.BOOT_FAILED, f"could not mount the sandbox's writable root: {exc}"
