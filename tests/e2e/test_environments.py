@@ -52,3 +52,7 @@ async def test_define_an_environment_watch_it_build_and_start_a_conversation_on_
         created = (await srv.client.get(f"/api/conversations/{cid}")).json()
         assert created["environment"] == "tools"
         assert await shell(srv, cid, "cat /etc/from-env") == "from-setup\n"
+        # The repository form offers it too.
+        await page.get_by_text("From a git repository…").click()
+        picker = page.get_by_label("Environment", exact=True)
+        await expect(picker.locator("option", has_text="tools")).to_have_count(1)

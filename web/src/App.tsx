@@ -203,7 +203,9 @@ export function App() {
           open(cid);
         }}
         onCreate={newConversation}
-        onCreateFromRepo={async (repo) => openNew(await api.createConversation({ title: titleFrom(repo.url), repo }))}
+        onCreateFromRepo={async (repo, environment) =>
+          openNew(await api.createConversation({ title: titleFrom(repo.url), repo, environment }))
+        }
         onRename={async (cid, title) => {
           await api.renameConversation(cid, title);
           await refresh();

@@ -1,19 +1,26 @@
 // A new conversation from a git repository: the server clones it into the workspace.
 import { useState } from "react";
-import { api, errorMessage, type RepoIn, type SecretName } from "../api/client";
+import { api, errorMessage, type Environment, type RepoIn, type SecretName } from "../api/client";
 
-export function RepoImport({ onCreate }: { onCreate: (repo: RepoIn) => Promise<void> }) {
+export function RepoImport({
+  onCreate,
+}: {
+  onCreate: (repo: RepoIn, environment: string | null) => Promise<void>;
+}) {
   const [url, setUrl] = useState("");
   const [ref, setRef] = useState("");
   const [secret, setSecret] = useState("");
   const [secrets, setSecrets] = useState<SecretName[]>([]);
+  const [environment, setEnvironment] = useState("");
+  const [environments, setEnvironments] = useState<Environment[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
 
   const submit = async () => {
     setBusy(true);
     try {
-      await onCreate({ url: url.trim(), ...(ref.trim() ? { ref: ref.trim() } : {}), ...(secret ? { secret } : {}) });
+      const repo = { url: url.trim(), ...(ref.trim() ? { ref: ref.trim() } : {}), ...(secret ? { secret } : {}) };
+      await onCreate(repo, environment || null);
       setUrl("");
       setRef("");
       setError(null);
@@ -28,7 +35,10 @@ export function RepoImport({ onCreate }: { onCreate: (repo: RepoIn) => Promise<v
     <details
       className="repo-import"
       onToggle={(e) => {
-        if ((e.target as HTMLDetailsElement).open) api.secrets().then(setSecrets, () => setSecrets([]));
+        if ((e.target as HTMLDetailsElement).open) {
+          api.secrets().then(setSecrets, () => setSecrets([]));
+          api.environments().then(setEnvironments, () => setEnvironments([]));
+        }
       }}
     >
       <summary>From a git repository…</summary>
@@ -54,6 +64,16 @@ export function RepoImport({ onCreate }: { onCreate: (repo: RepoIn) => Promise<v
             </option>
           ))}
         </select>
+        {environments.length > 0 && (
+          <select value={environment} onChange={(e) => setEnvironment(e.target.value)} aria-label="Environment">
+            <option value="">the server's system</option>
+            {environments.map((env) => (
+              <option key={env.name} value={env.name} disabled={env.status === "failed"}>
+                {env.name}
+              </option>
+            ))}
+          </select>
+        )}
         <button type="submit" disabled={busy || !url.trim()}>
           Clone into a new conversation
         </button>

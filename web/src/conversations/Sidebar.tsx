@@ -134,7 +134,7 @@ export function Sidebar({
   onOpenAt: (cid: string, seq: number | null) => void;
   onCreate: () => void;
   /** A new conversation whose workspace starts as a clone of `repo`. */
-  onCreateFromRepo?: (repo: RepoIn) => Promise<void>;
+  onCreateFromRepo?: (repo: RepoIn, environment: string | null) => Promise<void>;
   onRename: (cid: string, title: string) => Promise<void>;
   onDelete: (cid: string) => Promise<void>;
   onSettings: () => void;
