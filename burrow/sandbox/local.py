@@ -826,7 +826,7 @@ class LocalBackend:
     def environment_exists(self, key: str) -> bool:
         return (self.environments_dir() / _checked_id(key)).is_dir()
 
-    def environment_of(self, sandbox_id: str) -> str | None:
+    def environment_build_of(self, sandbox_id: str) -> str | None:
         try:
             return self._pin(sandbox_id).read_text().strip() or None
         except OSError:
@@ -869,7 +869,7 @@ class LocalBackend:
     def _environment_for(self, sandbox_id: str, asked: str | None) -> Path | None:
         """The environment layer the sandbox stands on: the one it first booted on (kept
         in its layer as a pin), else the one asked for now, pinned from here on."""
-        key = self.environment_of(sandbox_id) or asked
+        key = self.environment_build_of(sandbox_id) or asked
         if key is None:
             return None
         path = self.environments_dir() / _checked_id(key)

@@ -21,6 +21,7 @@ from burrow.runs.workspace.environments import (
     EnvironmentSpec,
     parse_spec,
 )
+from burrow.services import Services
 from burrow.store.records import User
 
 router = APIRouter(prefix="/api/environments", tags=["environments"])
@@ -129,7 +130,7 @@ async def cancel_build(name: EnvironmentName, svc: ServicesDep, user: UserDep) -
     return EnvironmentOut.of(svc.environments, spec)
 
 
-async def _save(svc: Any, spec: EnvironmentSpec) -> EnvironmentOut:
+async def _save(svc: Services, spec: EnvironmentSpec) -> EnvironmentOut:
     try:
         await svc.environments.put(spec)
     except EnvironmentInvalid as exc:

@@ -71,7 +71,7 @@ class EnvironmentLayers(Protocol):
 
     def environment_exists(self, key: str) -> bool: ...
 
-    def environment_of(self, sandbox_id: str) -> str | None:
+    def environment_build_of(self, sandbox_id: str) -> str | None:
         """The build the sandbox started on, which it keeps (None: none yet)."""
         ...
 

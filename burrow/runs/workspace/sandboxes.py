@@ -187,7 +187,7 @@ class SandboxPool:
         if name is None or self.environments is None:
             return None
         backend = self.backend
-        if isinstance(backend, EnvironmentLayers) and backend.environment_of(cid) is not None:
+        if isinstance(backend, EnvironmentLayers) and backend.environment_build_of(cid) is not None:
             return None
 
         async def told(stage: Stage, detail: str) -> None:
