@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
-from collections.abc import AsyncIterable, AsyncIterator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -222,6 +222,29 @@ class PtySession(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Changed:
+    """One workspace entry changed since a watch was last asked (`WorkspaceChanges`)."""
+
+    path: str  # workspace-relative
+    kind: Literal["file", "link", "folder", "other", "gone"]  # now; other: a FIFO, a socket
+    size: int = 0
+    was_folder: bool = False  # gone: it was a folder, so whatever was under it went too
+
+
+class WorkspaceChanges(Protocol):
+    """The kernel's account of what changed in a workspace (sandbox/watch.py), so a
+    checkpoint reads only that instead of walking every file."""
+
+    def changes(self, pruned: Callable[[str], bool]) -> list[Changed] | None:
+        """What changed since the last call, as it is now; None: not known (walk)."""
+        ...
+
+    def distrust(self) -> None:
+        """The last answer was not applied: the next one is None."""
+        ...
+
+
 class Sandbox(Protocol):
     """One conversation's isolated machine. All paths are inside the sandbox."""
 
@@ -291,6 +314,12 @@ class Sandbox(Protocol):
 
     async def stop(self) -> None:
         """Kill every process of the sandbox. Files in the workspace stay."""
+        ...
+
+    @property
+    def workspace_changes(self) -> WorkspaceChanges | None:
+        """What tells this workspace's changes as they happen, where the backend has one
+        (a local workspace on its own disk, under a root server); None: walk to find them."""
         ...
 
 

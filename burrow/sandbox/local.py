@@ -61,6 +61,7 @@ from burrow.sandbox.idmap import IdRange
 from burrow.sandbox.leftovers import Reaper, remove_runtime_dir
 from burrow.sandbox.network import NetworkPolicy, egress_unavailable
 from burrow.sandbox.stage import Stage, open_to
+from burrow.sandbox.watch import WorkspaceWatch
 
 SANDBOX_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 STDERR_TAIL_LINES = 20
@@ -131,6 +132,7 @@ class LocalSandbox:
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._watchers: list[asyncio.Task[None]] = []
         self._stopping = False
+        self._watch: WorkspaceWatch | None = None  # from boot to stop, on a disk of its own
 
     @property
     def id(self) -> str:
@@ -143,6 +145,10 @@ class LocalSandbox:
     @property
     def status(self) -> HandleStatus:
         return self._status
+
+    @property
+    def workspace_changes(self) -> WorkspaceWatch | None:
+        return self._watch
 
     async def start(self, plan: BootPlan) -> None:
         """Boot the sandbox and wait until its guest answers the handshake.
@@ -324,6 +330,8 @@ class LocalSandbox:
         self.workspace_dir.mkdir(mode=0o700, exist_ok=True)
         if self.disk is not None:
             await self.disk.mount()
+            if self._watch is None:  # before any process of the sandbox runs: none is missed
+                self._watch = WorkspaceWatch.open(self.workspace_dir)
         if plan.ids is None or plan.stage is None:
             return
         moved = 0
@@ -419,6 +427,9 @@ class LocalSandbox:
         cgroup, self.cgroup = self.cgroup, None
         if cgroup is not None:
             await asyncio.to_thread(cgroup.kill_and_remove)
+        watch, self._watch = self._watch, None
+        if watch is not None:  # one of the host's few fanotify groups, back at each stop
+            watch.close()
         self.socket_path.unlink(missing_ok=True)
         if self._status != "failed":
             self._status = "stopped"

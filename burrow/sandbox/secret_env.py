@@ -22,6 +22,7 @@ from burrow.sandbox.backend import (
     HttpUpstream,
     PtySession,
     Sandbox,
+    WorkspaceChanges,
     closing_exec,
 )
 from burrow.sandbox.masking import MaskedStream, SecretMask
@@ -140,6 +141,10 @@ class SecretSandbox:
 
     async def running_commands(self) -> int:
         return await self._inner.running_commands()
+
+    @property
+    def workspace_changes(self) -> WorkspaceChanges | None:
+        return self._inner.workspace_changes
 
     async def stop(self) -> None:
         await self._inner.stop()

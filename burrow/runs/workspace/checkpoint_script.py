@@ -1,9 +1,10 @@
 """The shell script that drives a workspace's checkpoint store with git, inside the sandbox.
 
-Its operations (take, seal, list, tree, diff, restore, prune, export, import, revert) are
-called by checkpoints.py, one at a time per store; exit 3 means "no such checkpoint", 4 "no
-such path". A take is two: `take` captures the workspace into the index and leaves the
-checkpoint pending, `seal` commits it (every operation first seals one left pending).
+Its operations (take, take-changed, seal, list, tree, diff, restore, prune, export, import,
+revert) are called by checkpoints.py, one at a time per store; exit 3 means "no such
+checkpoint", 4 "no such path". A take is two: `take` captures the workspace into the index
+and leaves the checkpoint pending, `seal` commits it (every operation first seals one left
+pending). `take-changed` is a take handed what changed by the sandbox's watch (no walk).
 """
 
 # One script, run with `sh -c SCRIPT sh <workspace> <max KiB> <op> <args...>`.
@@ -57,10 +58,10 @@ added() {  # $1 a tree, $2 the newest checkpoint's: the bytes on disk of the obj
 # index has it. Creating, removing or renaming an entry changes its folder: only then are
 # the walk's paths and the index's compared, for what was deleted and for files that came
 # in with an old ctime (a folder moved in). No mark (a new store, an import, a lost index):
-# a whole walk, where git's index is the stat cache. `snapshot` sets `tree`, the
-# workspace's tree: after it, nothing done to the workspace changes what the tree holds,
-# and git no longer reads the workspace (writing an index, as write-tree does, re-reads
-# files changed in the index's second: so that is done before, never beside, a tool).
+# a whole walk, where git's index is the stat cache. After `capture`, nothing done to the
+# workspace changes what the index holds (each file's blob is written), and `snapshot`
+# sets `tree`, the workspace's tree. A take captures only: its tree is made as it is
+# sealed, from the index as the take left it (`frozen_tree`).
 walk() {  # $@ find's test of a changed entry, or nothing (every entry)
   : > "$GIT_DIR/clock"
   find ./.burrow/checkpoints/clock . \
@@ -128,16 +129,57 @@ capture() {
   [ -z "$updated" ] || : > "$GIT_DIR/tree"
   if [ "$now" -gt 0 ]; then echo "$(( now - 1 )).$frac $maxk"; fi > "$GIT_DIR/mark"
 }
-index_tree() {
-  # The index as the last snapshot left it (restore, revert and import forget that tree).
+cached_tree() {
+  # The index's tree, if known: the last snapshot's or seal's for an index left as it was
+  # (restore, revert and import forget it).
   tree=; read -r tree 2>/dev/null < "$GIT_DIR/tree" || true
   case $tree in *[!0-9a-f]*) tree= ;; esac
+}
+index_tree() {
+  cached_tree
+  # Writing an index, as write-tree does, re-reads the files changed in the index's second
+  # (git's racy rule): so this is done before, never beside, a tool.
   [ -n "$tree" ] || tree=$(git write-tree)
+  echo "$tree" > "$GIT_DIR/tree"
+}
+frozen_tree() {  # the index's tree, made with no file read: from a copy dated 1970, where
+  # no entry counts as racy. The workspace may be changing meanwhile, and git reading a
+  # file cut short under it dies of SIGBUS; the tree is the index's as the take left it.
+  # (An index removed since the take, by the sandbox, loses that take.)
+  cp "$GIT_INDEX_FILE" "$GIT_DIR/index.frozen" 2>/dev/null || return 1
+  touch -d @0 "$GIT_DIR/index.frozen" || return 1
+  tree=$(GIT_INDEX_FILE="$GIT_DIR/index.frozen" git write-tree) || return 1
   echo "$tree" > "$GIT_DIR/tree"
 }
 snapshot() {
   capture
   index_tree
+}
+# A take from what the sandbox's watch saw (checkpoints.py: `take-changed`): no walk. The
+# index holds the workspace as the take before found it; the watch names every path made,
+# written, re-moded, moved or removed since, so these alone are handed to git.
+changes() {  # $@ the paths to drop, then the folders; stdin (if $listed) the paths to update
+  updated=
+  if [ $# -gt "$drops" ]; then reread "$drops" "$@" || return 1; updated=1; fi
+  if [ "$listed" = 1 ]; then
+    git update-index --add --remove --replace --force-write-index -z --stdin 2>/dev/null \
+      || return 1
+    updated=1
+  fi
+  if [ "$drops" -gt 0 ]; then drop "$drops" "$@" || return 1; updated=1; fi
+}
+reread() {  # $1 how many of the rest to pass over; the rest are folders made, moved or
+  # removed: each entry the index has under them is read again (gone, it leaves)
+  n=$1; shift
+  for p do shift; [ $(( n -= 1 )) -ge 0 ] || set -- "$@" "$p"; done
+  git ls-files -z -- "$@" > "$GIT_DIR/under" \
+    && git update-index --add --remove --replace -z --stdin < "$GIT_DIR/under" 2>/dev/null
+}
+drop() {  # $1 how many of the rest: those leave the index (over the size bound, or now
+  # neither a file nor a link)
+  n=$1; shift
+  for p do shift; [ $(( n -= 1 )) -lt 0 ] || set -- "$@" "$p"; done
+  git update-index --force-remove -- "$@"
 }
 newest() {  # the newest checkpoint's tree, if any: kept by each commit, asked of git if not
   t=; read -r t 2>/dev/null < "$GIT_DIR/newest" || true
@@ -165,14 +207,32 @@ settle() {  # commits the checkpoint a take left pending, if any: the bytes it a
   id= tree= subject=; read -r id tree subject 2>/dev/null < "$GIT_DIR/pending" || return 0
   : > "$GIT_DIR/pending"  # first: one that cannot be committed is lost, not retried forever
   case ${id#ck_} in "$id"|''|*[!0-9a-f]*) return 0 ;; esac  # not one Burrow wrote
-  case $tree in ''|*[!0-9a-f]*) return 0 ;; esac
+  case $tree in
+    index) frozen_tree || return 0 ;;  # as the take left it: every operation settles first
+    ''|*[!0-9a-f]*) return 0 ;;
+  esac
   commit "$id" "$subject" "$(newest)"
 }
 [ "$op" = seal ] || settle > /dev/null
 case $op in
-  take)  # $1 id, $2 subject: the workspace captured (its tree written), the commit pending
-    snapshot
-    echo "$1 $tree $2" > "$GIT_DIR/pending" ;;
+  take)  # $1 id, $2 subject: the workspace captured, its tree and commit pending
+    capture
+    cached_tree
+    echo "$1 ${tree:-index} $2" > "$GIT_DIR/pending" ;;
+  take-changed)  # $1 id, $2 subject, $3 1 if stdin names paths to update, $4 how many
+    # paths to drop follow, then those, then folders (see changes): a take, from a watch
+    id=$1 subject=$2 listed=$3 drops=$4; shift 4
+    store
+    mark= at=; read -r mark at 2>/dev/null < "$GIT_DIR/mark" || true
+    # With no index (a store made anew) or another size bound, or whatever git refused
+    # (a path beyond a link): a walk, which finds all since the last walk's mark.
+    if [ "$at" = "$maxk" ] && [ -f "$GIT_DIR/index" ] && changes "$@"; then
+      [ -z "$updated" ] || : > "$GIT_DIR/tree"
+    else
+      capture
+    fi
+    cached_tree
+    echo "$id ${tree:-index} $subject" > "$GIT_DIR/pending" ;;
   seal)  # $1 the most checkpoints, $2 the most bytes (0: no bound): the bytes the pending
     # take added, the store's bytes, and past a bound what pruning needs, the checkpoints
     [ -s "$GIT_DIR/pending" ] || exit 3

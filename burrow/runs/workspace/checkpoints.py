@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import os
 import secrets
 import time
 from collections import defaultdict
@@ -37,6 +38,7 @@ from burrow.runs.loop.hooks.base import Call, Hook, Run
 from burrow.runs.workspace.checkpoint_script import SCRIPT as _SCRIPT
 from burrow.runs.workspace.workspace_diff import PATCH_LEFT_OUT, PATCH_LIMIT_TOTAL, Diff, assemble
 from burrow.sandbox.backend import (
+    Changed,
     ErrorCode,
     ExecChunk,
     ExecExit,
@@ -49,11 +51,13 @@ from burrow.store.records import NewEvent
 
 STORE = ".burrow/checkpoints"
 EXCLUDED = (".burrow/outputs", ".burrow/services", ".burrow/services.json", STORE)
+_UNDER_EXCLUDED = tuple(f"{path}/" for path in EXCLUDED)
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 DEFAULT_MAX_COUNT = 50
 DEFAULT_MAX_BYTES = 1024 * 1024 * 1024
 GIT_TIMEOUT_SECONDS = 300.0
 MAX_LIST_BYTES = 4 * 1024 * 1024  # name lists (raw, numstat, skipped) read back at most
+MAX_ARGUMENT_BYTES = 64 * 1024  # paths a take-changed passes as arguments (more: a walk)
 
 
 _NOT_FOUND_EXIT = 3  # the script's "no such checkpoint"
@@ -122,10 +126,17 @@ class Checkpoints:
         # The store's index is shared by every operation: one at a time per conversation.
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
 
-    async def _git(self, cid: str, *args: str, limit: int = MAX_LIST_BYTES) -> _Output:
-        sandbox = await self._sandbox(cid)
+    async def _git(
+        self,
+        cid: str,
+        *args: str,
+        limit: int = MAX_LIST_BYTES,
+        stdin: bytes | None = None,
+        sandbox: Sandbox | None = None,
+    ) -> _Output:
+        sandbox = sandbox or await self._sandbox(cid)
         argv = ["sh", "-c", _SCRIPT, "sh", sandbox.workspace, str(self._max_kib), *args]
-        request = ExecRequest(argv=argv, timeout=GIT_TIMEOUT_SECONDS)
+        request = ExecRequest(argv=argv, timeout=GIT_TIMEOUT_SECONDS, stdin=stdin)
         out, err = bytearray(), bytearray()
         async with closing_exec(sandbox.exec(request)) as events:
             async for item in events:
@@ -153,8 +164,43 @@ class Checkpoints:
         store, which seals it first (a run waits for the capture only)."""
         async with self._locks[cid]:
             checkpoint_id, subject = _new_id(), _subject(run_id)
-            await self._git(cid, "take", checkpoint_id, subject)
+            sandbox = await self._sandbox(cid)
+            watch = sandbox.workspace_changes
+            plan = self._plan(watch.changes(_pruned)) if watch is not None else None
+            try:
+                if plan is None:  # a walk: it finds what changed since the walk before
+                    await self._git(cid, "take", checkpoint_id, subject, sandbox=sandbox)
+                else:
+                    stdin, args = plan
+                    await self._git(
+                        cid, "take-changed", checkpoint_id, subject, *args,
+                        stdin=stdin, sandbox=sandbox,
+                    )  # fmt: skip
+            except BaseException:
+                if watch is not None:  # what it told was not applied: the next take walks
+                    watch.distrust()
+                raise
             return _parse_entry(f"{checkpoint_id} {subject}")
+
+    def _plan(self, changed: builtins.list[Changed] | None) -> tuple[bytes, list[str]] | None:
+        """The script's `take-changed` for what a watch saw: the paths for git to read
+        (stdin), then its arguments. None: walk instead (not known, or too long to pass)."""
+        if changed is None:
+            return None
+        update, drop, folders = [], [], []
+        for entry in changed:
+            if entry.kind == "folder" or (entry.kind == "gone" and entry.was_folder):
+                folders.append(entry.path)  # what the index has under it is read again
+            elif entry.kind == "other" or (
+                entry.kind == "file" and -(-entry.size // 1024) > self._max_kib
+            ):  # as the walk's `find -size +<KiB>k` leaves it out
+                drop.append(entry.path)
+            else:
+                update.append(entry.path)  # a file, a link, or gone (git drops it)
+        if sum(len(path) + 1 for path in drop + folders) > MAX_ARGUMENT_BYTES:
+            return None
+        stdin = b"".join(os.fsencode(path) + b"\0" for path in update)
+        return stdin, ["1" if update else "0", str(len(drop)), *drop, *folders]
 
     async def seal(self, cid: str) -> None:
         """Commits a take left pending, then keeps the store within its bounds."""
@@ -298,6 +344,11 @@ class Checkpoints:
         if out.exit_code == _NOT_FOUND_EXIT:
             raise CheckpointNotFound(checkpoint_id)
         return out.data.decode().strip()
+
+
+def _pruned(path: str) -> bool:
+    """Left out of checkpoints, and all under it (as the walk prunes it)."""
+    return path in EXCLUDED or path.startswith(_UNDER_EXCLUDED) or ".git" in path.split("/")
 
 
 def _parse_entry(line: str) -> Checkpoint:

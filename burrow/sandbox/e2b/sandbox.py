@@ -233,6 +233,10 @@ class E2BSandbox:
     async def running_commands(self) -> int:
         return self._running
 
+    @property
+    def workspace_changes(self) -> None:
+        return None  # a remote file system: checkpoints walk it
+
     async def stop(self) -> None:
         """Every process stops, the files stay: a filesystem-only pause."""
         if self._status != "ready":

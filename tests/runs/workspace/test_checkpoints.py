@@ -2,7 +2,9 @@
 keeps the size and puts the mtime back, a file become a link, deletions, a folder moved in
 with old times and a folder renamed are all caught, a lost index or a mark from the future
 costs a whole walk, not a change missed, and unchanged files are never opened (counted with
-inotify on the host's side of the workspace)."""
+inotify on the host's side of the workspace). Each holds for a walked workspace and for a
+watched one; what only a watch could get wrong (a flood, hard links, a take that failed,
+hostile names) is tested against both ways of taking the same workspace."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import pytest
 
 from burrow.runs.workspace.checkpoints import Checkpoints
 from burrow.runs.workspace.workspace_diff import Diff
+from burrow.sandbox.cgroups import Limits
 from burrow.sandbox.local import LocalBackend, LocalSandbox
 from tests.sandbox.harness import run
 
@@ -26,11 +29,16 @@ CID = "c"
 PAST_RACY = "sleep 1.1"
 
 
-@pytest.fixture
-async def sandbox(tmp_path: Path) -> AsyncIterator[LocalSandbox]:
-    backend = LocalBackend(tmp_path / "data")
+@pytest.fixture(params=["walk", "watch"])
+async def sandbox(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[LocalSandbox]:
+    """Each test twice: a workspace found by walking it, and one on its own disk, watched
+    (sandbox/watch.py), where a take is handed what the watch saw."""
+    watched = request.param == "watch"
+    backend = LocalBackend(tmp_path / "data", limits=Limits(disk_mb=128) if watched else None)
     try:
-        yield await backend.create("ckpt")
+        created = await backend.create("ckpt")
+        assert (created.workspace_changes is not None) == watched
+        yield created
     finally:
         await backend.close()
 
@@ -117,6 +125,7 @@ async def test_a_store_without_its_index_walks_everything(sandbox: LocalSandbox)
     store = store_of(sandbox)
     await sh(sandbox, "echo a > a && echo b > b")
     before = await store.take(CID, None)
+    await store.seal(CID)
     await sh(sandbox, PAST_RACY)
     await sh(sandbox, "echo bb > b && echo c > c && rm .burrow/checkpoints/index")
     after = await store.take(CID, None)
@@ -236,6 +245,9 @@ async def test_unchanged_files_are_not_opened(sandbox: LocalSandbox) -> None:
     # As if that checkpoint were taken in the second the first file was written (it is, on
     # a quick machine, some of the time): to git every file is then racily clean.
     await sh(sandbox, 'touch -d "@$(stat -c %Y d1/f1)" .burrow/checkpoints/index')
+    # The next index written re-reads the racily clean files, once: this take's, which has
+    # a change to write (a watched take writes the index only then).
+    await sh(sandbox, "echo new > new")
     await sh(sandbox, PAST_RACY)
     before = await store.take(CID, None)
     await sh(sandbox, PAST_RACY)
