@@ -229,7 +229,7 @@ class Changed:
     path: str  # workspace-relative
     kind: Literal["file", "link", "folder", "other", "gone"]  # now; other: a FIFO, a socket
     size: int = 0
-    was_folder: bool = False  # gone: it was a folder, so whatever was under it went too
+    was_folder: bool = False  # a folder was made, removed or moved here: what was under it
 
 
 class WorkspaceChanges(Protocol):

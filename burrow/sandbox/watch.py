@@ -291,12 +291,12 @@ def _entry(path: str, info: os.stat_result, was_folder: bool = False) -> Changed
         if info.st_nlink > 1:
             # Written through one name, the file changed under its others too, unseen.
             raise _Unknown(f"{path!r} has {info.st_nlink} names")
-        return Changed(path, "file", info.st_size)
+        return Changed(path, "file", info.st_size, was_folder=was_folder)
     if stat.S_ISLNK(mode):
-        return Changed(path, "link")
+        return Changed(path, "link", was_folder=was_folder)
     if stat.S_ISDIR(mode):
         return Changed(path, "folder", was_folder=was_folder)
-    return Changed(path, "other")
+    return Changed(path, "other", was_folder=was_folder)
 
 
 def _list_folder(

@@ -131,9 +131,10 @@ capture() {
 }
 cached_tree() {
   # The index's tree, if known: the last snapshot's or seal's for an index left as it was
-  # (restore, revert and import forget it).
+  # (restore, revert and import forget it); with no index yet, git's empty tree.
   tree=; read -r tree 2>/dev/null < "$GIT_DIR/tree" || true
   case $tree in *[!0-9a-f]*) tree= ;; esac
+  [ -n "$tree" ] || [ -f "$GIT_INDEX_FILE" ] || tree=4b825dc642cb6eb9a060e54bf8d69288fbee4904
 }
 index_tree() {
   cached_tree

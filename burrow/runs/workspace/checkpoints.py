@@ -189,9 +189,11 @@ class Checkpoints:
             return None
         update, drop, folders = [], [], []
         for entry in changed:
-            if entry.kind == "folder" or (entry.kind == "gone" and entry.was_folder):
+            if entry.kind == "folder" or entry.was_folder:
                 folders.append(entry.path)  # what the index has under it is read again
-            elif entry.kind == "other" or (
+            if entry.kind == "folder" or (entry.kind == "gone" and entry.was_folder):
+                continue  # (a folder's entries come listed with it)
+            if entry.kind == "other" or (
                 entry.kind == "file" and -(-entry.size // 1024) > self._max_kib
             ):  # as the walk's `find -size +<KiB>k` leaves it out
                 drop.append(entry.path)

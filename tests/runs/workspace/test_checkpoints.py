@@ -12,6 +12,7 @@ import asyncio
 import ctypes
 import ctypes.util
 import os
+import random
 import struct
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -261,3 +262,55 @@ async def test_unchanged_files_are_not_opened(sandbox: LocalSandbox) -> None:
         opened.close()
     assert files == ["d7/f7"]  # of 2,000: the one that changed, read once to be stored
     assert changes(await store.diff(CID, before.id, after.id)) == {"d7/f7": "modified"}
+
+
+def _random_changes(rng: random.Random, count: int) -> str:
+    """Shell for `count` changes among a few names, every kind a take must tell apart."""
+    names = ["a", "b", "d/a", "d/b", "d/e/a", "e", "e/a", "big", ".burrow/outputs/o"]
+    steps = []
+    for _ in range(count):
+        path, other = rng.choice(names), rng.choice(names)
+        steps.append(
+            rng.choice(
+                [
+                    f"mkdir -p $(dirname {path}) && w {path} && echo {rng.random()} >> {path}",
+                    f"rm -rf {path}",
+                    f"mkdir -p {path}/x && w {path}/x/f && echo in > {path}/x/f",  # file to folder
+                    f"mkdir -p $(dirname {other}) && mv {path} {other}",
+                    f"chmod +x {path}",
+                    f"ln -sfn {other} {path}",
+                    f"rm -rf {path} && mkfifo {path}",
+                    # Either side of the 4 KiB bound.
+                    f"w {path} && head -c {rng.choice([100, 5000])} /dev/urandom > {path}",
+                    f"rm -rf .burrow/outputs/m && mkdir -p .burrow/outputs/m/n"
+                    " && echo m > .burrow/outputs/m/n/f"
+                    f" && rm -rf {path} && mv .burrow/outputs/m {path}",  # moved in whole
+                ]
+            )
+            + " 2>/dev/null"
+        )
+    # A FIFO is never written to: with no reader, that would block for good.
+    unfifo = 'w() { [ ! -p "$1" ] || rm "$1"; }'
+    return unfifo + "; " + "; ".join(steps) + "; true"
+
+
+async def test_every_take_holds_what_a_whole_walk_finds(sandbox: LocalSandbox) -> None:
+    """Random changes of every kind, a take after each round; each checkpoint is checked
+    against a walk of everything from scratch (no mark, no index): nothing is missed."""
+    rng = random.Random(22)
+    store = store_of(sandbox, max_file_bytes=4096)
+    await sh(sandbox, "echo seed > seed")
+    await store.take(CID, None)  # a walk (the watch's first answer: not known)
+    walked = "stat -c %Y.%y .burrow/checkpoints/now"  # each walk rewrites it
+    for round_ in range(30):
+        await sh(sandbox, _random_changes(rng, 6))
+        if round_ % 4 == 3:
+            await sh(sandbox, PAST_RACY)
+        last_walk = await sh(sandbox, walked)
+        taken = await store.take(CID, None)
+        if sandbox.workspace_changes is not None:  # handed what changed: no walk at all
+            assert await sh(sandbox, walked) == last_walk, round_
+        await store.seal(CID)
+        await sh(sandbox, "cd .burrow/checkpoints && rm -f mark index tree")
+        diff = await store.diff(CID, taken.id, None)
+        assert changes(diff) == {}, (round_, changes(diff))
