@@ -209,6 +209,28 @@ async def test_forks_are_refused_to_strangers_and_for_unknown_runs(tmp_path: Pat
         assert len((await srv.client.get(f"/api/conversations/{cid}/checkpoints")).json()) == 1
 
 
+async def test_a_fork_now_as_soon_as_the_run_is_seen_ending(tmp_path: Path, pg_url: str) -> None:
+    """run.finished is the run's end for a client: what the server has left after it (the
+    follow-up decision, its lease given back, slow on a busy PostgreSQL) is not a run."""
+    async with running_server(tmp_path, scripted, database_url=pg_url) as srv:
+        leases = srv.services.runtime.leases
+        give_back = leases.give_back
+        released = asyncio.Event()
+
+        async def slow_give_back(cid: str) -> None:
+            await asyncio.sleep(0.5)
+            await give_back(cid)
+            released.set()
+
+        leases.give_back = slow_give_back  # type: ignore[method-assign]
+        cid = await srv.create_conversation()
+        await run(srv, cid, "first")
+        assert not released.is_set()  # the fork below comes while the lease is given back
+        response = await fork(srv, cid)
+        assert response.status_code == 201, response.text
+        assert released.is_set()  # it waited for the lease, not answered "a run goes"
+
+
 async def test_a_fork_on_postgresql(tmp_path: Path, pg_url: str) -> None:
     async with running_server(tmp_path, scripted, database_url=pg_url) as srv:
         cid = await srv.create_conversation("pg")

@@ -88,6 +88,7 @@ class Runtime:
         self.leases = RunLeases(options.ownership, journal)
         self._contexts = Contexts(journal)
         self._active: dict[str, _Active] = {}
+        self._ending: dict[str, _Active] = {}  # ended runs finishing their bookkeeping
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._closing = False
         self._runs = OwnerTally(conversations.owner_of)  # runs starting or going, by owner
@@ -98,7 +99,21 @@ class Runtime:
         return active.run_id if active else None
 
     async def busy(self, cid: str) -> bool:
-        """Whether a run goes in the conversation, here or on another replica."""
+        """Whether a run goes in the conversation, here or on another replica.
+
+        A run whose run.finished is journaled does not: a client that saw it end may fork or
+        restore at once. What it has left (the follow-up decision, giving its lease back) is
+        waited out, and a follow-up run it starts for a message sent as it ended is one.
+        """
+        ending = self._ending.get(cid)
+        active = self._active.get(cid)
+        if active is not None and active.run is not None and active.run.ended:
+            ending = active  # not yet in _ending: its task has not resumed since the write
+        if ending is not None:
+            await asyncio.shield(ending.done)
+        return await self._going(cid)
+
+    async def _going(self, cid: str) -> bool:
         return cid in self._active or await self.leases.holder(cid) is not None
 
     async def send(
@@ -200,10 +215,13 @@ class Runtime:
                 await active.run.execute(announced=announced)
                 self._contexts.keep(cid, active.run.context)
         finally:
+            self._ending[cid] = active
             try:
                 await self._after_run(cid, active)
             finally:
                 active.done.set_result(None)
+                if self._ending.get(cid) is active:
+                    del self._ending[cid]
 
     async def _abort(self, cid: str, run_id: str, announced: bool, exc: BaseException) -> None:
         """The run could not even begin: still end it, so run.started stays paired."""
@@ -234,8 +252,10 @@ class Runtime:
         NothingToCompact, or the summary call's ModelError. A message sent meanwhile
         waits for the compaction, then starts its run on the compacted context.
         """
+        if await self.busy(cid):  # waits out a run that just ended, which needs the lock
+            raise RunActive(cid)
         async with self._locks[cid]:
-            if await self.busy(cid):
+            if await self._going(cid):
                 raise RunActive(cid)
             conversation = await self.conversations.get(cid)
             if conversation is None:

@@ -136,6 +136,7 @@ class AgentRun:
         self.parent_call_id = parent_call_id
         self.tally = tally if tally is not None else Tally()
         self.error: str | None = None  # why the run did not complete, once it ended
+        self.ended = False  # its last event (run.finished) is journaled
         self._started = time.monotonic()
         self._feed = feed
         self._out = Coalescer(env.journal, cid, run_id, parent_call_id=parent_call_id)
@@ -178,6 +179,7 @@ class AgentRun:
                 log.exception("run %s of %s failed", self.run_id, self.cid)
         self.error = error
         await self._close(status, error, budget)
+        self.ended = True
         return status
 
     def _take_answer_events(self) -> list[NewEvent]:
