@@ -124,6 +124,10 @@ capture() {
     git update-index --add --remove --replace --force-write-index -z --stdin < "$1" \
         2>/dev/null || compare
     updated=1
+  elif [ ! -f "$GIT_INDEX_FILE" ]; then
+    # An empty workspace still gets an index: without one, a watched take walks (and
+    # then again at every take, as nothing was added to write one).
+    git read-tree --empty
   fi
   # The tree the last snapshot wrote holds for an index left as it was.
   [ -z "$updated" ] || : > "$GIT_DIR/tree"

@@ -294,6 +294,26 @@ def _random_changes(rng: random.Random, count: int) -> str:
     return unfifo + "; " + "; ".join(steps) + "; true"
 
 
+async def test_an_empty_workspace_is_walked_once(sandbox: LocalSandbox) -> None:
+    """A new conversation's workspace holds nothing to add to the index: it still gets one,
+    so a watched take is handed what changed rather than walking at every run."""
+    store = store_of(sandbox)
+    await store.take(CID, None)
+    await store.seal(CID)
+    walked = "stat -c %Y.%y .burrow/checkpoints/now"
+    last_walk = await sh(sandbox, walked)
+    for _ in range(2):
+        await store.take(CID, None)
+        await store.seal(CID)
+    if sandbox.workspace_changes is not None:
+        assert await sh(sandbox, walked) == last_walk
+    await sh(sandbox, "echo now > now.txt")
+    taken = await store.take(CID, None)
+    assert changes(await store.diff(CID, taken.id, None)) == {}
+    listed = await store.list(CID)
+    assert changes(await store.diff(CID, listed[-2].id, taken.id)) == {"now.txt": "added"}
+
+
 async def test_every_take_holds_what_a_whole_walk_finds(sandbox: LocalSandbox) -> None:
     """Random changes of every kind, a take after each round; each checkpoint is checked
     against a walk of everything from scratch (no mark, no index): nothing is missed."""
