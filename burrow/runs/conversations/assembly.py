@@ -191,15 +191,16 @@ class RunAssembly:
         instructions = ProjectInstructions(bare)
         hooks: list[Hook] = [
             *allowlist,
-            # Before the hooks that read the sandbox (AGENTS.md, skills): the take runs
-            # beside them, and the first tool call waits for what is left of it.
-            CheckpointAtStart(self._checkpoints, _checkpoint_failed),
             SystemPrompt(system_prompt),
             instructions,
             Approvals(self._approvals),
             PreviewOpened(),
             LoopGuard(),  # fresh for each run: it counts per run
             skills,
+            # After the hooks that read the sandbox (AGENTS.md, skills), whose small reads
+            # beside it would wait on the sandbox's CPU: it runs beside the model's first
+            # call, and the first tool call waits for what is left of it.
+            CheckpointAtStart(self._checkpoints, _checkpoint_failed),
             # The budget before attachments: a stopped run need not wake the sandbox.
             budget,
             Attachments(context, bare, vision=model.vision),

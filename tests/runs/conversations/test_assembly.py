@@ -101,13 +101,13 @@ async def test_a_run_has_every_hook_in_its_order(world: dict[str, Any]) -> None:
         run, budget = await built.build(cid, "r_1", ModelContext(), feed)
     assert hook_names(run) == [
         "Subagents",  # first: a task call is routed before anyone reviews it as a tool
-        "CheckpointAtStart",  # before the hooks that read the sandbox: the take runs beside them
         "SystemPrompt",
         "ProjectInstructions",
         "Approvals",
         "PreviewOpened",
         "LoopGuard",
         "Skills",
+        "CheckpointAtStart",  # after the hooks that read the sandbox: beside the model's call
         "BudgetHook",  # before attachments: a stopped run need not wake the sandbox
         "Attachments",
         "Compactor",  # last: it measures the request as the others shaped it
