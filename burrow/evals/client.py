@@ -16,6 +16,7 @@ import httpx
 import websockets
 
 CHECK_PATH = ".burrow/eval/check.sh"
+SOLUTION_PATH = ".burrow/eval/solve.sh"
 SHELL_ENDED = 4000  # the terminal socket's close code when its shell exits (DESIGN.md §3)
 
 
@@ -48,11 +49,33 @@ class BurrowClient:
     async def close(self) -> None:
         await self.http.aclose()
 
-    async def create_conversation(self, title: str, approval_mode: str) -> str:
-        answer = await self.http.post(
-            "/api/conversations", json={"title": title, "approval_mode": approval_mode}
-        )
+    async def create_conversation(
+        self, title: str, approval_mode: str, environment: str | None = None
+    ) -> str:
+        body = {"title": title, "approval_mode": approval_mode, "environment": environment}
+        answer = await self.http.post("/api/conversations", json=body)
         return str(_check(answer, "create a conversation")["id"])
+
+    async def ensure_environment(self, definition: dict[str, Any], timeout: float) -> None:
+        """Define the environment unless it is (its name is its build's key, so one of the
+        same name is the same build), then wait until it is built; a failed build raises
+        with its detail (the exit and the output's tail)."""
+        name = definition["name"]
+        answer = await self.http.post("/api/environments", json=definition)
+        if answer.status_code != 409:
+            _check(answer, f"define the environment {name}")
+        deadline = time.monotonic() + timeout
+        while True:
+            answer = await self.http.get(f"/api/environments/{name}")
+            built = _check(answer, f"read the environment {name}")
+            if built["status"] == "ready":
+                return
+            if built["status"] != "building":
+                raise EvalError(f"The environment {name} {built['status']}: {built['detail']}")
+            if time.monotonic() > deadline:
+                await self.http.post(f"/api/environments/{name}/cancel")
+                raise EvalError(f"The environment {name} was not built in {timeout:.0f} s")
+            await asyncio.sleep(0.5)
 
     async def set_budget(self, cid: str, budget: dict[str, float]) -> None:
         answer = await self.http.patch(f"/api/conversations/{cid}", json={"budget": budget})
@@ -96,9 +119,14 @@ class BurrowClient:
                 await asyncio.sleep(0.2)
 
     async def run_check(self, cid: str, script: bytes, timeout: float = 120.0) -> tuple[int, str]:
-        """Run `script` in the sandbox through a terminal, as a user would: (exit code,
-        the output's last 4 KB)."""
-        await self.upload(cid, CHECK_PATH, script)
+        return await self.run_script(cid, CHECK_PATH, script, timeout)
+
+    async def run_script(
+        self, cid: str, path: str, script: bytes, timeout: float = 120.0
+    ) -> tuple[int, str]:
+        """Run `script` (uploaded to the workspace's `path`) in the sandbox through a
+        terminal, as a user would: (exit code, the output's last 4 KB)."""
+        await self.upload(cid, path, script)
         answer = await self.http.post(
             f"/api/conversations/{cid}/terminals", json={"cols": 160, "rows": 48}
         )
@@ -110,7 +138,7 @@ class BurrowClient:
         headers = {"Authorization": f"Bearer {self.token}"}
         async with asyncio.timeout(timeout):
             async with websockets.connect(url, additional_headers=headers) as socket:
-                await socket.send(f"exec bash /workspace/{CHECK_PATH}\n".encode())
+                await socket.send(f"exec bash /workspace/{path}\n".encode())
                 try:
                     async for frame in socket:
                         if isinstance(frame, bytes):

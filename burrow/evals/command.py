@@ -41,6 +41,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "the same through Burrow's OpenAI provider and a fake OpenAI-compatible server with "
         "a real model's pace (burrow/evals/replay_model.py)",
     )
+    p.add_argument(
+        "--agent",
+        choices=("model", "oracle"),
+        default="model",
+        help="who does each task: the model (default), or `oracle`, the task's own "
+        "solution/solve.sh run in its sandbox, which proves its environment and check "
+        "before a model is judged on them (every task must then pass)",
+    )
     p.add_argument("--server", help="a running server's URL instead of an embedded one")
     p.add_argument(
         "--token",
@@ -92,6 +100,8 @@ def main(args: argparse.Namespace) -> int:
         print("burrow eval: --server needs --token (or BURROW_EVAL_TOKEN)", file=sys.stderr)
         return 2
     results, shown = asyncio.run(_run(args, tasks, model))
+    if args.agent == "oracle":
+        shown = "oracle: each task's own solution/solve.sh"
     print(report.table(results))
     if args.json_out:
         args.json_out.write_text(json.dumps(report.as_json(results, shown), indent=2) + "\n")
@@ -99,6 +109,11 @@ def main(args: argparse.Namespace) -> int:
         from burrow.evals.chart import draw_chart  # Pillow loads only when a chart is asked for
 
         draw_chart(results, shown, args.chart)
+    if args.agent == "oracle":
+        failed = [r for r in results if not r.met_expectation]
+        for r in failed:
+            print(f"{r.name}: the oracle did not pass: {r.error or r.check_output[-500:]}")
+        return 1 if failed else 0
     if args.expect or (model in OFFLINE and not args.server):
         unmet = [r for r in results if not r.met_expectation]
         for r in unmet:
@@ -119,7 +134,9 @@ async def _run(
     if args.server:
         client = BurrowClient(args.server, args.token)
         try:
-            return await run_suite(client, tasks, args.parallel, args.trials), args.server
+            return await run_suite(
+                client, tasks, args.parallel, args.trials, args.agent
+            ), args.server
         finally:
             await client.close()
     async with AsyncExitStack() as stack:
@@ -145,7 +162,8 @@ async def _run(
         async with embedded_server(data_dir, served, env) as server:
             client = await BurrowClient.login(server.base_url, server.username, server.password)
             try:
-                return await run_suite(client, tasks, args.parallel, args.trials), shown
+                results = await run_suite(client, tasks, args.parallel, args.trials, args.agent)
+                return results, shown
             finally:
                 await client.close()
 

@@ -9,10 +9,13 @@ from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from burrow.evals.client import BurrowClient, EvalError
+from burrow.evals.client import SOLUTION_PATH, BurrowClient, EvalError
 from burrow.evals.suite import Task
 
 MODEL_OUTPUT = {"assistant.thinking.delta", "assistant.text.delta", "tool.started"}
+MODEL, ORACLE = "model", "oracle"  # who does the task: the server's model, or its solution
+AGENTS = (MODEL, ORACLE)
+BUILD_TIMEOUT = 1800.0  # an environment's build, before the task's own clock starts
 
 
 @dataclass(frozen=True)
@@ -48,15 +51,21 @@ class TaskResult:
 
 
 async def run_suite(
-    client: BurrowClient, tasks: Sequence[Task], parallel: int = 4, trials: int = 1
+    client: BurrowClient,
+    tasks: Sequence[Task],
+    parallel: int = 4,
+    trials: int = 1,
+    agent: str = MODEL,
 ) -> list[TaskResult]:
     """Every task's results, `trials` samples each (each in a conversation of its own), in
-    the tasks' order and then the trials'; `parallel` attempts at once."""
+    the tasks' order and then the trials'; `parallel` attempts at once. `agent` oracle runs
+    each task's own solution instead of the model."""
     gate = asyncio.Semaphore(max(1, parallel))
+    attempt = run_oracle if agent == ORACLE else run_task
 
     async def one(task: Task, trial: int) -> TaskResult:
         async with gate:
-            return replace(await run_task(client, task), trial=trial)
+            return replace(await attempt(client, task), trial=trial)
 
     attempts = [one(t, k) for t in tasks for k in range(1, trials + 1)]
     return list(await asyncio.gather(*attempts))
@@ -65,19 +74,64 @@ async def run_suite(
 async def run_task(client: BurrowClient, task: Task) -> TaskResult:
     started = time.monotonic()
     try:
-        cid = await client.create_conversation(f"eval: {task.name}", task.approval_mode)
-        if task.budget:
-            await client.set_budget(cid, task.budget)
-        for path, data in task.setup_files():
-            await client.upload(cid, path, data)
+        cid = await _prepare(client, task)
         started = time.monotonic()
         run_id = await client.send(cid, task.prompt)
         events = await client.wait_run(cid, run_id, task.timeout)
         wall = time.monotonic() - started
-        code, output = await client.run_check(cid, task.check)
+        code, output = await _check(client, cid, task)
     except (EvalError, OSError, TimeoutError) as exc:
         return _failed(task, str(exc) or type(exc).__name__, time.monotonic() - started)
     return measure(task, events, wall, code == 0, output)
+
+
+async def run_oracle(client: BurrowClient, task: Task) -> TaskResult:
+    """The task done by its own solution, through a terminal in its sandbox, then checked
+    as a model's work would be: a task whose oracle fails has a broken environment, check
+    or solution, and says which."""
+    started = time.monotonic()
+    if task.solution is None:
+        return _failed(task, "the task has no solution/solve.sh for --agent oracle", 0.0)
+    try:
+        cid = await _prepare(client, task)
+        started = time.monotonic()
+        for path, data in task.solution_files:
+            await client.upload(cid, path, data)
+        solved, solving = await client.run_script(cid, SOLUTION_PATH, task.solution, task.timeout)
+        wall = time.monotonic() - started
+        code, output = await _check(client, cid, task)
+    except (EvalError, OSError, TimeoutError) as exc:
+        return _failed(task, str(exc) or type(exc).__name__, time.monotonic() - started)
+    status = "completed" if solved == 0 else "failed"
+    passed = code == 0
+    return replace(
+        _failed(task, None if solved == 0 else f"solve.sh exited {solved}: {solving[-500:]}", wall),
+        status=status,
+        passed=passed,
+        met_expectation=status == "completed" and passed,
+        check_output=output[-2000:],
+    )
+
+
+async def _prepare(client: BurrowClient, task: Task) -> str:
+    """The task's conversation, on its environment (built first), with its files."""
+    environment = task.environment
+    if environment is not None:
+        await client.ensure_environment(environment.view(), BUILD_TIMEOUT)
+    cid = await client.create_conversation(
+        f"eval: {task.name}", task.approval_mode, environment.name if environment else None
+    )
+    if task.budget:
+        await client.set_budget(cid, task.budget)
+    for path, data in task.setup_files():
+        await client.upload(cid, path, data)
+    return cid
+
+
+async def _check(client: BurrowClient, cid: str, task: Task) -> tuple[int, str]:
+    for path, data in task.check_files:
+        await client.upload(cid, path, data)
+    return await client.run_check(cid, task.check)
 
 
 def measure(
@@ -119,7 +173,7 @@ def measure(
     )
 
 
-def _failed(task: Task, error: str, wall: float) -> TaskResult:
+def _failed(task: Task, error: str | None, wall: float) -> TaskResult:
     return TaskResult(
         name=task.name,
         status="error",

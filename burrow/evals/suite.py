@@ -4,8 +4,10 @@
     <task>/setup/      files put into the workspace before the prompt (optional)
     <task>/check.sh    run in the sandbox in /workspace after the run: exit 0 = passed
     <task>/script.json the scripted model's turns for this task (the offline run in CI)
+    <task>/solution/solve.sh  what `--agent oracle` runs instead of the model (optional)
 
-The check is uploaded only after the run, so the agent cannot read it.
+A folder of Harbor-format tasks (Terminal-Bench's) loads too: harbor.py reads each into the
+same Task. The check is uploaded only after the run, so the agent cannot read it.
 """
 
 from __future__ import annotations
@@ -15,9 +17,14 @@ import tomllib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from burrow.runs.workspace.environments import EnvironmentSpec
 
 SUITE = Path(__file__).parent / "suite"
+HARBOR_SUITE = Path(__file__).parent / "harbor_suite"  # Terminal-Bench-style tasks of ours
+Files = tuple[tuple[str, bytes], ...]  # (workspace-relative path, content)
 BUDGET_KINDS = {"tokens", "cost", "steps", "tool_seconds", "total_cost"}
 APPROVAL_MODES = {"ask", "auto", "read_only"}
 
@@ -40,14 +47,15 @@ class Task:
     name: str
     folder: Path
     prompt: str
+    check: bytes  # run in the sandbox after the run (bash): exit 0 = passed
     timeout: float = 300.0
     approval_mode: str = "auto"
     budget: dict[str, float] = field(default_factory=dict)
     expect: Expectation = Expectation()
-
-    @property
-    def check(self) -> bytes:
-        return (self.folder / "check.sh").read_bytes()
+    check_files: Files = ()  # uploaded with the check, after the run
+    solution: bytes | None = None  # what --agent oracle runs instead of the model (bash)
+    solution_files: Files = ()  # uploaded before the solution runs
+    environment: EnvironmentSpec | None = None  # the sandbox's system (None: the host's)
 
     def setup_files(self) -> Iterator[tuple[str, bytes]]:
         """(workspace-relative path, content) of every file under setup/."""
@@ -70,7 +78,13 @@ def load_suite(folder: Path = SUITE, only: Sequence[str] = ()) -> list[Task]:
     """The suite's tasks in name order (or only those named), each checked for sense."""
     if not folder.is_dir():
         raise SuiteError(f"No eval suite at {folder}")
-    tasks = [load_task(t) for t in sorted(folder.iterdir()) if (t / "task.toml").is_file()]
+    from burrow.evals.harbor import is_harbor_task, load_harbor_task
+
+    tasks = [
+        load_harbor_task(t) if is_harbor_task(t) else load_task(t)
+        for t in sorted(folder.iterdir())
+        if (t / "task.toml").is_file()
+    ]
     if only:
         unknown = set(only) - {t.name for t in tasks}
         if unknown:
@@ -102,10 +116,13 @@ def load_task(folder: Path) -> Task:
     if mode not in APPROVAL_MODES:
         raise SuiteError(f"{where}: approval_mode is one of {sorted(APPROVAL_MODES)}")
     expect = spec.get("expect", {})
+    solve = folder / "solution" / "solve.sh"
     return Task(
         name=folder.name,
         folder=folder,
         prompt=prompt.strip(),
+        check=(folder / "check.sh").read_bytes(),
+        solution=solve.read_bytes() if solve.is_file() else None,
         timeout=float(spec.get("timeout", 300)),
         approval_mode=mode,
         budget={k: float(v) for k, v in budget.items()},

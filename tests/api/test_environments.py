@@ -64,8 +64,10 @@ async def test_an_environment_is_built_once_and_every_new_conversation_starts_fr
         assert first.status_code == 201, first.text
         assert first.json()["environment"] == "tools"
         cid = first.json()["id"]
-        check = "envtool; cat /etc/greeting; id -un builder"
-        assert await shell(srv, cid, check) == "from-the-environment\nhello\nbuilder\n"
+        # Its variables reach every command, and login shells (terminals) too.
+        check = 'envtool; cat /etc/greeting; id -un builder; echo "$GREETING"'
+        assert await shell(srv, cid, check) == "from-the-environment\nhello\nbuilder\nhello\n"
+        assert await shell(srv, cid, "bash --login -c 'echo $GREETING'") == "hello\n"
         state = (await srv.client.get(f"/api/conversations/{cid}/sandbox")).json()
         assert state["environment"] == "tools"
         assert [layer["name"] for layer in state["layers"]] == [
@@ -76,7 +78,7 @@ async def test_an_environment_is_built_once_and_every_new_conversation_starts_fr
         # Each conversation's changes are its own; the environment stays as built.
         await shell(srv, cid, "rm /usr/local/bin/envtool && echo mine > /etc/greeting")
         second = (await conversation_on(srv, "tools")).json()["id"]
-        assert await shell(srv, second, check) == "from-the-environment\nhello\nbuilder\n"
+        assert await shell(srv, second, check) == "from-the-environment\nhello\nbuilder\nhello\n"
         plain = await srv.create_conversation()
         assert "No such" in await shell(srv, plain, "ls /usr/local/bin/envtool 2>&1 || true")
     assert await asyncio.to_thread(Path("/etc/passwd").read_bytes) == passwd  # setup: inside

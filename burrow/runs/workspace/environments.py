@@ -54,6 +54,10 @@ FAILURE_TAIL_BYTES = 2000
 PROGRESS_SECONDS = 1.5  # a progress event at least this often while a build runs
 BUILD_TIMEOUT_SECONDS = 3600.0
 BASES = ("host",)
+# The variables a sandbox on the environment starts with, as its build leaves them in its
+# layer (NUL-separated KEY=VALUE); the guest reads them at start (guest/server.py).
+ENVIRONMENT_FILE = "/etc/burrow/environment"
+PROFILE_FILE = "/etc/profile.d/burrow-environment.sh"  # the same, for login shells
 
 Status = Literal["building", "ready", "failed", "cancelled"]
 Stage = Literal["started", "progress", "done", "failed"]
@@ -124,6 +128,17 @@ class EnvironmentSpec:
             ]
         if self.setup.strip():
             lines += ["echo '[burrow] setup script'", "cd /workspace", self.setup]
+        if self.env:
+            # For the sandbox's guest, which gives them to every command it runs; and for
+            # login shells (terminals), whose /etc/profile resets PATH before profile.d.
+            pairs = " ".join(shlex.quote(f"{key}={value}") for key, value in self.env)
+            exports = "".join(f"export {shlex.quote(f'{k}={v}')}\n" for k, v in self.env)
+            folder = ENVIRONMENT_FILE.rsplit("/", 1)[0]
+            lines += [
+                f"mkdir -p {folder} /etc/profile.d",
+                f"printf '%s\\0' {pairs} > {ENVIRONMENT_FILE}",
+                f"printf '%s' {shlex.quote(exports)} > {PROFILE_FILE}",
+            ]
         return "\n".join(lines) + "\n"
 
     def to_json(self) -> str:

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from .files import Workspace
 
 RECV_BYTES = 64 * 1024
+# The variables of the environment the sandbox stands on, as its build left them in the
+# root's layer (environments.py ENVIRONMENT_FILE): NUL-separated KEY=VALUE.
+ENVIRONMENT_FILE = "/etc/burrow/environment"
 # Commands running now (not terminals): the host keeps a busy sandbox from hibernating.
 # A list mutated by one append/pop is atomic under the GIL, without importing threading.
 _running: list[None] = []
@@ -144,6 +147,25 @@ def _make_undumpable() -> None:
         raise OSError(_ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
 
+def _environment_variables() -> None:
+    """The environment's variables (its definition's `env`, a Dockerfile's ENV) into the
+    environ every command and terminal starts from. Read before `os` loads, whose
+    os.environ is made from this same posix.environ dict; a missing file is the host's
+    system, or an environment without variables. They are the sandbox's own to change."""
+    try:
+        fd = posix.open(ENVIRONMENT_FILE, posix.O_RDONLY | posix.O_CLOEXEC | posix.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        data = posix.read(fd, 1 << 20)
+    finally:
+        posix.close(fd)
+    for item in data.split(b"\0"):
+        key, sep, value = item.partition(b"=")
+        if sep and key:
+            posix.environ[key] = value
+
+
 def _next_frame(
     conn: _socket.socket, decoder: protocol.FrameDecoder, backlog: list[protocol.Frame]
 ) -> protocol.Frame:
@@ -166,6 +188,7 @@ def main(argv: list[str]) -> None:
     """`main(["--listen-fd", N, "--workspace", DIR])`: serve on the socket the host bound
     (bwrap.build_argv starts it)."""
     _make_undumpable()
+    _environment_variables()
     options = dict(zip(argv[0::2], argv[1::2], strict=False))
     listen_fd = int(options["--listen-fd"])
     posix.set_inheritable(listen_fd, False)  # commands must never get the guest's socket

@@ -1,0 +1,4 @@
+#!/bin/bash
+set -e
+cd /app
+tree -a --noreport project > LAYOUT.txt
