@@ -59,7 +59,7 @@ def load_harbor_task(folder: Path) -> Task:
         # Harbor's agent starts in the WORKDIR; a Burrow run starts in /workspace.
         prompt=f"{instruction}\n\n(Work in {workdir}.)" if workdir != "/" else instruction,
         check=_verifier(workdir).encode(),
-        timeout=float(_section(spec, "agent", where).get("timeout_sec", 600)),
+        timeout=_seconds(_section(spec, "agent", where).get("timeout_sec", 600), where),
         check_files=_files(folder / "tests", f"{UPLOADED}/tests"),
         solution=_oracle(workdir).encode() if solve.is_file() else None,
         solution_files=_files(folder / "solution", f"{UPLOADED}/solution"),
@@ -72,6 +72,12 @@ def _section(spec: dict[str, object], name: str, where: Path) -> dict[str, objec
     if not isinstance(section, dict):
         raise SuiteError(f"{where}: [{name}] must be a table")
     return section
+
+
+def _seconds(value: object, where: Path) -> float:
+    if not isinstance(value, int | float) or value <= 0:
+        raise SuiteError(f"{where}: timeout_sec must be a positive number")
+    return float(value)
 
 
 def _verifier(workdir: str) -> str:
