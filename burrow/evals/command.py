@@ -13,7 +13,8 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from burrow.evals.suite import SUITE, SuiteError, Task, load_suite, routed_script
+from burrow.evals.suite import SUITE, load_suite, routed_script
+from burrow.evals.task import SuiteError, Task
 
 if TYPE_CHECKING:
     from burrow.evals.replay_model import Shape

@@ -21,7 +21,7 @@ import tomllib
 from dataclasses import replace
 from pathlib import Path
 
-from burrow.evals.suite import Files, SuiteError, Task
+from burrow.evals.task import Files, SuiteError, Task
 from burrow.runs.workspace.dockerfile import DockerfileError, parse_dockerfile
 
 UPLOADED = ".burrow/eval"  # under the workspace: where tests/ and solution/ are uploaded

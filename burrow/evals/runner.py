@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from burrow.evals.client import SOLUTION_PATH, BurrowClient, EvalError
-from burrow.evals.suite import Task
+from burrow.evals.task import Task
 
 MODEL_OUTPUT = {"assistant.thinking.delta", "assistant.text.delta", "tool.started"}
 MODEL, ORACLE = "model", "oracle"  # who does the task: the server's model, or its solution

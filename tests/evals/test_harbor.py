@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from burrow.evals.harbor import load_harbor_task
-from burrow.evals.suite import HARBOR_SUITE, SuiteError, load_suite
+from burrow.evals.suite import HARBOR_SUITE, load_suite
+from burrow.evals.task import SuiteError
 from tests.evals.test_eval_command import burrow_eval
 
 
