@@ -35,6 +35,7 @@ from burrow.sandbox_host.port_proxy import PortProxy
 from burrow.sandbox_host.process_service import ProcessService
 from burrow.sandbox_host.refusals import refuse
 from burrow.sandbox_host.registry import HostedSandbox, HostLimits, Registry, current_sandbox
+from burrow.sandbox_host.templates import Templates
 
 ENVD_PORT = 49983
 MAX_RPC_MESSAGE_BYTES = 4 * 1024 * 1024  # one Connect message (a frame of stdin, a request)
@@ -48,6 +49,7 @@ class HostConfig:
     max_upload_bytes: int = 64 * 1024 * 1024
     ledger_path: Path | None = None  # where the sandboxes are recorded across restarts
     name: str | None = None  # starts this host's sandbox ids (`<name>-i…`), for a fleet
+    templates_dir: Path | None = None  # built templates and their uploads (None: base only)
 
 
 class _RefusingCodec:
@@ -84,7 +86,13 @@ class SandboxHostApp:
         self.backend = backend
         self.config = config
         self.registry = Registry(backend, config.limits, config.ledger_path, config.name)
-        self.control = Starlette(routes=ControlApi(self.registry, keys, config.domain).routes())
+        self.templates = (
+            None
+            if config.templates_dir is None
+            else Templates(backend, config.templates_dir, max_upload_bytes=config.max_upload_bytes)
+        )
+        control = ControlApi(self.registry, keys, config.domain, self.templates)
+        self.control = Starlette(routes=control.routes())
         self.envd = Starlette(routes=EnvdHttp(config.max_upload_bytes).routes())
         self.process_rpc = ProcessASGIApplication(
             ProcessService(), read_max_bytes=MAX_RPC_MESSAGE_BYTES, codecs=CODECS
@@ -163,10 +171,14 @@ class SandboxHostApp:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 await self.backend.recover()
+                if self.templates is not None:
+                    await self.templates.load()
                 self.registry.start()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.registry.close()
+                if self.templates is not None:
+                    await self.templates.close()
                 await self.ports.aclose()
                 await self.backend.close()
                 await send({"type": "lifespan.shutdown.complete"})

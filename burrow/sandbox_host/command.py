@@ -88,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         max_upload_bytes=_int_env("BURROW_SANDBOX_HOST_MAX_UPLOAD_MB", 64) * 1024 * 1024,
         ledger_path=settings.data_dir / LEDGER_NAME,
         name=args.name,
+        templates_dir=settings.data_dir / "templates",
     )
     app = SandboxHostApp(local_backend(settings), keys, config)
     url = f"http://{args.host}:{args.port}"

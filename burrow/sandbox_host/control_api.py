@@ -26,6 +26,8 @@ from burrow.sandbox_host.registry import (
     SandboxNotFound,
     WrongState,
 )
+from burrow.sandbox_host.template_api import TemplateApi
+from burrow.sandbox_host.templates import TemplateError, Templates
 
 ENVD_VERSION = "0.5.7"  # the envd feature level served (see docs/sandbox-host.md)
 TEMPLATES = {"base"}  # one environment: the host's base system, read-only, plus /workspace
@@ -51,10 +53,17 @@ def error_response(status: int, error_code: str, message: str) -> JSONResponse:
 
 
 class ControlApi:
-    def __init__(self, registry: Registry, keys: ApiKeys, domain: str | None) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        keys: ApiKeys,
+        domain: str | None,
+        templates: Templates | None = None,
+    ) -> None:
         self.registry = registry
         self.keys = keys
         self.domain = domain
+        self.templates = templates  # None: the base template only
 
     def routes(self) -> list[Route]:
         h = self._handler
@@ -72,6 +81,7 @@ class ControlApi:
             Route("/sandboxes/{sandbox_id}/resume", h(self.resume), methods=["POST"]),
             Route("/sandboxes/{sandbox_id}/connect", h(self.resume), methods=["POST"]),
             Route("/v2/sandboxes/{sandbox_id}/connect", h(self.resume), methods=["POST"]),
+            *([] if self.templates is None else TemplateApi(self.templates, _json_body).routes(h)),
             Route("/{rest:path}", h(self.unsupported), methods=_ALL_METHODS),
         ]
 
@@ -87,6 +97,8 @@ class ControlApi:
                 return response
             except ApiError as exc:
                 return error_response(exc.status, exc.error_code, exc.message)
+            except TemplateError as exc:
+                return error_response(exc.status, exc.code, exc.message)
             except SandboxNotFound as exc:
                 return error_response(404, "sandbox_not_found", str(exc))
             except LimitReached as exc:
@@ -107,12 +119,15 @@ class ControlApi:
     async def create(self, request: Request, owner: str) -> Response:
         body = await _json_body(request)
         template = body.get("templateID", "base")
-        if not isinstance(template, str) or template not in TEMPLATES:
+        built = None
+        if isinstance(template, str) and template not in TEMPLATES and self.templates:
+            built = self.templates.startable(owner, template)
+        if not isinstance(template, str) or (template not in TEMPLATES and built is None):
             raise ApiError(
                 404,
                 "template_not_found",
                 f"Template {template!r} not found: this sandbox host serves "
-                f"{', '.join(sorted(TEMPLATES))}.",
+                f"{', '.join(sorted(TEMPLATES))} and the templates this key built.",
             )
         timeout = _optional_int(body, "timeout")
         # A client can only narrow the host's network policy (BURROW_SANDBOX_NETWORK and
@@ -124,12 +139,14 @@ class ControlApi:
             raise ApiError(400, "invalid_network", str(exc)) from None
         hosted = await self.registry.create(
             owner,
-            template_id=template,
+            template_id=template if built is None else built.template_id,
             timeout=timeout,
             metadata=_string_map(body, "metadata", self.registry.limits.max_metadata_entries),
             envs=_string_map(body, "envVars", self.registry.limits.max_env_entries),
             network=network,
             auto_pause=body.get("autoPause") is True,
+            environment=None if built is None else built.ready_key,
+            workdir=None if built is None or built.ready is None else built.ready.workdir,
         )
         return JSONResponse(self._created(hosted), status_code=201)
 
@@ -198,7 +215,7 @@ class ControlApi:
             501,
             "not_supported",
             f"{request.method} {request.url.path} is not served by burrow sandbox-host "
-            "(metrics, logs, snapshots, forks, templates, volumes, network updates): see "
+            "(metrics, logs, snapshots, forks, template tags, volumes, network updates): see "
             "docs/sandbox-host.md for what is.",
         )
 
@@ -244,12 +261,12 @@ class ControlApi:
         }
 
 
-async def _json_body(request: Request) -> dict[str, Any]:
+async def _json_body(request: Request, limit: int = MAX_BODY_BYTES) -> dict[str, Any]:
     raw = bytearray()
     async for chunk in request.stream():
         raw += chunk
-        if len(raw) > MAX_BODY_BYTES:
-            raise ApiError(413, "body_too_large", f"Request body over {MAX_BODY_BYTES} bytes.")
+        if len(raw) > limit:
+            raise ApiError(413, "body_too_large", f"Request body over {limit} bytes.")
     if not raw.strip():
         return {}
     try:

@@ -20,10 +20,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from burrow.sandbox.backend import Backend, ErrorCode, NetworkPolicy, Sandbox, SandboxError
+from burrow.sandbox.backend import (
+    Backend,
+    ErrorCode,
+    ExecExit,
+    ExecRequest,
+    NetworkPolicy,
+    Sandbox,
+    SandboxError,
+    closing_exec,
+)
 from burrow.sandbox_host import ledger
 from burrow.sandbox_host.network_options import SandboxNetwork, allowlist_of
 from burrow.sandbox_host.processes import ProcessTable
+from burrow.sandbox_host.template_recipe import HOME_SEED
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +84,7 @@ class HostedSandbox:
     allow_out: list[str] | None = None  # egress only to these names (E2B network.allowOut)
     public_traffic: bool = False  # its ports answer without the traffic token
     host_mask: str | None = None  # the Host its services see (E2B network.maskRequestHost)
+    workdir: str | None = None  # where its commands start (its template's); None: workspace
     state: State = "running"
     processes: ProcessTable = field(default_factory=ProcessTable)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -105,6 +116,7 @@ class HostedSandbox:
             "allow_out": self.allow_out,
             "public_traffic": self.public_traffic,
             "host_mask": self.host_mask,
+            "workdir": self.workdir,
         }
 
     @classmethod
@@ -195,7 +207,12 @@ class Registry:
         envs: dict[str, str],
         network: SandboxNetwork,
         auto_pause: bool = False,
+        environment: str | None = None,
+        workdir: str | None = None,
     ) -> HostedSandbox:
+        """`environment`, a template's built layer, is the system it starts on; its home
+        (what the build left in /home/user, templates.py) is the new workspace's first
+        content, and `workdir` where its commands start."""
         live = self._count(owner, "running") + self._creating.get(owner, 0)
         if live >= self.limits.max_sandboxes_per_key:
             raise LimitReached(
@@ -209,7 +226,10 @@ class Registry:
                 sandbox_id,
                 network=network.policy,
                 allow_domains=allowlist_of(network.allow_domains),
+                environment=environment,
             )
+            if environment is not None:
+                await _seed_home(sandbox)
         except BaseException:
             with contextlib.suppress(SandboxError):
                 await self.backend.destroy(sandbox_id)
@@ -233,6 +253,7 @@ class Registry:
             end_at=now + self.clamp_timeout(timeout),
             handle=sandbox,
             auto_pause=auto_pause,
+            workdir=workdir,
         )
         self._sandboxes[sandbox_id] = hosted
         self._save()
@@ -338,3 +359,17 @@ class Registry:
 
 current_sandbox: contextvars.ContextVar[HostedSandbox] = contextvars.ContextVar("current_sandbox")
 """The sandbox an envd request was routed to and authenticated for (set by the app)."""
+
+
+async def _seed_home(sandbox: Sandbox) -> None:
+    """The template's home into the workspace, which /home/user is in its sandboxes."""
+    request = ExecRequest(
+        argv=["/bin/sh", "-c", f"[ ! -d {HOME_SEED} ] || cp -a {HOME_SEED}/. /workspace/"],
+        timeout=120.0,
+    )
+    async with closing_exec(sandbox.exec(request)) as events:
+        async for event in events:
+            if isinstance(event, ExecExit) and event.exit_code != 0:
+                raise SandboxError(
+                    ErrorCode.UNAVAILABLE, "The template's home could not be copied in."
+                )

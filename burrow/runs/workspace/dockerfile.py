@@ -87,7 +87,7 @@ def parse_dockerfile(
         if word == "FROM":
             if based:
                 raise DockerfileError(f"{where}: one FROM only; multi-stage builds are refused.")
-            _check_base(where, rest, codename, version)
+            check_base(where, rest, codename, version)
             based = True
             continue
         if not based:
@@ -141,7 +141,7 @@ def _instructions(text: str) -> list[tuple[int, str]]:
     return found
 
 
-def _check_base(where: str, image: str, codename: str, version: str) -> None:
+def check_base(where: str, image: str, codename: str, version: str) -> None:
     if " " in image.strip():
         raise DockerfileError(f"{where}: `FROM {image}`: no `AS` stages or platform flags.")
     found = DEBIAN.fullmatch(image.strip())

@@ -15,6 +15,11 @@ Builds stream: the output's tail is on `GET /api/environments/{name}` (`status`,
 `log_tail`) and a conversation that waits for one gets `environment.build` events, at
 least one every `PROGRESS_SECONDS` while it runs. A failure says the script's exit and the
 tail of its output; a build can be cancelled.
+
+A build may carry a context: archives (by their sha256) that are written into the build
+sandbox's workspace as `.burrow-context-<digest>` before its script runs, from where the
+script unpacks them. The sandbox host's E2B templates use it for COPY (templates.py there);
+the script, not the host, unpacks them, so a hostile archive stays inside the sandbox.
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ import re
 import shlex
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from burrow.sandbox.backend import (
@@ -37,10 +43,10 @@ from burrow.sandbox.backend import (
     ExecExit,
     ExecRequest,
     NetworkPolicy,
+    Sandbox,
     SandboxError,
     closing_exec,
 )
-from burrow.store.settings import SettingsStore
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +55,9 @@ NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 PACKAGE = re.compile(r"[a-z0-9][a-z0-9+.-]{0,99}(=[A-Za-z0-9.+~:-]{1,100})?")
 VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 MAX_PACKAGES, MAX_SETUP_BYTES, MAX_VARIABLES, MAX_VALUE_BYTES = 200, 64 << 10, 50, 4 << 10
+MAX_CONTEXT_ARCHIVES = 64
+DIGEST = re.compile(r"[0-9a-f]{64}")
+CONTEXT_PREFIX = ".burrow-context-"  # + digest: where a build finds its archives
 LOG_TAIL_BYTES = 16 << 10
 FAILURE_TAIL_BYTES = 2000
 PROGRESS_SECONDS = 1.5  # a progress event at least this often while a build runs
@@ -62,6 +71,22 @@ PROFILE_FILE = "/etc/profile.d/burrow-environment.sh"  # the same, for login she
 Status = Literal["building", "ready", "failed", "cancelled"]
 Stage = Literal["started", "progress", "done", "failed"]
 Listener = Callable[[Stage, str], Awaitable[None]]
+
+
+@runtime_checkable
+class Definitions(Protocol):
+    """Where definitions are saved (the server's settings table; a JSON file for the
+    sandbox host): name -> JSON, None deleting."""
+
+    async def all(self) -> dict[str, str | None]: ...
+
+    async def put(self, values: dict[str, str | None]) -> None: ...
+
+
+class Archives(Protocol):
+    """The build contexts' archives by sha256 digest; None when there is no such one."""
+
+    def archive(self, digest: str) -> Path | None: ...
 
 
 @runtime_checkable
@@ -106,11 +131,15 @@ class EnvironmentSpec:
     packages: tuple[str, ...] = ()
     setup: str = ""
     env: tuple[tuple[str, str], ...] = ()
+    context: tuple[str, ...] = ()  # archives' digests, written into the build sandbox
 
     @property
     def key(self) -> str:
         """The build's identity: what the layer holds depends on these and nothing else."""
-        what = json.dumps([self.base, self.packages, self.setup, self.env], sort_keys=True)
+        fields: list[Any] = [self.base, self.packages, self.setup, self.env]
+        if self.context:  # (only then: the keys of environments without one stay as they were)
+            fields.append(self.context)
+        what = json.dumps(fields, sort_keys=True)
         return hashlib.sha256(what.encode()).hexdigest()[:16]
 
     def script(self) -> str:
@@ -142,17 +171,30 @@ class EnvironmentSpec:
         return "\n".join(lines) + "\n"
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "base": self.base,
-                "packages": list(self.packages),
-                "setup": self.setup,
-                "env": dict(self.env),
-            }
-        )
+        saved: dict[str, Any] = {
+            "base": self.base,
+            "packages": list(self.packages),
+            "setup": self.setup,
+            "env": dict(self.env),
+        }
+        if self.context:
+            saved["context"] = list(self.context)
+        return json.dumps(saved)
 
     def view(self) -> dict[str, Any]:
         return {"name": self.name, **json.loads(self.to_json())}
+
+
+def saved_spec(name: str, value: str) -> EnvironmentSpec:
+    """A definition as `to_json` saved it: an API body's fields, and its context (which no
+    API body may name: only the sandbox host's template builds give one)."""
+    body = json.loads(value)
+    context = body.pop("context", []) if isinstance(body, dict) else []
+    if not isinstance(context, list) or len(context) > MAX_CONTEXT_ARCHIVES:
+        raise EnvironmentInvalid("invalid_environment", "context is a list of digests.")
+    if not all(isinstance(d, str) and DIGEST.fullmatch(d) for d in context):
+        raise EnvironmentInvalid("invalid_environment", "context holds sha256 digests only.")
+    return replace(parse_spec(name, body), context=tuple(context))
 
 
 def parse_spec(name: str, body: dict[str, Any]) -> EnvironmentSpec:
@@ -212,9 +254,13 @@ class Build:
     listeners: list[Listener] = field(default_factory=list)
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
+    on_output: Callable[[bytes], None] | None = None  # every byte of it, as it comes
+
     def append(self, data: bytes) -> None:
         self.log += data
         del self.log[: max(0, len(self.log) - LOG_TAIL_BYTES)]
+        if self.on_output is not None:
+            self.on_output(data)
 
     def tail(self, size: int = LOG_TAIL_BYTES) -> str:
         return self.log[-size:].decode(errors="replace")
@@ -228,11 +274,17 @@ class Environments:
     """The server's environments and their builds."""
 
     def __init__(
-        self, settings: SettingsStore, backend: Backend, *, network: NetworkPolicy | None = None
+        self,
+        settings: Definitions,
+        backend: Backend,
+        *,
+        network: NetworkPolicy | None = None,
+        archives: Archives | None = None,
     ) -> None:
         self._settings = settings
         self._backend = backend
         self._network = network  # the builds' policy (None: the backend's default)
+        self._archives = archives  # where builds with a context find it
         self._specs: dict[str, EnvironmentSpec] = {}
         self._builds: dict[str, Build] = {}  # by name: the current definition's
         self._lock = asyncio.Lock()
@@ -246,7 +298,7 @@ class Environments:
         for name, value in (await self._settings.all()).items():
             if name.startswith(SETTING_PREFIX) and value:
                 with contextlib.suppress(EnvironmentInvalid, ValueError):
-                    spec = parse_spec(name[len(SETTING_PREFIX) :], json.loads(value))
+                    spec = saved_spec(name[len(SETTING_PREFIX) :], value)
                     self._specs[spec.name] = spec
                     self._ensure_build(spec)
         await self._collect()
@@ -372,6 +424,10 @@ class Environments:
             await self._backend.destroy(sandbox_id)  # what an interrupted build left
             await self._tell(build, "started", f"Building the environment {spec.name}")
             sandbox = await self._backend.create(sandbox_id, network=self._network)
+            missing = await self._stage_context(spec, sandbox)
+            if missing:
+                await self._end(build, "failed", f"its build context {missing} is gone.")
+                return
             request = ExecRequest(
                 argv=["/bin/bash", "-c", spec.script()],
                 cwd="/workspace",
@@ -398,6 +454,17 @@ class Environments:
         finally:
             with contextlib.suppress(SandboxError):
                 await asyncio.shield(self._backend.destroy(sandbox_id))
+
+    async def _stage_context(self, spec: EnvironmentSpec, sandbox: Sandbox) -> str | None:
+        """The context's archives written into the build sandbox; the digest of the first
+        that is missing, if one is."""
+        for digest in spec.context:
+            path = None if self._archives is None else self._archives.archive(digest)
+            if path is None:
+                return digest
+            data = await asyncio.to_thread(path.read_bytes)
+            await sandbox.write_file(CONTEXT_PREFIX + digest, data)
+        return None
 
     async def _end(self, build: Build, status: Status, detail: str) -> None:
         """The build's last word to its listeners, then its end to whoever waits on it."""

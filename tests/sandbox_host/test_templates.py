@@ -1,0 +1,183 @@
+"""The stock e2b SDK builds templates on a real `burrow sandbox-host` (`Template.build`: its
+upload, build and status routes) and starts sandboxes from them; the builds' attacks stay
+in their build sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import tarfile
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from e2b import AsyncSandbox, AsyncTemplate, BuildException, SandboxException, Template
+
+from tests.sandbox_host.harness import API_KEY, OTHER_KEY, Host, point_sdk_at
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def _context(tmp_path: Path) -> Path:
+    context = tmp_path / "context"
+    (context / "app").mkdir(parents=True)
+    (context / "app" / "hello.py").write_text("print('hello from the template')\n")
+    (context / "app" / "data.txt").write_text("data\n")
+    (context / "notes.txt").write_text("notes\n")
+    return context
+
+
+async def test_the_sdk_builds_a_template_and_a_sandbox_starts_from_it(
+    sdk: Host, tmp_path: Path
+) -> None:
+    template = (
+        Template(file_context_path=_context(tmp_path))
+        .from_debian_image("bookworm")
+        .set_envs({"GREETING": "hi there"})
+        .copy("app", "/home/user/app")
+        .copy("notes.txt", "/opt/", mode=0o600)
+        .run_cmd("echo built by $(whoami) > /opt/built.txt", user="root")
+        .run_cmd("whoami > /home/user/whoami.txt && echo step-output")
+        .set_workdir("/home/user/app")
+    )
+    logs: list[str] = []
+    started = time.monotonic()
+    info = await AsyncTemplate.build(
+        template, "greeter", on_build_logs=lambda entry: logs.append(entry.message)
+    )
+    built_in = time.monotonic() - started
+    assert any("step-output" in line for line in logs), logs  # the steps' own output
+    assert await AsyncTemplate.exists("greeter")
+
+    sandbox = await AsyncSandbox.create("greeter")
+    try:
+        assert (await sandbox.get_info()).template_id == info.template_id
+        result = await sandbox.commands.run(
+            "pwd; cat /opt/built.txt; echo $GREETING; python3 hello.py; cat ../whoami.txt; "
+            "stat -c %a /opt/notes.txt; ls -d /home/user/app"
+        )
+        assert result.stdout.splitlines() == [
+            "/workspace/app",  # its WORKDIR, /home/user/app: the workspace's app
+            "built by root",
+            "hi there",
+            "hello from the template",
+            "user",  # steps run as E2B's `user` unless they say root
+            "600",
+            "/home/user/app",
+        ]
+        # The files API and the shell see the same home: the template's, in the workspace.
+        assert await sandbox.files.read("/home/user/app/data.txt") == "data\n"
+        await sandbox.files.write("/home/user/app/new.txt", "from the API")
+        assert (await sandbox.commands.run("cat /home/user/app/new.txt")).stdout == "from the API"
+    finally:
+        await sandbox.kill()
+
+    # Unchanged, it is built already: nothing runs again.
+    started = time.monotonic()
+    logs.clear()
+    await AsyncTemplate.build(
+        template, "greeter", on_build_logs=lambda entry: logs.append(entry.message)
+    )
+    assert not any("step-output" in line for line in logs), logs
+    assert time.monotonic() - started < max(built_in, 5.0)
+
+    # Another template goes on from this one.
+    child = Template().from_template("greeter").run_cmd("echo child >> /opt/built.txt", "root")
+    await AsyncTemplate.build(child, "greeter-child")
+    sandbox = await AsyncSandbox.create("greeter-child")
+    try:
+        result = await sandbox.commands.run("cat /opt/built.txt; cat hello.py")  # its WORKDIR
+        assert result.stdout.splitlines()[:2] == ["built by root", "child"]
+    finally:
+        await sandbox.kill()
+
+
+async def test_builds_outside_the_subset_or_failing_say_why(sdk: Host) -> None:
+    with pytest.raises(BuildException, match="from_debian_image"):
+        await AsyncTemplate.build(Template().from_image("python:3"), "other-image")
+    with pytest.raises(BuildException, match="start a server after"):
+        failing = Template().from_debian_image("bookworm").set_start_cmd("sleep 1", "true")
+        await AsyncTemplate.build(failing, "with-start")
+    broken = Template().from_debian_image("bookworm").run_cmd("echo the-tail; exit 3")
+    with pytest.raises(BuildException, match=r"exited with 3(.|\n)*the-tail"):
+        await AsyncTemplate.build(broken, "broken")
+    with pytest.raises(SandboxException, match="no finished build"):
+        await AsyncSandbox.create("broken")
+
+
+async def test_another_key_has_no_such_template(sdk: Host, monkeypatch: pytest.MonkeyPatch) -> None:
+    await AsyncTemplate.build(Template().from_debian_image("bookworm").run_cmd("true"), "mine")
+    point_sdk_at(monkeypatch, sdk, OTHER_KEY)
+    assert not await AsyncTemplate.exists("mine")
+    with pytest.raises(SandboxException, match="not found"):
+        await AsyncSandbox.create("mine")
+
+
+def _hostile_tar(marker: Path) -> bytes:
+    """Members that climb out, an absolute path, a link out and a file through it."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for name, kind in [
+            (f"../../../../../..{marker}-dots", tarfile.REGTYPE),
+            (f"{marker}-absolute", tarfile.REGTYPE),
+            ("out", tarfile.SYMTYPE),
+            ("out/pwned", tarfile.REGTYPE),
+            ("ok.txt", tarfile.REGTYPE),
+        ]:
+            member = tarfile.TarInfo(name)
+            member.type = kind
+            if kind == tarfile.SYMTYPE:
+                member.linkname = str(marker.parent)
+                tar.addfile(member)
+            else:
+                member.size = 3
+                tar.addfile(member, io.BytesIO(b"bad"))
+    return out.getvalue()
+
+
+async def test_a_hostile_upload_stays_in_its_build_sandbox(sdk: Host, tmp_path: Path) -> None:
+    marker = tmp_path / "host-marker"
+    headers = {"X-API-KEY": API_KEY}
+    digest = "ab" * 32
+    async with httpx.AsyncClient(base_url=sdk.url, headers=headers, timeout=60) as client:
+        opened = (await client.post("/v3/templates", json={"name": "hostile"})).json()
+        template_id, build_id = opened["templateID"], opened["buildID"]
+        link = (await client.get(f"/templates/{template_id}/files/{digest}")).json()
+        assert link["present"] is False
+        upload = httpx.put(link["url"], content=_hostile_tar(marker), timeout=30)
+        assert upload.status_code == 200
+        assert httpx.put(link["url"], content=b"again", timeout=30).status_code == 403  # one use
+        steps = {
+            "fromImage": "debian:bookworm",
+            "steps": [
+                {"type": "COPY", "args": [".", "/opt/up/", "", ""], "filesHash": digest},
+                {"type": "RUN", "args": ["ls -a /opt/up > /opt/listing; true", "root"]},
+            ],
+        }
+        started = await client.post(f"/v2/templates/{template_id}/builds/{build_id}", json=steps)
+        assert started.status_code == 202, started.text
+        deadline = time.monotonic() + 120
+        status = {}
+        while time.monotonic() < deadline:
+            url = f"/templates/{template_id}/builds/{build_id}/status"
+            status = (await client.get(url)).json()
+            if status["status"] in ("ready", "error"):
+                break
+            await asyncio.sleep(0.2)
+        assert status["status"] == "ready", status
+    for suffix in ("-dots", "-absolute"):
+        assert not Path(f"{marker}{suffix}").exists()
+    assert not (tmp_path / "pwned").exists()
+    assert list(tmp_path.iterdir()) == []  # nothing of it reached the host
+    sandbox = await AsyncSandbox.create("hostile")
+    try:  # what tar would unpack, it did, inside
+        assert "ok.txt" in (await sandbox.commands.run("cat /opt/listing")).stdout
+    finally:
+        await sandbox.kill()
+
+    # Oversized uploads are cut off at the cap.
+    async with httpx.AsyncClient(base_url=sdk.url, headers=headers, timeout=60) as client:
+        link = (await client.get(f"/templates/{template_id}/files/{'cd' * 32}")).json()
+    big = httpx.put(link["url"], content=b"\0" * (65 << 20), timeout=60)
+    assert big.status_code == 413 and "cap" in big.json()["message"]
