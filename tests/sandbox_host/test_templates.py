@@ -165,16 +165,13 @@ async def test_a_hostile_upload_stays_in_its_build_sandbox(sdk: Host, tmp_path: 
             if status["status"] in ("ready", "error"):
                 break
             await asyncio.sleep(0.2)
-        assert status["status"] == "ready", status
+        # tar (in the build sandbox) refuses the climbing member and fails the build, saying so
+        assert status["status"] == "error", status
+        assert "Member name contains '..'" in status["reason"]["message"]
     for suffix in ("-dots", "-absolute"):
         assert not Path(f"{marker}{suffix}").exists()
     assert not (tmp_path / "pwned").exists()
     assert list(tmp_path.iterdir()) == []  # nothing of it reached the host
-    sandbox = await AsyncSandbox.create("hostile")
-    try:  # what tar would unpack, it did, inside
-        assert "ok.txt" in (await sandbox.commands.run("cat /opt/listing")).stdout
-    finally:
-        await sandbox.kill()
 
     # Oversized uploads are cut off at the cap.
     async with httpx.AsyncClient(base_url=sdk.url, headers=headers, timeout=60) as client:
