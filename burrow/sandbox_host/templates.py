@@ -308,6 +308,8 @@ class Templates:
         environment = self.environments.build_of(template.environment)
         if environment is not None:
             environment.on_output = build.output
+            if environment.status == "ready":
+                build.say("[burrow] built before: nothing runs again (skip_cache() builds anew)")
         task = asyncio.create_task(self._watch(template, build, recipe))
         self._watchers.add(task)
         task.add_done_callback(self._watchers.discard)

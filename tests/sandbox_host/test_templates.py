@@ -14,7 +14,7 @@ import httpx
 import pytest
 from e2b import AsyncSandbox, AsyncTemplate, BuildException, SandboxException, Template
 
-from tests.sandbox_host.harness import API_KEY, OTHER_KEY, Host, point_sdk_at
+from tests.sandbox_host.harness import API_KEY, OTHER_KEY, Host, point_sdk_at, sandbox_host
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -178,3 +178,24 @@ async def test_a_hostile_upload_stays_in_its_build_sandbox(sdk: Host, tmp_path: 
         link = (await client.get(f"/templates/{template_id}/files/{'cd' * 32}")).json()
     big = httpx.put(link["url"], content=b"\0" * (65 << 20), timeout=60)
     assert big.status_code == 413 and "cap" in big.json()["message"]
+
+
+async def test_a_template_outlives_a_host_restart_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data_dir = tmp_path / "data"
+    template = Template().from_debian_image("bookworm").run_cmd("echo kept > /opt/kept", "root")
+    with sandbox_host(data_dir) as host:
+        point_sdk_at(monkeypatch, host)
+        Template.build(template, "kept")  # the SDK's sync flavour, too
+    with sandbox_host(data_dir) as host:
+        point_sdk_at(monkeypatch, host)
+        assert Template.exists("kept")
+        sandbox = await AsyncSandbox.create("kept")
+        try:
+            assert (await sandbox.commands.run("cat /opt/kept")).stdout == "kept\n"
+        finally:
+            await sandbox.kill()
+        logs: list[str] = []
+        Template.build(template, "kept", on_build_logs=lambda e: logs.append(e.message))
+        assert any("built before" in line for line in logs), logs  # found built, not rebuilt
