@@ -142,7 +142,8 @@ BENCH_QUICK := "bench/serve_start.py --runs 5" "bench/api_tool_call.py --runs 20
 	"bench/checkpoint.py --count 3" bench/loop_step.py "bench/run_path.py --runs 20 --steps 40" \
 	"bench/sse_latency.py --clients 100" bench/journal_append.py \
 	"bench/sandbox_create.py --count 20" "bench/sandbox_wake.py --count 10 --network none" \
-	"bench/sandbox_concurrent.py --count 10" "bench/real_model_turn.py --runs 1 --steps 12"
+	"bench/sandbox_concurrent.py --count 10" "bench/real_model_turn.py --runs 1 --steps 12" \
+	"bench/environment_install.py --count 5"
 define bench_quick
 	@lines=$$(mktemp); trap 'rm -f $$lines' EXIT; \
 	for b in $(BENCH_QUICK); do echo "== $$b"; \
