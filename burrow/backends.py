@@ -16,10 +16,12 @@ from burrow.sandbox.cgroups import Limits
 from burrow.sandbox.local import LocalBackend
 
 
-def local_backend(settings: Settings, *, remote_ids: RemoteIds | None = None) -> LocalBackend:
+def local_backend(
+    settings: Settings, *, remote_ids: RemoteIds | None = None, home: str | None = None
+) -> LocalBackend:
     """Bubblewrap sandboxes on this machine, as `burrow serve` and `burrow sandbox-host`
     configure them (the BURROW_SANDBOX_* settings). A local sandbox's id is its own name:
-    it needs no `remote_ids`."""
+    it needs no `remote_ids`. `home`: E2B's layout (the sandbox host's, local.py)."""
     limits = None
     if settings.sandbox_limits:
         limits = Limits(
@@ -37,6 +39,7 @@ def local_backend(settings: Settings, *, remote_ids: RemoteIds | None = None) ->
         seccomp=settings.sandbox_seccomp,
         root=settings.sandbox_root,
         agent_timeout=settings.sandbox_agent_timeout,
+        home=home,
     )
 
 

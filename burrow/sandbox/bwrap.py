@@ -148,6 +148,7 @@ def build_argv(
     env: dict[str, str] | None = None,
     userns_block_fd: int | None = None,
     root: Path | None = None,
+    home: str | None = None,
 ) -> list[str]:
     """The full command that starts the sandbox with its guest listening on `listen_fd`.
 
@@ -158,7 +159,9 @@ def build_argv(
     With `userns_block_fd`, bwrap waits on it until the host has mapped the user
     namespace of the child that `info_fd` names onto the uid range (idmap.write_maps).
     With `root` (the sandbox's writable root, rootfs.py, mounted there), that tree is the
-    sandbox's `/` instead of the host's system directories bound read-only.
+    sandbox's `/` instead of the host's system directories bound read-only. With `home`
+    (E2B's layout, the sandbox host's), the workspace is mounted there too and is HOME, and
+    the guest's file API serves the sandbox's whole tree (guest/files.py).
     """
     if userns_block_fd is not None:
         # The host writes the mapping; bwrap refuses --disable-userns with it, so the
@@ -184,7 +187,8 @@ def build_argv(
         hostname,
         "--clearenv",
     ]
-    for name, value in {**SANDBOX_ENV, **(env or {})}.items():
+    homed = {"HOME": home} if home is not None else {}
+    for name, value in {**SANDBOX_ENV, **homed, **(env or {})}.items():
         argv += ["--setenv", name, value]
     if root is not None:
         for cap in ROOT_CAPABILITIES:
@@ -228,6 +232,7 @@ def build_argv(
         "--bind",
         str(workspace),
         SANDBOX_WORKSPACE,
+        *(["--bind", str(workspace), home] if home is not None else []),
         "--ro-bind",
         str(guest_dir),
         f"{SANDBOX_GUEST_ROOT}/guest",
@@ -248,6 +253,7 @@ def build_argv(
         str(listen_fd),
         "--workspace",
         SANDBOX_WORKSPACE,
+        *(["--files-anywhere", "1"] if home is not None else []),
     ]
     return argv
 

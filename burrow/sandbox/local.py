@@ -95,6 +95,7 @@ class BootPlan:
     stage: Stage | None = None
     base: rootfs.Base | None = None  # the writable root's lower layers; None: read-only
     environment: Path | None = None  # a built environment's layer, between base and own
+    home: str | None = None  # E2B's layout: the workspace there too, files anywhere (bwrap.py)
 
     @property
     def slirp(self) -> bool:
@@ -224,6 +225,7 @@ class LocalSandbox:
                 env=network.proxy_env() if plan.allowlist is not None else None,
                 userns_block_fd=block_read,
                 root=plan.stage.root_for(self.id) if plan.stage and plan.base else None,
+                home=plan.home,
             )
             argv, args_fd = bwrap.hide_options(argv)
             fds.append(args_fd)
@@ -354,11 +356,16 @@ class LocalSandbox:
             ) from None
         if plan.base is not None and self.layer is not None:
             await self._ready_root(
-                plan.base, plan.ids, plan.stage.root_for(self.id), plan.environment
+                plan.base, plan.ids, plan.stage.root_for(self.id), plan.environment, plan.home
             )
 
     async def _ready_root(
-        self, base: rootfs.Base, ids: IdRange, target: Path, environment: Path | None
+        self,
+        base: rootfs.Base,
+        ids: IdRange,
+        target: Path,
+        environment: Path | None,
+        home: str | None,
     ) -> None:
         """The writable root's layer (on its own disk when quotas are on), mounted over the
         base where bwrap takes it as `/`."""
@@ -369,7 +376,7 @@ class LocalSandbox:
 
         def ready() -> None:  # one trip to a thread: under load each costs a scheduling delay
             layer.prepare(base, ids)
-            layer.mount(base, target, environment)
+            layer.mount(base, target, environment, also=home)
 
         try:
             await asyncio.to_thread(ready)
@@ -612,8 +619,12 @@ class LocalBackend:
         seccomp: bool = True,
         agent_timeout: float = REPLY_TIMEOUT_SECONDS,
         root: RootMode = "writable",
+        home: str | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
+        # E2B's layout (the sandbox host's): the workspace also at `home` (/home/user), which
+        # is HOME, and the file API open to the sandbox's whole tree (guest/files.py).
+        self.home = home
         self.root: RootMode = root  # "writable": a root of its own (rootfs.py), where possible
         self.python = python
         self.boot_timeout = boot_timeout
@@ -791,6 +802,7 @@ class LocalBackend:
             setpriv=bwrap.find_setpriv() if ids is not None else "",
             stage=Stage(self._runtime_path(), ids) if ids is not None else None,
             base=await self._prepared_base(ids),
+            home=self.home,
         )
 
     def root_plan(self, sandbox_id: str) -> RootPlan:

@@ -190,9 +190,12 @@ class Layer:
                     os.chown(directory, ids.root, ids.root)
                     os.chmod(directory, mode)
 
-    def mount(self, base: Base, target: Path, environment: Path | None = None) -> None:
+    def mount(
+        self, base: Base, target: Path, environment: Path | None = None, also: str | None = None
+    ) -> None:
         """The sandbox's `/` at `target`: the root overlay, then one overlay per graft;
-        an environment's layer (its build's upper directories) between base and own."""
+        an environment's layer (its build's upper directories) between base and own.
+        `also` is one more of bwrap's mount points (the E2B layout's home)."""
         target.mkdir(mode=0o700, exist_ok=True)
 
         def lowers(name: str, base_lower: Path) -> list[Path]:
@@ -201,7 +204,8 @@ class Layer:
 
         _overlay(lowers("root", base.skeleton), self.path / "root", str(target))
         try:
-            for name in BOOT_POINTS:  # made real directories again, whatever the sandbox did
+            points = (*BOOT_POINTS, also.strip("/")) if also else BOOT_POINTS
+            for name in points:  # made real directories again, whatever the sandbox did
                 os.close(_directory_in(target, name))
             for graft in base.grafts:
                 point = _directory_in(target, graft.inside)

@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         from burrow.sandbox_host.app import HostConfig, SandboxHostApp
+        from burrow.sandbox_host.paths import E2B_HOME
     except ImportError as exc:
         print(
             f"burrow sandbox-host needs the e2b extra ({exc.name} is missing): "
@@ -90,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         name=args.name,
         templates_dir=settings.data_dir / "templates",
     )
-    app = SandboxHostApp(local_backend(settings), keys, config)
+    app = SandboxHostApp(local_backend(settings, home=E2B_HOME), keys, config)
     url = f"http://{args.host}:{args.port}"
     print(f"Burrow sandbox host on {url}  (data: {settings.data_dir})", flush=True)
     if generated:

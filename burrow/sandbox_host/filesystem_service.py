@@ -2,7 +2,8 @@
 
 Stat and ListDir are the sandbox's own `stat` / `list_dir`; MakeDir, Remove and Move run
 `mkdir`, `rm` and `mv` inside the sandbox (Burrow's sandbox protocol has no such calls, and
-the sandbox may do that to itself anyway). Every path must stay inside the workspace.
+the sandbox may do that to itself anyway). Paths are the sandbox's own (paths.py); the
+kernel's views, the guest, `/` and the home itself are not changed here.
 Watching is a poll of the listing (`POLL_SECONDS`): creates, writes and removes are
 reported, a rename shows as a remove plus a create, and permission changes not at all.
 """
@@ -35,7 +36,7 @@ from burrow.sandbox.backend import (
     SandboxError,
     closing_exec,
 )
-from burrow.sandbox_host.paths import BadPath, absolute, connect_code, sandbox_path
+from burrow.sandbox_host.paths import E2B_HOME, BadPath, absolute, connect_code, sandbox_path
 from burrow.sandbox_host.registry import HostedSandbox, current_sandbox
 
 POLL_SECONDS = 0.5
@@ -69,18 +70,21 @@ async def _call(action: Awaitable[T]) -> T:
         raise ConnectError(connect_code(exc.code), exc.message) from None
 
 
+CLOSED = ("/proc", "/sys", "/dev", "/.burrow")  # as the guest has them (guest/files.py)
+
+
 def _path(hosted: HostedSandbox, given: str, *, not_root: bool = False) -> str:
     workspace = hosted.sandbox.workspace
     try:
         path = sandbox_path(given, workspace)
     except BadPath as exc:
         raise ConnectError(Code.INVALID_ARGUMENT, str(exc)) from None
-    inside = path == workspace or path.startswith(workspace + "/")
-    if not inside or (not_root and path == workspace):
+    closed = any(path == c or path.startswith(c + "/") for c in CLOSED)
+    if closed or (not_root and path in ("/", workspace, E2B_HOME)):
         raise ConnectError(
             Code.PERMISSION_DENIED,
-            f"{given}: only paths inside the workspace ({workspace}, alias /home/user) can be "
-            "changed here" + (", and not the workspace itself." if inside else "."),
+            f"{given}: not changed here ("
+            + ("the kernel's views and the guest are not served)." if closed else "a root).")
         )
     return path
 

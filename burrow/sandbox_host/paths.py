@@ -1,9 +1,11 @@
 """E2B paths to Burrow sandbox paths, and Burrow's sandbox errors to E2B's wire errors.
 
-E2B code writes to `/home/user` (the SDK's default user's home) or to paths relative to it;
-a Burrow sandbox's home and first cwd is its workspace. So `/home/user` is an alias of the
-workspace and relative paths are workspace-relative. Anything outside the workspace is
-refused by the sandbox itself (PATH_ESCAPE), whatever the path says.
+E2B code writes to `/home/user` (the SDK's default user's home) or to paths relative to it.
+The host's sandboxes have E2B's layout (local.py `home`): the workspace is mounted at
+/home/user too, which is HOME and the commands' first cwd, and the file API serves the
+sandbox's whole tree but /proc, /sys, /dev and the guest (guest/files.py). So a path is
+the sandbox's own, relative ones are under /home/user, and what comes back names the
+workspace /home/user, as E2B would.
 """
 
 from __future__ import annotations
@@ -26,21 +28,21 @@ class BadPath(ValueError):
 def sandbox_path(path: str, workspace: str) -> str:
     """The path inside the Burrow sandbox that an E2B path names."""
     if not path:
-        return workspace
+        return E2B_HOME
     if len(path) > MAX_PATH_CHARS or "\x00" in path:
         raise BadPath(f"Path is not valid: at most {MAX_PATH_CHARS} characters and no NUL byte.")
     if path == "~" or path.startswith("~/"):
         path = E2B_HOME + path[1:]
-    if path == E2B_HOME or path.startswith(E2B_HOME + "/"):
-        path = workspace + path[len(E2B_HOME) :]
-    if not path.startswith("/"):
-        path = posixpath.join(workspace, path)
-    return posixpath.normpath(path)
+    return posixpath.normpath(posixpath.join(E2B_HOME, path))
 
 
 def absolute(path: str, workspace: str) -> str:
-    """A workspace-relative path (as Burrow's FileEntry gives them) made absolute."""
-    return posixpath.normpath(posixpath.join(workspace, path))
+    """A FileEntry's path (workspace-relative, or absolute outside the workspace) as E2B
+    names it: the workspace is /home/user."""
+    whole = posixpath.normpath(posixpath.join(workspace, path))
+    if whole == workspace or whole.startswith(workspace + "/"):
+        return E2B_HOME + whole[len(workspace) :]
+    return whole
 
 
 _HTTP = {

@@ -157,9 +157,8 @@ class ProcessService(Process):
         if not config.cmd:
             raise ConnectError(Code.INVALID_ARGUMENT, "process.cmd is required.")
         try:
-            # No cwd: where its template's steps ended (WORKDIR), else the workspace.
-            asked = config.cwd or hosted.workdir
-            cwd = sandbox_path(asked, hosted.sandbox.workspace) if asked else None
+            # No cwd: where its template's steps ended (WORKDIR), else /home/user.
+            cwd = sandbox_path(config.cwd or hosted.workdir or "", hosted.sandbox.workspace)
         except BadPath as exc:
             raise ConnectError(Code.INVALID_ARGUMENT, str(exc)) from None
         spec = ProcessSpec(

@@ -44,14 +44,11 @@ from burrow.runs.workspace.environments import (
 
 E2B_USER, E2B_HOME = "user", "/home/user"
 HOME_SEED = "/etc/burrow/home"
-# A template's last lines: what its build left in /home/user is kept aside, for each new
-# sandbox's workspace to start with (registry.py), and /home/user becomes the workspace,
-# as E2B's home is its sandbox's files (the files API maps /home/user there too).
-FINISH = f"""rm -rf /tmp/burrow-context
-if [ -d {E2B_HOME} ] && [ ! -L {E2B_HOME} ]; then
-  mkdir -p /etc/burrow && rm -rf {HOME_SEED} && mv {E2B_HOME} {HOME_SEED}
-  ln -s /workspace {E2B_HOME}
-fi
+# A template's last lines. Its build sandbox has the host's E2B layout too (local.py
+# `home`): /home/user is the build's workspace, so what the steps left there is copied
+# into the layer, for each new sandbox's workspace to start with (registry.py).
+FINISH = f"""rm -rf /tmp/burrow-context {E2B_HOME}/{CONTEXT_PREFIX}*
+rm -rf {HOME_SEED} && mkdir -p {HOME_SEED} && cp -a {E2B_HOME}/. {HOME_SEED}/
 """
 MAX_STEPS = 500
 MAX_ARG_CHARS = 16 << 10
@@ -242,7 +239,8 @@ def _ensure_user(user: str) -> list[str]:
         return []
     home = E2B_HOME if user == E2B_USER else f"/home/{user}"
     quoted = shlex.quote(user)
-    return [f"id -u {quoted} >/dev/null 2>&1 || useradd -m -d {home} -s /bin/bash {quoted}"]
+    made = f"id -u {quoted} >/dev/null 2>&1 || useradd -d {home} -s /bin/bash {quoted}"
+    return [made, f"mkdir -p {home} && chown {quoted}: {home}"]
 
 
 def _as_user(user: str, command: str) -> str:

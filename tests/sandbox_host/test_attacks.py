@@ -123,32 +123,45 @@ async def test_envd_needs_the_sandboxs_own_token(sdk: Host, api: httpx.AsyncClie
         await second.kill()
 
 
-async def test_paths_cannot_leave_the_workspace(
-    sandbox: AsyncSandbox, api: httpx.AsyncClient
+async def test_paths_reach_the_sandbox_s_own_tree_only(
+    sandbox: AsyncSandbox, api: httpx.AsyncClient, host: Host
 ) -> None:
-    await sandbox.commands.run("ln -s /etc outside")
+    """E2B's files API serves the sandbox's whole tree, which is its own: /etc/passwd is
+    the sandbox's copy, the host's files are not there to name, and the kernel's views
+    (another process's environ) and the guest's code are refused however they are named."""
+    await sandbox.commands.run("ln -s /proc/1 proc1 && ln -s /.burrow guest")
+    own = await api.get("/files", params={"path": "/etc/passwd"}, headers=envd(sandbox))
+    assert own.status_code == 200 and b"root:" in own.content
+    host_file = str(host.data_dir / "sandbox-host.json")  # the host's: not in the sandbox
+    missing = await api.get("/files", params={"path": host_file}, headers=envd(sandbox))
+    assert missing.status_code == 404, missing.text
     for path in (
-        "/etc/passwd",
-        "../../etc/passwd",
-        "/home/user/../../etc/passwd",
-        "outside/passwd",
+        "/proc/1/environ",
+        "/proc/self/environ",
+        "../../proc/1/environ",
+        "proc1/environ",
+        "/sys/kernel/notes",
+        "/.burrow/guest/server.py",
+        "guest/guest/server.py",
     ):
         read = await api.get("/files", params={"path": path}, headers=envd(sandbox))
         assert read.status_code == 403, (path, read.text)
         written = await api.post(
             "/files",
-            params={"path": path.replace("passwd", "owned")},
+            params={"path": path},
             headers={**envd(sandbox), "Content-Type": "application/octet-stream"},
             content=b"x",
         )
         assert written.status_code == 403, (path, written.text)
     for rpc, body in (
-        ("Stat", {"path": "/etc/passwd"}),
-        ("ListDir", {"path": "/", "depth": 1}),
-        ("Remove", {"path": "/workspace/.."}),
-        ("MakeDir", {"path": "/tmp/x"}),
-        ("Move", {"source": "/workspace/outside", "destination": "/etc/moved"}),
+        ("Stat", {"path": "/proc/1/environ"}),
+        ("ListDir", {"path": "/proc", "depth": 1}),
+        ("ListDir", {"path": "/.burrow/guest", "depth": 1}),
+        ("Remove", {"path": "/"}),
         ("Remove", {"path": "/home/user"}),  # the workspace itself
+        ("Remove", {"path": "/workspace"}),
+        ("MakeDir", {"path": "/proc/x"}),
+        ("Move", {"source": "/.burrow/guest", "destination": "/tmp/guest"}),
     ):
         answer = await api.post(
             f"/filesystem.Filesystem/{rpc}",

@@ -34,15 +34,15 @@ async def test_filesystem_rpcs(sandbox: AsyncSandbox) -> None:
         "a.py",
         FileType.FILE,
         9,
-        "/workspace/src/pkg/a.py",
+        "/home/user/src/pkg/a.py",
     )
     top = await sandbox.files.list("src")
     assert [(e.name, e.type) for e in top] == [("pkg", FileType.DIR)]
     deep = await sandbox.files.list("src", depth=2)
-    assert sorted(e.path for e in deep) == ["/workspace/src/pkg", "/workspace/src/pkg/a.py"]
+    assert sorted(e.path for e in deep) == ["/home/user/src/pkg", "/home/user/src/pkg/a.py"]
 
     moved = await sandbox.files.rename("src/pkg/a.py", "/home/user/src/b.py")
-    assert moved.path == "/workspace/src/b.py"
+    assert moved.path == "/home/user/src/b.py"
     assert await sandbox.files.read("src/b.py") == "print(1)\n"
     await sandbox.files.remove("src")
     assert not await sandbox.files.exists("src")
@@ -62,11 +62,13 @@ async def test_entries_carry_their_mode_owner_and_link_target(sandbox: AsyncSand
     link = await sandbox.files.get_info("d/link")
     # The target's type with `is_symlink`, as newer envd says it (this SDK: SYMLINK; an
     # older one, which reads only the type: FILE).
-    assert (link.name, link.path, link.type) == ("link", "/workspace/d/link", FileType.SYMLINK)
-    assert link.symlink_target == "/workspace/d/a.txt"
-    assert (await sandbox.files.get_info("d/up")).symlink_target == "/workspace"
-    # A link out of the workspace is not followed.
-    await sandbox.commands.run("ln -s /etc/passwd d/out")
+    assert (link.name, link.path, link.type) == ("link", "/home/user/d/link", FileType.SYMLINK)
+    assert link.symlink_target == "/home/user/d/a.txt"
+    assert (await sandbox.files.get_info("d/up")).symlink_target == "/home/user"
+    # A link to the sandbox's own system is followed, as envd does; one into the kernel's
+    # views is not.
+    await sandbox.commands.run("ln -s /etc/os-release d/system && ln -s /proc/1/environ d/out")
+    assert (await sandbox.files.get_info("d/system")).symlink_target == "/etc/os-release"
     with pytest.raises(SandboxException):
         await sandbox.files.get_info("d/out")
 

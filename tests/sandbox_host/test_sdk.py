@@ -32,12 +32,16 @@ async def test_create_run_write_read_kill(sdk: Host) -> None:
     sandbox = await AsyncSandbox.create()
     try:
         result = await sandbox.commands.run("echo hi; echo oops >&2; pwd")
-        assert (result.stdout, result.stderr, result.exit_code) == ("hi\n/workspace\n", "oops\n", 0)
+        assert (result.stdout, result.stderr, result.exit_code) == ("hi\n/home/user\n", "oops\n", 0)
 
         info = await sandbox.files.write("/home/user/notes/a.txt", "hello file")
-        assert info.path == "/workspace/notes/a.txt"
+        assert info.path == "/home/user/notes/a.txt"
         assert await sandbox.files.read("notes/a.txt") == "hello file"
         assert (await sandbox.commands.run("cat notes/a.txt")).stdout == "hello file"
+        shell = await sandbox.commands.run("echo $HOME; cat /home/user/notes/a.txt")
+        assert shell.stdout == "/home/user\nhello file"  # E2B's home, for the shell too
+        await sandbox.commands.run("echo system > /opt/x.txt")  # the sandbox's own root
+        assert await sandbox.files.read("/opt/x.txt") == "system\n"
         binary = bytes(range(256)) * 4096  # 1 MiB and more: read back in pieces
         await sandbox.files.write("blob.bin", binary)
         assert bytes(await sandbox.files.read("blob.bin", format="bytes")) == binary

@@ -58,7 +58,7 @@ async def test_the_sdk_builds_a_template_and_a_sandbox_starts_from_it(
             "stat -c %a /opt/notes.txt; ls -d /home/user/app"
         )
         assert result.stdout.splitlines() == [
-            "/workspace/app",  # its WORKDIR, /home/user/app: the workspace's app
+            "/home/user/app",  # its WORKDIR
             "built by root",
             "hi there",
             "hello from the template",

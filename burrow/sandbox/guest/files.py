@@ -3,6 +3,12 @@
 The sandbox itself is the security boundary; this confinement keeps the file API to the
 workspace as the contract says, so `../../etc/passwd` or a symlink to /etc is refused
 rather than quietly reaching the sandbox's read-only system view.
+
+E2B's layout (`--files-anywhere`, the sandbox host's) opens the rest of the sandbox's own
+tree too, as envd does: its root is the sandbox's, never the host's, so `/etc/passwd` is
+the sandbox's copy. Still refused there: /proc, /sys and /dev (another process's environ,
+the kernel's knobs) and the guest's own code. Paths outside the workspace are answered
+absolute; inside it, workspace-relative as always.
 """
 
 from __future__ import annotations
@@ -58,20 +64,34 @@ def _open_regular(real: str, flags: int, path: str) -> IO[bytes]:
     return os.fdopen(fd, "wb" if flags & os.O_WRONLY else "rb")
 
 
+# Never served in E2B's layout: the kernel's views and the guest itself (bwrap.py mounts
+# it at /.burrow/guest).
+CLOSED = ("/proc", "/sys", "/dev", "/.burrow")
+
+
 class Workspace:
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, anywhere: bool = False) -> None:
         self.root = os.path.realpath(root)
+        self.anywhere = anywhere  # the rest of the sandbox's own tree too (E2B's layout)
+
+    def inside(self, real: str) -> bool:
+        return real == self.root or real.startswith(self.root + "/")
 
     def resolve(self, path: str) -> str:
         """Absolute real path of `path` (workspace-relative or absolute), symlinks followed."""
         if not isinstance(path, str) or "\0" in path:
             raise GuestError("protocol", f"invalid path {path!r}")
         real = os.path.realpath(os.path.join(self.root, path))
-        if real != self.root and not real.startswith(self.root + "/"):
-            raise GuestError("path_escape", f"Path '{path}' is outside the workspace")
-        return real
+        if self.inside(real):
+            return real
+        if self.anywhere and not any(real == c or real.startswith(c + "/") for c in CLOSED):
+            return real
+        where = "the workspace" if not self.anywhere else "what the files API serves"
+        raise GuestError("path_escape", f"Path '{path}' is outside {where}")
 
     def relative(self, real: str) -> str:
+        if not self.inside(real):
+            return real  # (E2B's layout) outside the workspace: absolute
         return "." if real == self.root else real[len(self.root) + 1 :]
 
     def entry(self, real: str, st: os.stat_result) -> dict[str, Any]:
@@ -160,7 +180,8 @@ class Workspace:
             lexical = os.path.join(
                 os.path.realpath(os.path.dirname(asked)), os.path.basename(asked)
             )
-            if lexical != real and os.path.islink(lexical) and lexical.startswith(self.root + "/"):
+            named = lexical.startswith(self.root + "/") or (self.anywhere and lexical != "/")
+            if lexical != real and os.path.islink(lexical) and named:
                 entry = self.linked(lexical, entry)
         except OSError as exc:
             raise os_error(exc, path) from None

@@ -30,6 +30,7 @@ ENVIRONMENT_FILE = "/etc/burrow/environment"
 # A list mutated by one append/pop is atomic under the GIL, without importing threading.
 _running: list[None] = []
 _workspace: list[Workspace] = []  # the file API, once a request needs it
+_files_anywhere = False  # --files-anywhere 1: the sandbox's whole tree (E2B's layout)
 
 
 def serve(listener: _socket.socket, root: str) -> None:
@@ -121,7 +122,7 @@ def _files(root: str) -> Workspace:
     if not _workspace:  # two threads may both build one: the same, either will do
         from .files import Workspace
 
-        _workspace.append(Workspace(root))
+        _workspace.append(Workspace(root, _files_anywhere))
     return _workspace[0]
 
 
@@ -194,6 +195,8 @@ def main(argv: list[str]) -> None:
     posix.set_inheritable(listen_fd, False)  # commands must never get the guest's socket
     listener = _socket.socket(fileno=listen_fd)
     root = options["--workspace"]  # a mount point of bwrap's: no symlink to resolve
+    global _files_anywhere
+    _files_anywhere = options.get("--files-anywhere") == "1"  # E2B's layout (files.py)
     # The guest's own working directory stays its read-only /.burrow: commands and
     # terminals get the workspace (or their cwd) as theirs, never the guest.
     serve(listener, root)
