@@ -199,3 +199,35 @@ async def test_a_template_outlives_a_host_restart_built(
         logs: list[str] = []
         Template.build(template, "kept", on_build_logs=lambda e: logs.append(e.message))
         assert any("built before" in line for line in logs), logs  # found built, not rebuilt
+
+
+async def test_the_sdk_builds_a_template_from_a_dockerfile(sdk: Host, tmp_path: Path) -> None:
+    """The issue's own words: the stock SDK builds a template from a Dockerfile (its parser
+    turns it into steps) and a sandbox starts from it, /home/user as on E2B."""
+    context = _context(tmp_path)
+    (context / "Dockerfile").write_text(
+        "FROM debian:bookworm\n"
+        "ENV APP_MODE=production\n"
+        "RUN mkdir -p /srv/tool && echo tool > /srv/tool/version\n"
+        "COPY app/ /home/user/app/\n"
+        "WORKDIR /home/user/app\n"
+        "RUN echo \"$APP_MODE\" > mode.txt\n"
+    )
+    template = Template(file_context_path=context).from_dockerfile(str(context / "Dockerfile"))
+    await AsyncTemplate.build(template, "from-dockerfile")
+    sandbox = await AsyncSandbox.create("from-dockerfile")
+    try:
+        result = await sandbox.commands.run(
+            "pwd; echo $APP_MODE; cat /srv/tool/version mode.txt; python3 hello.py; whoami"
+        )
+        assert result.stdout.splitlines() == [
+            "/home/user/app",
+            "production",
+            "tool",
+            "production",
+            "hello from the template",
+            "root",  # commands here run as the sandbox's one user (docs/sandbox-host.md)
+        ]
+        assert await sandbox.files.read("app/mode.txt") == "production\n"
+    finally:
+        await sandbox.kill()
