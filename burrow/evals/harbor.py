@@ -60,6 +60,7 @@ def load_harbor_task(folder: Path) -> Task:
         prompt=f"{instruction}\n\n(Work in {workdir}.)" if workdir != "/" else instruction,
         check=_verifier(workdir).encode(),
         timeout=_seconds(_section(spec, "agent", where).get("timeout_sec", 600), where),
+        check_timeout=_seconds(_section(spec, "verifier", where).get("timeout_sec", 120), where),
         check_files=_files(folder / "tests", f"{UPLOADED}/tests"),
         solution=_oracle(workdir).encode() if solve.is_file() else None,
         solution_files=_files(folder / "solution", f"{UPLOADED}/solution"),

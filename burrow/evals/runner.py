@@ -131,7 +131,7 @@ async def _prepare(client: BurrowClient, task: Task) -> str:
 async def _check(client: BurrowClient, cid: str, task: Task) -> tuple[int, str]:
     for path, data in task.check_files:
         await client.upload(cid, path, data)
-    return await client.run_check(cid, task.check)
+    return await client.run_check(cid, task.check, task.check_timeout)
 
 
 def measure(

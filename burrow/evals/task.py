@@ -35,6 +35,7 @@ class Task:
     prompt: str
     check: bytes  # run in the sandbox after the run (bash): exit 0 = passed
     timeout: float = 300.0
+    check_timeout: float = 120.0  # the check's own (a Harbor task's [verifier] timeout_sec)
     approval_mode: str = "auto"
     budget: dict[str, float] = field(default_factory=dict)
     expect: Expectation = Expectation()

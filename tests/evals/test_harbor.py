@@ -83,3 +83,15 @@ def test_tasks_with_the_same_dockerfile_share_one_environment() -> None:
     assert [path for path, _ in greeter.check_files] == [".burrow/eval/tests/test.sh"]
     names = {t.environment.name for t in tasks.values() if t.environment is not None}
     assert len(names) == len(tasks)  # four different Dockerfiles, four builds
+
+
+def test_the_task_toml_s_timeouts_are_the_run_s_and_the_verifier_s(tmp_path: Path) -> None:
+    task = tmp_path / "timed"
+    shutil.copytree(HARBOR_SUITE / "greeter-env", task)
+    toml = (task / "task.toml").read_text()
+    (task / "task.toml").write_text(toml.replace("timeout_sec = 120.0", "timeout_sec = 45"))
+    loaded = load_harbor_task(task)
+    assert (loaded.timeout, loaded.check_timeout) == (600.0, 45.0)
+    (task / "task.toml").write_text(toml.replace("timeout_sec = 120.0", "timeout_sec = -1"))
+    with pytest.raises(SuiteError, match="timeout_sec must be a positive number"):
+        load_harbor_task(task)
