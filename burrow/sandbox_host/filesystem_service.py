@@ -84,7 +84,7 @@ def _path(hosted: HostedSandbox, given: str, *, not_root: bool = False) -> str:
         raise ConnectError(
             Code.PERMISSION_DENIED,
             f"{given}: not changed here ("
-            + ("the kernel's views and the guest are not served)." if closed else "a root).")
+            + ("the kernel's views and the guest are not served)." if closed else "a root)."),
         )
     return path
 

@@ -145,9 +145,9 @@ async def test_a_hostile_upload_stays_in_its_build_sandbox(sdk: Host, tmp_path: 
         template_id, build_id = opened["templateID"], opened["buildID"]
         link = (await client.get(f"/templates/{template_id}/files/{digest}")).json()
         assert link["present"] is False
-        upload = httpx.put(link["url"], content=_hostile_tar(marker), timeout=30)
+        upload = await client.put(link["url"], content=_hostile_tar(marker))
         assert upload.status_code == 200
-        assert httpx.put(link["url"], content=b"again", timeout=30).status_code == 403  # one use
+        assert (await client.put(link["url"], content=b"again")).status_code == 403  # one use
         steps = {
             "fromImage": "debian:bookworm",
             "steps": [
@@ -168,16 +168,16 @@ async def test_a_hostile_upload_stays_in_its_build_sandbox(sdk: Host, tmp_path: 
         # tar (in the build sandbox) refuses the climbing member and fails the build, saying so
         assert status["status"] == "error", status
         assert "Member name contains '..'" in status["reason"]["message"]
-    for suffix in ("-dots", "-absolute"):
-        assert not Path(f"{marker}{suffix}").exists()
-    assert not (tmp_path / "pwned").exists()
-    assert list(tmp_path.iterdir()) == []  # nothing of it reached the host
+        assert _left_on_the_host(tmp_path) == []  # nothing of it reached the host
 
-    # Oversized uploads are cut off at the cap.
-    async with httpx.AsyncClient(base_url=sdk.url, headers=headers, timeout=60) as client:
+        # Oversized uploads are cut off at the cap.
         link = (await client.get(f"/templates/{template_id}/files/{'cd' * 32}")).json()
-    big = httpx.put(link["url"], content=b"\0" * (65 << 20), timeout=60)
-    assert big.status_code == 413 and "cap" in big.json()["message"]
+        big = await client.put(link["url"], content=b"\0" * (65 << 20))
+        assert big.status_code == 413 and "cap" in big.json()["message"]
+
+
+def _left_on_the_host(folder: Path) -> list[Path]:
+    return list(folder.iterdir())
 
 
 async def test_a_template_outlives_a_host_restart_built(
@@ -211,7 +211,7 @@ async def test_the_sdk_builds_a_template_from_a_dockerfile(sdk: Host, tmp_path: 
         "RUN mkdir -p /srv/tool && echo tool > /srv/tool/version\n"
         "COPY app/ /home/user/app/\n"
         "WORKDIR /home/user/app\n"
-        "RUN echo \"$APP_MODE\" > mode.txt\n"
+        'RUN echo "$APP_MODE" > mode.txt\n'
     )
     template = Template(file_context_path=context).from_dockerfile(str(context / "Dockerfile"))
     await AsyncTemplate.build(template, "from-dockerfile")
