@@ -36,6 +36,7 @@ from burrow.runs.workspace.environments import (
     Environments,
     EnvironmentSpec,
     EnvironmentUnavailable,
+    JsonDefinitions,
     Stage,
     saved_spec,
 )
@@ -130,7 +131,7 @@ class Templates:
         self._uploads: dict[str, tuple[str, str, str, float]] = {}  # token -> owner, id, hash
         self._watchers: set[asyncio.Task[None]] = set()
         self.environments = Environments(
-            _JsonDefinitions(folder / "environments.json"), backend, network=network, archives=self
+            JsonDefinitions(folder / "environments.json"), backend, network=network, archives=self
         )
 
     # -- the environments' side -----------------------------------------------------------
@@ -361,28 +362,6 @@ class Templates:
         del self._templates[template.template_id]
         self._save()
         await self.environments.delete(template.environment)
-
-
-class _JsonDefinitions:
-    """The environments' definitions in one JSON file (the host has no database)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    async def all(self) -> dict[str, str | None]:
-        try:
-            saved = json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            return {}
-        return {str(k): v for k, v in saved.items() if isinstance(v, str)}
-
-    async def put(self, values: dict[str, str | None]) -> None:
-        saved: dict[str, str | None] = dict(await self.all())
-        saved.update(values)
-        kept = {k: v for k, v in saved.items() if v is not None}
-        temporary = self.path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(kept))
-        os.replace(temporary, self.path)
 
 
 def _template_of(entry: dict[str, Any]) -> Template:

@@ -29,6 +29,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 import re
 import shlex
 import time
@@ -81,6 +82,28 @@ class Definitions(Protocol):
     async def all(self) -> dict[str, str | None]: ...
 
     async def put(self, values: dict[str, str | None]) -> None: ...
+
+
+class JsonDefinitions:
+    """Definitions in one JSON file, for where there is no database (the sandbox host)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    async def all(self) -> dict[str, str | None]:
+        try:
+            saved = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return {str(k): v for k, v in saved.items() if isinstance(v, str)}
+
+    async def put(self, values: dict[str, str | None]) -> None:
+        saved: dict[str, str | None] = dict(await self.all())
+        saved.update(values)
+        kept = {k: v for k, v in saved.items() if v is not None}
+        temporary = self.path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(kept))
+        os.replace(temporary, self.path)
 
 
 class Archives(Protocol):
