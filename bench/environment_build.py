@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sandbox_common import PRODUCTION_LIMITS, p50, report
 
-from burrow.runs.workspace.environments import EnvironmentSpec, Environments, JsonDefinitions
+from burrow.runs.workspace.environments import Environments, EnvironmentSpec, JsonDefinitions
 from burrow.sandbox.local import LocalBackend
 
 SPEC = EnvironmentSpec("bench", setup="echo built > /opt/bench-built && sleep 1\n")
