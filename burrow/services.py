@@ -32,6 +32,7 @@ from burrow.runs.loop.loop import LoopConfig
 from burrow.runs.loop.window import context_window
 from burrow.runs.workspace.environments import Environments
 from burrow.runs.workspace.git.repo_import import RepoImports
+from burrow.runs.workspace.repo_setup import RepoSetups
 from burrow.runs.workspace.sandboxes import SandboxPool
 from burrow.sandbox.backend import Backend
 from burrow.sandbox.masking import SecretMask
@@ -169,7 +170,8 @@ async def open_services(
         environments=environments,
         environment_of=conversations.environment_of,
     )
-    imports = RepoImports(journal, sandboxes)
+    setups = RepoSetups(journal, sandboxes, SettingsStore(db))
+    imports = RepoImports(journal, sandboxes, setups=setups, conversation_of=conversations.get)
     mcp = mcp_connections(settings, sandboxes, UserSecretStore(db, box))
     runtime = Runtime(
         journal,

@@ -8,6 +8,7 @@ private ranges in place. The pull request goes to a fake GitHub API on 127.0.0.1
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import json
@@ -489,3 +490,89 @@ async def test_a_clone_without_egress_names_the_setting(tmp_path: Path) -> None:
         assert refused.status_code == 409
         assert refused.json()["error"]["code"] == "network_disabled"
         assert "BURROW_SANDBOX_NETWORK" in refused.json()["error"]["message"]
+
+
+def _branch_with_setup(remote: GitRemote, tmp: Path, branch: str, script: str) -> None:
+    """A branch of the served repository whose `.burrow/setup.sh` is `script`."""
+    work = tmp / f"work-{branch}"
+    sh("git", "clone", "-q", str(remote.bare), str(work))
+    (work / ".burrow").mkdir()
+    (work / ".burrow" / "setup.sh").write_text(script)
+    ident = ["-c", "user.name=Seed", "-c", "user.email=seed@example.com"]
+    sh("git", *ident, "add", "-A", cwd=work)
+    sh("git", *ident, "commit", "-q", "-m", f"setup for {branch}", cwd=work)
+    sh("git", "push", "-q", "origin", f"HEAD:{branch}", cwd=work)
+
+
+SCRIPT = ".burrow/setup.sh"
+SETUP = """set -e
+echo "installed by setup" >> /opt/setup-runs   # the system: the root layer
+mkdir -p build && head -c 16 /dev/urandom | od -An -tx1 > build/stamp   # the workspace
+env > /tmp/setup-env
+echo "setup says hello"
+"""
+
+
+async def test_a_repository_s_setup_runs_once_per_commit_and_is_started_from(
+    tmp_path: Path, git_remote: GitRemote
+) -> None:
+    """`.burrow/setup.sh` runs after the clone, without the conversation's secrets; the next
+    conversation of the same user on the same commit starts from what it left (system and
+    workspace) without running it; another user's runs it anew; a failing one says why;
+    read_only runs none."""
+    _branch_with_setup(git_remote, tmp_path, "with-setup", SETUP)
+    _branch_with_setup(git_remote, tmp_path, "bad-setup", "echo the-last-words\nexit 7\n")
+    async with running_server(tmp_path, provider, sandbox_network="egress") as srv:
+        assert (await put_secret(srv.client, "GIT_TOKEN", PASSWORD)).status_code == 200
+
+        async def conversation(client: Any, ref: str, mode: str = "auto") -> tuple[str, dict]:
+            repo = {"url": git_remote.url, "ref": ref, "secret": "GIT_TOKEN"}
+            created = await client.post(
+                "/api/conversations", json={"title": ref, "approval_mode": mode, "repo": repo}
+            )
+            assert created.status_code == 201, created.text
+            cid = created.json()["id"]
+            async with asyncio.timeout(120):  # followed as its owner, who may be another
+                async for ended in sse_events(client, cid):
+                    data = ended["data"]
+                    named = ended["type"] == "environment.build" and data["name"] == SCRIPT
+                    if named and data["stage"] in ("done", "failed"):
+                        break
+            return cid, ended
+
+        first, ran = await conversation(srv.client, "with-setup")
+        assert ran["data"]["stage"] == "done" and "ran in" in ran["data"]["detail"], ran
+        progress = [e["data"]["detail"] for e in await srv.events(first)
+                    if e["type"] == "environment.build"]  # fmt: skip
+        assert progress[0] == "Running .burrow/setup.sh"
+        code, seen = await shell(
+            srv, first, "cat /opt/setup-runs; cat build/stamp; cat /tmp/setup-env"
+        )
+        assert code == 0 and seen.startswith("installed by setup\n"), seen
+        assert PASSWORD not in seen and "GIT_TOKEN" not in seen  # no secret reached it
+        stamp = seen.splitlines()[1]
+
+        second, started = await conversation(srv.client, "with-setup")
+        assert "Started from the kept setup" in started["data"]["detail"], started
+        code, again = await shell(
+            srv, second, "cat /opt/setup-runs; cat build/stamp; cat README.md"
+        )
+        # Not run again (one line, the same stamp), and the clone is there.
+        assert again.splitlines() == ["installed by setup", stamp, "widget"], again
+
+        async with second_user(srv, "setupuser") as other:
+            assert (await put_secret(other, "GIT_TOKEN", PASSWORD)).status_code == 200
+            theirs, own = await conversation(other, "with-setup")
+            assert "ran in" in own["data"]["detail"], own  # their own run, not the kept one
+            code, stamp_theirs = await shell(srv, theirs, "cat build/stamp")
+            assert stamp_theirs.strip() != stamp
+
+        _, failed = await conversation(srv.client, "bad-setup")
+        assert failed["data"]["stage"] == "failed", failed
+        assert "exited with 7" in failed["data"]["detail"]
+        assert "the-last-words" in failed["data"]["detail"]
+
+        reader, skipped = await conversation(srv.client, "with-setup", mode="read_only")
+        assert "was not run" in skipped["data"]["detail"], skipped
+        code, _ = await shell(srv, reader, "test -e build/stamp")
+        assert code != 0

@@ -457,7 +457,9 @@ class Environments:
                 env=dict(spec.env),
                 timeout=BUILD_TIMEOUT_SECONDS,
             )
-            exit_code = await self._follow(build, sandbox.exec(request), began)
+            exit_code = await follow(
+                sandbox.exec(request), build, lambda line: self._tell(build, "progress", line)
+            )
             if exit_code != 0:
                 tail = build.tail(FAILURE_TAIL_BYTES).strip()
                 await self._end(build, "failed", f"its build exited with {exit_code}:\n{tail}")
@@ -496,35 +498,6 @@ class Environments:
         await self._tell(build, "done" if status == "ready" else "failed", told)
         build.done.set()
 
-    async def _follow(self, build: Build, events: Any, began: float) -> int:
-        """Collect the build's output; every PROGRESS_SECONDS a progress event with its
-        last line (or how long it has run, while it is quiet)."""
-        exit_code = -1
-
-        async def consume() -> None:
-            nonlocal exit_code
-            async with closing_exec(events) as stream:
-                async for event in stream:
-                    if isinstance(event, ExecChunk):
-                        build.append(event.data)
-                    elif isinstance(event, ExecExit):
-                        exit_code = event.exit_code if event.exit_code is not None else -1
-                        if event.timed_out:
-                            build.append(b"\n[burrow] the build ran past its time limit\n")
-
-        reading = asyncio.ensure_future(consume())
-        try:
-            while not (await asyncio.wait({reading}, timeout=PROGRESS_SECONDS))[0]:
-                ran = f"running ({time.monotonic() - began:.0f} s)"
-                await self._tell(build, "progress", build.last_line() or ran)
-            reading.result()
-        finally:
-            if not reading.done():
-                reading.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await reading
-        return exit_code
-
     def _finish(self, build: Build, status: Status, detail: str) -> None:
         build.status, build.detail = status, detail
         build.done.set()
@@ -535,3 +508,33 @@ class Environments:
                 await listener(stage, detail)
             except Exception:  # one conversation's journal must not stop the build
                 log.exception("an environment build's listener failed")
+
+
+async def follow(events: Any, build: Build, progress: Callable[[str], Awaitable[None]]) -> int:
+    """A build script's exit, its output collected into `build`; every PROGRESS_SECONDS
+    `progress` hears its last line (or how long it has run, while it is quiet)."""
+    exit_code = -1
+    began = time.monotonic()
+
+    async def consume() -> None:
+        nonlocal exit_code
+        async with closing_exec(events) as stream:
+            async for event in stream:
+                if isinstance(event, ExecChunk):
+                    build.append(event.data)
+                elif isinstance(event, ExecExit):
+                    exit_code = event.exit_code if event.exit_code is not None else -1
+                    if event.timed_out:
+                        build.append(b"\n[burrow] the build ran past its time limit\n")
+
+    reading = asyncio.ensure_future(consume())
+    try:
+        while not (await asyncio.wait({reading}, timeout=PROGRESS_SECONDS))[0]:
+            await progress(build.last_line() or f"running ({time.monotonic() - began:.0f} s)")
+        reading.result()
+    finally:
+        if not reading.done():
+            reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reading
+    return exit_code

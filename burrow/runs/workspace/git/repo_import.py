@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from burrow.runs.journal import events as ev
@@ -24,10 +25,12 @@ from burrow.runs.journal.journal import Journal
 from burrow.runs.workspace.git.in_sandbox import run_git
 from burrow.runs.workspace.git.remote import CREDENTIAL_ENV, Remote, git_options
 from burrow.runs.workspace.quotas import QuotaExceeded
+from burrow.runs.workspace.repo_setup import Imported, RepoSetups
 from burrow.runs.workspace.sandboxes import SandboxPool
 from burrow.sandbox.backend import SandboxError
 from burrow.sandbox.masking import SecretMask
 from burrow.store.events import ConversationGone
+from burrow.store.records import Conversation
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +45,7 @@ git "$@" clone --progress --no-checkout ${ref:+--branch "$ref"} -- "$url" "$tmp"
 mv "$tmp/.git" .git || exit 3
 if git rev-parse -q --verify HEAD >/dev/null; then
   git "$@" reset -q --hard || exit 5
-  git log -1 --format='%h %s'
+  git log -1 --format='%H %h %s'
 fi
 """
 
@@ -55,9 +58,18 @@ class RepoSource:
 
 
 class RepoImports:
-    def __init__(self, journal: Journal, sandboxes: SandboxPool) -> None:
+    def __init__(
+        self,
+        journal: Journal,
+        sandboxes: SandboxPool,
+        *,
+        setups: RepoSetups | None = None,
+        conversation_of: Callable[[str], Awaitable[Conversation | None]] | None = None,
+    ) -> None:
         self._journal = journal
         self._sandboxes = sandboxes
+        self._setups = setups  # the repository's own .burrow/setup.sh, after the clone
+        self._conversation_of = conversation_of
         self._tasks: dict[str, asyncio.Task[None]] = {}
 
     def start(self, cid: str, source: RepoSource) -> None:
@@ -92,8 +104,10 @@ class RepoImports:
         what = source.remote.url + (f" at {source.ref}" if source.ref else "")
         try:
             await self._event(cid, "started", f"Cloning {what}")
-            stage, detail = await self._clone(cid, source, mask)
+            stage, detail, commit = await self._clone(cid, source, mask)
             await self._event(cid, stage, mask.text(detail))
+            if stage == "done":
+                await self._set_up(cid, source, commit)
         except ConversationGone:
             return  # deleted meanwhile
         except SandboxError as exc:
@@ -107,9 +121,26 @@ class RepoImports:
             with contextlib.suppress(ConversationGone):
                 await self._event(cid, "failed", f"Internal error: {type(exc).__name__}")
 
+    async def _set_up(self, cid: str, source: RepoSource, commit: str) -> None:
+        if self._setups is None or self._conversation_of is None or not commit:
+            return
+        conversation = await self._conversation_of(cid)
+        if conversation is None:
+            return
+        imported = Imported(
+            cid,
+            conversation.owner_id,
+            source.remote.url,
+            source.ref or "",
+            commit,
+            conversation.approval_mode,
+        )
+        await self._setups.after_clone(imported)
+
     async def _clone(
         self, cid: str, source: RepoSource, mask: SecretMask
-    ) -> tuple[ev.ImportStage, str]:
+    ) -> tuple[ev.ImportStage, str, str]:
+        """(stage, what to say, HEAD's full hash or "")."""
         sandbox = await self._sandboxes.get(cid)
         phase = ""
 
@@ -129,9 +160,10 @@ class RepoImports:
         env = {CREDENTIAL_ENV: source.credential} if source.credential is not None else {}
         result = await run_git(sandbox, argv, env, on_stderr=progress)
         if not result.ok:
-            return "failed", result.message()
-        head = result.stdout.strip()
-        return "done", f"Cloned {source.remote.url}" + (f" (HEAD {head})" if head else " (empty)")
+            return "failed", result.message(), ""
+        commit, _, head = result.stdout.strip().partition(" ")
+        said = f"Cloned {source.remote.url}" + (f" (HEAD {head})" if head else " (empty)")
+        return "done", said, commit
 
     async def _event(self, cid: str, stage: ev.ImportStage, detail: str) -> None:
         await self._journal.append(cid, ev.make(ev.WorkspaceImport(stage=stage, detail=detail)))
