@@ -122,7 +122,7 @@ class RepoSetups:
                 return
             took = time.monotonic() - began
             kept = await self._keep(cid, sandbox, kept_id, key, imported.owner)
-            await self._event(cid, "done", f"{SCRIPT} ran in {took:.0f} s; {kept}")
+            await self._event(cid, "done", f"{SCRIPT} ran in {took:.1f} s; {kept}")
         except SandboxError as exc:
             await self._event(cid, "failed", f"{SCRIPT}: the sandbox: {exc.message}")
 
@@ -188,7 +188,7 @@ class RepoSetups:
         await self._use(key, owner)
         await self._collect(owner)
         return (
-            f"kept ({size >> 20} MiB of workspace): the next conversation on this commit "
+            f"kept ({size / 1e6:.1f} MB of workspace): the next conversation on this commit "
             "starts from it."
         )
 
