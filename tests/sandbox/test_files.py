@@ -48,6 +48,31 @@ async def test_paths_leaving_the_workspace_are_refused(any_sandbox: Sandbox, pat
     assert caught.value.code == ErrorCode.PATH_ESCAPE
 
 
+async def test_symlinks_are_followed_inside_the_workspace_and_refused_out_of_it(
+    any_sandbox: Sandbox,
+) -> None:
+    """A link within the workspace reads and writes through; a link out, even to a file that
+    does not exist, is an escape (not "not found"), and writing through it changes nothing."""
+    await any_sandbox.write_file("real/a.txt", b"abc")
+    await run(any_sandbox, "ln", "-s", "real", "inside")
+    await run(any_sandbox, "ln", "-s", "/tmp/burrow-nowhere", "out")
+    assert await any_sandbox.read_file("inside/a.txt") == b"abc"
+    await any_sandbox.write_file("inside/b.txt", b"def")
+    assert await any_sandbox.read_file("real/b.txt") == b"def"
+    assert [e.name for e in await any_sandbox.list_dir("inside")] == ["a.txt", "b.txt"]
+    for attempt in (
+        any_sandbox.read_file("out"),
+        any_sandbox.write_file("out", b"x"),
+        any_sandbox.list_dir("out"),
+        any_sandbox.stat("out/x"),
+    ):
+        with pytest.raises(SandboxError) as caught:
+            await attempt
+        assert caught.value.code == ErrorCode.PATH_ESCAPE
+    missing = await run(any_sandbox, "test", "-e", "/tmp/burrow-nowhere")
+    assert missing.exit.exit_code != 0
+
+
 async def test_missing_files_directories_and_huge_reads_are_typed_errors(
     any_sandbox: Sandbox,
 ) -> None:

@@ -1,7 +1,11 @@
 """One conversation's E2B sandbox as a Burrow `Sandbox`.
 
-Paths are checked against the workspace here (lexically: `..` and absolute paths outside
-it); symlinks are resolved by the remote side, whose machine is the isolation boundary.
+Paths are checked against the workspace here: lexically (`..` and absolute paths outside
+it), then as the sandbox resolves them (`realpath`), since an E2B endpoint's file API goes
+wherever a symlink points. That check is the workspace contract every backend keeps, not
+the isolation wall (the remote machine is): a path that races it reaches only that
+sandbox's own files. Reads, listings and stats run it beside the operation and keep the
+answer only when it passes; a write waits for it.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ import contextlib
 import logging
 import posixpath
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 from e2b import AsyncSandbox
@@ -37,8 +42,11 @@ from burrow.sandbox.e2b.process import RemoteProcesses, RemotePty
 log = logging.getLogger(__name__)
 
 TAKE_RESULT = 'test -f "$1" || exit 3; cat -- "$1" && rm -f -- "$1"'
+RESOLVE = 'realpath -m -- "$1" "$2"'  # the path, then the workspace, with symlinks followed
 MAX_READ_BYTES = 10 * 1024 * 1024  # a whole-file read above this needs offset/limit
 READ_PIECE = 256 * 1024
+
+_T = TypeVar("_T")
 
 _KINDS = {FileType.FILE: "file", FileType.DIR: "dir", FileType.SYMLINK: "symlink"}
 
@@ -138,9 +146,44 @@ class E2BSandbox:
                     return None
         return bytes(data)
 
+    async def _resolved_inside(self, path: str, full: str) -> None:
+        """Refuse `full` (already lexically inside) when the sandbox resolves it outside."""
+        probe = ExecRequest(argv=["sh", "-c", RESOLVE, "burrow-resolve", full, self._workspace])
+        out = bytearray()
+        exit_code: int | None = None
+        with mapped(f"resolve {path}"):
+            async with closing_exec(self._processes.run(probe, self._workspace)) as events:
+                async for event in events:
+                    if isinstance(event, ExecChunk) and event.stream == "stdout":
+                        out += event.data
+                    elif isinstance(event, ExecExit):
+                        exit_code = event.exit_code
+        lines = out.decode(errors="replace").splitlines()
+        if exit_code != 0 or len(lines) != 2:
+            raise SandboxError(ErrorCode.PROTOCOL, f"could not resolve {path} in the sandbox")
+        real, workspace = lines
+        if real != workspace and not real.startswith(workspace.rstrip("/") + "/"):
+            raise SandboxError(ErrorCode.PATH_ESCAPE, f"Path '{path}' is outside the workspace")
+
+    async def _checked(self, path: str, full: str, operation: Awaitable[_T]) -> _T:
+        """`operation`'s answer, once the resolved path is known to be inside; both go
+        out together, so a read costs one round trip, not two. An escape outranks the
+        operation's own error (a symlink out to a missing file is an escape, not absent)."""
+        checked, answer = await asyncio.gather(
+            self._resolved_inside(path, full), operation, return_exceptions=True
+        )
+        if isinstance(checked, BaseException):
+            raise checked
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
     async def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> bytes:
         self._check_ready()
         full = self._inside(path)
+        return await self._checked(path, full, self._read(path, full, offset, limit))
+
+    async def _read(self, path: str, full: str, offset: int, limit: int | None) -> bytes:
         end = None if limit is None else offset + limit
         data = bytearray()
         with _as_given(path), mapped(f"read {path}"):
@@ -163,21 +206,29 @@ class E2BSandbox:
     async def write_file(self, path: str, data: bytes) -> None:
         self._check_ready()
         full = self._inside(path)
+        await self._resolved_inside(path, full)
         with _as_given(path), mapped(f"write {path}"):
             await self.remote.files.write(full, data)
 
     async def list_dir(self, path: str) -> list[FileEntry]:
         self._check_ready()
-        with _as_given(path), mapped(f"list {path}"):
-            entries = await self.remote.files.list(self._inside(path), depth=1)
+        full = self._inside(path)
+        entries = await self._checked(path, full, self._list(path, full))
         return sorted((self._entry(e) for e in entries), key=lambda e: e.name)
+
+    async def _list(self, path: str, full: str) -> list[EntryInfo]:
+        with _as_given(path), mapped(f"list {path}"):
+            return await self.remote.files.list(full, depth=1)
 
     async def stat(self, path: str) -> FileEntry:
         self._check_ready()
         full = self._inside(path)
-        with _as_given(path), mapped(f"stat {path}"):
-            entry = await self.remote.files.get_info(full)
+        entry = await self._checked(path, full, self._get_info(path, full))
         return self._entry(entry, full)
+
+    async def _get_info(self, path: str, full: str) -> EntryInfo:
+        with _as_given(path), mapped(f"stat {path}"):
+            return await self.remote.files.get_info(full)
 
     async def open_tunnel(self, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         raise NotSupported("byte tunnels to a port (previews go over HTTP: open_http)", "e2b")
