@@ -6,7 +6,7 @@ VENV := .venv
 UV := .uv/bin/uv
 BURROW := $(VENV)/bin/burrow
 
-.PHONY: run test setup real-model lint typecheck pytest proof bench bench-check bench-baseline clean web webtest chromium nginx sandbox-tools
+.PHONY: run test setup real-model mcp-conformance lint typecheck pytest proof bench bench-check bench-baseline clean web webtest chromium nginx sandbox-tools
 
 # A project-local uv (pinned) installs the locked dependencies into .venv.
 $(UV):
@@ -79,6 +79,15 @@ $(REAL_MODEL_WEIGHTS): $(REAL_MODEL)/weights.txt $(UV)
 
 real-model: $(REAL_MODEL)/node_modules/.installed $(REAL_MODEL_WEIGHTS)
 
+# The MCP conformance suite's client scenarios (tests/mcp/test_conformance.py): the suite
+# from npm, with the Node 22 it needs (Node's own binary as npm publishes it), pinned.
+MCP_CONFORMANCE := tests/mcp/conformance
+$(MCP_CONFORMANCE)/node_modules/.installed: $(MCP_CONFORMANCE)/package.json $(MCP_CONFORMANCE)/package-lock.json
+	cd $(MCP_CONFORMANCE) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+mcp-conformance: $(MCP_CONFORMANCE)/node_modules/.installed
+
 # Embedded defaults: SQLite and workspaces in ~/.local/share/burrow, the local sandbox,
 # and the offline demo model unless a model is configured. The demo is the lowest choice
 # (BURROW_DEFAULT_MODEL), not --model: a model connected on the settings page wins over it.
@@ -109,7 +118,7 @@ PYTEST_WORKERS ?= 2
 # two pool runs on 2026-12-02 and passes alone (cause not found yet; see issue 22's note).
 ALONE := tests/proof tests/deploy tests/api/test_git.py tests/api/test_git_push_isolation.py \
 	tests/e2e/test_git.py tests/sandbox/test_terminal.py
-pytest: setup real-model
+pytest: setup real-model mcp-conformance
 	@tmp=$$(mktemp -d /tmp/burrow-pytest.XXXXXX); \
 		$(VENV)/bin/pytest -q --durations=25 --basetemp=$$tmp/shared -n $(PYTEST_WORKERS) --dist loadfile \
 			$(addprefix --ignore=,$(ALONE)); rc=$$?; \

@@ -195,7 +195,12 @@ class McpConnections:
             url = server.url
             self.policy.check_url(url)
             headers = dict(server.headers)
-            return McpSession(server.name, lambda: _http(self.policy, url, headers))
+            refusal = HttpRefusal()
+            return McpSession(
+                server.name,
+                lambda: _http(self.policy, url, headers, refusal),
+                describe_failure=refusal.describe,
+            )
         assert server.command is not None
         if server.host:
             return _host_session(server, self.data_dir)
@@ -277,15 +282,38 @@ def _state(server: ServerConfig, session: McpSession) -> ServerState:
     return ServerState(server.name, server.transport, status, tools, session.error)
 
 
+class HttpRefusal:
+    """The last error status an HTTP server answered, said with the failure: the SDK's own
+    words ("Server returned an error response") do not say what to do about it."""
+
+    def __init__(self) -> None:
+        self.status: int | None = None
+
+    async def saw(self, response: Any) -> None:  # an httpx response hook
+        if response.status_code >= 400:
+            self.status = response.status_code
+
+    def describe(self) -> str:
+        if self.status in (401, 403):
+            return (
+                f"HTTP {self.status}: the server asks for authorization. Burrow's MCP client "
+                "sends the headers mcp.json gives the server and runs no OAuth flow: add "
+                '"headers": {"Authorization": "Bearer ${NAME}"} to its entry, with NAME a '
+                "secret the conversation uses"
+            )
+        return f"HTTP {self.status}" if self.status else ""
+
+
 @contextlib.asynccontextmanager
 async def _http(
-    policy: UrlPolicy, url: str, headers: dict[str, str]
+    policy: UrlPolicy, url: str, headers: dict[str, str], refusal: HttpRefusal
 ) -> AsyncIterator[TransportStreams]:
     from mcp.client.streamable_http import streamable_http_client
 
     from burrow.tools.mcp.outbound_client import checked_client
 
     client = checked_client(policy, url, headers)
+    client.event_hooks["response"].append(refusal.saw)
     async with client, streamable_http_client(url, http_client=client) as streams:
         yield streams
 
