@@ -154,7 +154,10 @@ async def test_terminal_runs_echo(tmp_path: Path, page: Page) -> None:
         cid = await srv.create_conversation("terminal")
         await open_app(page, srv, f"/c/{cid}")
         await page.get_by_role("tab", name="Terminal").click()
-        await expect(page.locator(".terminal-view[data-link=open]")).to_be_visible()
+        # The first shell waits for the sandbox: on a busy CI machine that took over 5 s
+        # (the panel says "Opening a terminal…" meanwhile).
+        await expect(page.locator(".terminal-view[data-link=open]")).to_be_visible(timeout=20_000)
+        await expect(page.get_by_text("No terminal open.")).to_have_count(0)
         await page.locator(".xterm").click()
         await page.keyboard.type("echo hi\n")
         output_line = page.locator(".xterm-rows > div", has_text=re.compile(r"^\s*hi\s*$"))

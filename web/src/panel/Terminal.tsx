@@ -130,9 +130,11 @@ export default function Terminals({ cid }: { cid: string }) {
   const [active, setActive] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [unavailable, setUnavailable] = useState(false);
+  const [opening, setOpening] = useState(false); // a shell is being started (a sandbox may boot first)
 
   const create = async () => {
     setError(null);
+    setOpening(true);
     try {
       const { terminal_id } = await api.createTerminal(cid, 100, 30);
       setIds((list) => [...(list ?? []), terminal_id]);
@@ -140,6 +142,8 @@ export default function Terminals({ cid }: { cid: string }) {
     } catch (e) {
       if (e instanceof ApiError && (e.status === 404 || e.status === 405)) setUnavailable(true);
       else setError(errorMessage(e));
+    } finally {
+      setOpening(false);
     }
   };
 
@@ -200,7 +204,12 @@ export default function Terminals({ cid }: { cid: string }) {
       {active ? (
         <TerminalView key={active} cid={cid} tid={active} onReplace={() => void close(active).then(create)} />
       ) : (
-        ids !== null && !error && <div className="panel-empty muted">No terminal open.</div>
+        ids !== null &&
+        !error && (
+          <div className="panel-empty muted" role="status">
+            {opening ? "Opening a terminal…" : "No terminal open."}
+          </div>
+        )
       )}
     </div>
   );
