@@ -513,6 +513,55 @@ echo "setup says hello"
 """
 
 
+async def test_the_workspace_is_free_by_the_time_an_import_or_its_setup_says_it_ended(
+    tmp_path: Path, git_remote: GitRemote
+) -> None:
+    """A client that read an import's `done` (no setup to follow) or its setup's last event
+    can push at once: no 409 `import_running` for the moments the import takes to end
+    (seen in CI: a push right after `done` was refused). While a setup is still to run,
+    `done` of the clone leaves it busy."""
+    _branch_with_setup(git_remote, tmp_path, "with-setup-2", SETUP)
+    async with running_server(tmp_path, provider, sandbox_network="egress") as srv:
+        workspace = srv.services.conversations.workspace
+        busy_at: list[tuple[str, str, bool]] = []  # (event, stage, busy) as each committed
+
+        def watch(batch: Any) -> None:
+            for event in batch:
+                setup = event.type == "environment.build" and event.data["name"] == SCRIPT
+                stage = event.data.get("stage")
+                if (event.type == "workspace.import" or setup) and stage != "progress":
+                    busy_at.append((event.type, stage, workspace.importing(event.conversation_id)))
+
+        srv.services.journal.observers.append(watch)
+        assert (await put_secret(srv.client, "GIT_TOKEN", PASSWORD)).status_code == 200
+        for ref in ("", "with-setup-2"):
+            repo = {"url": git_remote.url, "ref": ref, "secret": "GIT_TOKEN"}
+            created = await srv.client.post(
+                "/api/conversations", json={"title": ref or "plain", "repo": repo}
+            )
+            assert created.status_code == 201, created.text
+            cid = created.json()["id"]
+            assert (await imported(srv, cid))["data"]["stage"] == "done"
+            if ref:
+                async with asyncio.timeout(120):
+                    async for ended in sse_events(srv.client, cid):
+                        named = ended["type"] == "environment.build"
+                        if named and ended["data"]["stage"] in ("done", "failed"):
+                            break
+            pushed = await srv.client.post(
+                f"/api/conversations/{cid}/git/push", json={"branch": f"burrow/free-{ref}"}
+            )
+            assert pushed.status_code != 409, pushed.text
+    assert busy_at == [
+        ("workspace.import", "started", True),
+        ("workspace.import", "done", False),
+        ("workspace.import", "started", True),
+        ("workspace.import", "done", True),  # the setup is still to run
+        ("environment.build", "started", True),
+        ("environment.build", "done", False),
+    ], busy_at
+
+
 async def test_a_repository_s_setup_runs_once_per_commit_and_is_started_from(
     tmp_path: Path, git_remote: GitRemote
 ) -> None:

@@ -40,7 +40,10 @@ async def require_idle(svc: Services, cid: str) -> None:
         )
     if svc.conversations.workspace.importing(cid):
         raise ApiError(
-            409, "import_running", "The repository is still being cloned: push once it is in."
+            409,
+            "import_running",
+            "The repository is still being cloned, or its .burrow/setup.sh is running: "
+            "push once that has ended.",
         )
 
 

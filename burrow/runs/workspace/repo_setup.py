@@ -26,6 +26,7 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from burrow.runs.journal import events as ev
@@ -81,21 +82,30 @@ class RepoSetups:
         self._sandboxes = sandboxes
         self._kept = kept  # the settings table: which setups are kept, whose, when last used
 
-    async def after_clone(self, imported: Imported) -> None:
-        """Run the repository's setup, or start from the kept one; journaled, never raised
-        (a setup that fails leaves the clone as it was, and the conversation usable)."""
-        cid = imported.cid
+    async def script_of(self, cid: str) -> bytes | None:
+        """The clone's setup script; None when it has none, or when it cannot be read (then
+        journaled: the conversation stays usable without it)."""
         try:
-            sandbox = await self._sandboxes.get(cid)
-            script = await _read_script(sandbox)
+            return await _read_script(await self._sandboxes.get(cid))
         except SandboxError as exc:
             await self._event(cid, "failed", f"{SCRIPT} could not be read: {exc.message}")
-            return
-        if script is None or not imported.commit:
-            return
+            return None
+
+    async def after_clone(
+        self, imported: Imported, script: bytes, settled: Callable[[], None]
+    ) -> None:
+        """Run the repository's setup (`script`, as read after the clone), or start from the
+        kept one; journaled, never raised (a setup that fails leaves the clone as it was,
+        and the conversation usable). `settled` is called just before the last event: a
+        client that read it finds the workspace free."""
+
+        async def last(stage: ev.ImportStage, detail: str) -> None:
+            settled()
+            await self._event(cid, stage, detail)
+
+        cid = imported.cid
         if imported.approval_mode not in RUNS_COMMANDS:
-            await self._event(
-                cid,
+            await last(
                 "done",
                 f"{SCRIPT} was not run: this conversation's approval mode "
                 f"({imported.approval_mode}) runs no commands. Run it yourself when you "
@@ -105,26 +115,27 @@ class RepoSetups:
         key = self._key(imported, script, cid)
         kept_id = f"setup-{key}"
         try:
+            sandbox = await self._sandboxes.get(cid)
             if await self._is_kept(key):
                 await self._event(cid, "started", f"Starting from the kept {SCRIPT} of this commit")
                 began = time.monotonic()
                 await self._start_from(kept_id, cid)
                 await self._use(key, imported.owner)
                 took = time.monotonic() - began
-                await self._event(cid, "done", f"Started from the kept setup ({took:.1f} s)")
+                await last("done", f"Started from the kept setup ({took:.1f} s)")
                 return
             await self._event(cid, "started", f"Running {SCRIPT}")
             began = time.monotonic()
             exit_code, build = await self._run(cid, sandbox)
             if exit_code != 0:
                 tail = build.tail(FAILURE_TAIL_BYTES).strip()
-                await self._event(cid, "failed", f"{SCRIPT} exited with {exit_code}:\n{tail}")
+                await last("failed", f"{SCRIPT} exited with {exit_code}:\n{tail}")
                 return
             took = time.monotonic() - began
             kept = await self._keep(cid, sandbox, kept_id, key, imported.owner)
-            await self._event(cid, "done", f"{SCRIPT} ran in {took:.1f} s; {kept}")
+            await last("done", f"{SCRIPT} ran in {took:.1f} s; {kept}")
         except SandboxError as exc:
-            await self._event(cid, "failed", f"{SCRIPT}: the sandbox: {exc.message}")
+            await last("failed", f"{SCRIPT}: the sandbox: {exc.message}")
 
     # -- running it --------------------------------------------------------------------
 

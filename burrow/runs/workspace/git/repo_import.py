@@ -71,14 +71,24 @@ class RepoImports:
         self._setups = setups  # the repository's own .burrow/setup.sh, after the clone
         self._conversation_of = conversation_of
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        # Imports whose last event is journaled and that have nothing left to do but end:
+        # a client that read `done` or `failed` finds the workspace free at once.
+        self._settled: set[str] = set()
 
     def start(self, cid: str, source: RepoSource) -> None:
         task = asyncio.create_task(self._import(cid, source), name=f"import into {cid}")
         self._tasks[cid] = task
-        task.add_done_callback(lambda _: self._tasks.pop(cid, None))
+        self._settled.discard(cid)
+
+        def ended(_: asyncio.Task[None]) -> None:
+            self._tasks.pop(cid, None)
+            self._settled.discard(cid)
+
+        task.add_done_callback(ended)
 
     def busy(self, cid: str) -> bool:
-        return cid in self._tasks
+        """Cloning, or running the repository's setup after the clone."""
+        return cid in self._tasks and cid not in self._settled
 
     async def wait(self, cid: str) -> None:
         """Return once the conversation's import (if any) has ended; being cancelled here
@@ -105,24 +115,32 @@ class RepoImports:
         try:
             await self._event(cid, "started", f"Cloning {what}")
             stage, detail, commit = await self._clone(cid, source, mask)
+            if stage != "done":
+                await self._last_event(cid, stage, mask.text(detail))
+                return
+            # The setup script is read before `done` is said, so that `done` without a
+            # setup to follow means the workspace is free.
+            script = await self._setups.script_of(cid) if self._setups and commit else None
+            if script is None:
+                await self._last_event(cid, stage, mask.text(detail))
+                return
             await self._event(cid, stage, mask.text(detail))
-            if stage == "done":
-                await self._set_up(cid, source, commit)
+            await self._set_up(cid, source, commit, script)
         except ConversationGone:
             return  # deleted meanwhile
         except SandboxError as exc:
             with contextlib.suppress(ConversationGone):
-                await self._event(cid, "failed", mask.text(f"The sandbox: {exc.message}"))
+                await self._last_event(cid, "failed", mask.text(f"The sandbox: {exc.message}"))
         except QuotaExceeded as exc:  # too many live sandboxes: the message says what to do
             with contextlib.suppress(ConversationGone):
-                await self._event(cid, "failed", str(exc))
+                await self._last_event(cid, "failed", str(exc))
         except Exception as exc:
             log.exception("importing a repository into %s failed", cid)
             with contextlib.suppress(ConversationGone):
-                await self._event(cid, "failed", f"Internal error: {type(exc).__name__}")
+                await self._last_event(cid, "failed", f"Internal error: {type(exc).__name__}")
 
-    async def _set_up(self, cid: str, source: RepoSource, commit: str) -> None:
-        if self._setups is None or self._conversation_of is None or not commit:
+    async def _set_up(self, cid: str, source: RepoSource, commit: str, script: bytes) -> None:
+        if self._setups is None or self._conversation_of is None:
             return
         conversation = await self._conversation_of(cid)
         if conversation is None:
@@ -135,7 +153,7 @@ class RepoImports:
             commit,
             conversation.approval_mode,
         )
-        await self._setups.after_clone(imported)
+        await self._setups.after_clone(imported, script, lambda: self._settled.add(cid))
 
     async def _clone(
         self, cid: str, source: RepoSource, mask: SecretMask
@@ -164,6 +182,10 @@ class RepoImports:
         commit, _, head = result.stdout.strip().partition(" ")
         said = f"Cloned {source.remote.url}" + (f" (HEAD {head})" if head else " (empty)")
         return "done", said, commit
+
+    async def _last_event(self, cid: str, stage: ev.ImportStage, detail: str) -> None:
+        self._settled.add(cid)
+        await self._event(cid, stage, detail)
 
     async def _event(self, cid: str, stage: ev.ImportStage, detail: str) -> None:
         await self._journal.append(cid, ev.make(ev.WorkspaceImport(stage=stage, detail=detail)))
