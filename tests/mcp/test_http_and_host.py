@@ -87,6 +87,44 @@ async def test_http_server_needs_an_explicit_entry_for_loopback(tmp_path: Path) 
             assert web["status"] == "connected" and web["transport"] == "http"
 
 
+async def test_a_servers_resources_are_named_to_the_model_and_read_by_uri(
+    tmp_path: Path,
+) -> None:
+    """A server with resources gets `mcp__<server>__read_resource`: its description names
+    them, it runs unasked in ask mode (it only reads), text comes back as it is, a blob is
+    described, and an unknown URI is the server's error, not a broken connection."""
+    async with http_server(tmp_path) as (url, _):
+        write_config(tmp_path / "data", {"web": {"url": url}})
+        reader = "mcp__web__read_resource"
+        provider = ScriptedProvider(
+            [
+                ScriptedTurn(tool_calls=[(reader, {"uri": "note://greeting"})]),
+                ScriptedTurn(tool_calls=[(reader, {"uri": "note://logo"})]),
+                ScriptedTurn(tool_calls=[(reader, {"uri": "note://nowhere"})]),
+                ScriptedTurn(tool_calls=[(reader, {})]),
+                ScriptedTurn(tool_calls=[("mcp__web__echo", {"text": "still here"})]),
+                ScriptedTurn(text="Done."),
+            ]
+        )
+        async with running_server(tmp_path / "data", lambda: provider, mcp_allow_urls=url) as srv:
+            cid = await srv.create_conversation()
+            run = await srv.send(cid, "read")
+            assert (await srv.run_finished(cid, run["run_id"]))["data"]["status"] == "completed"
+            events = await srv.events(cid)
+            assert not [e for e in events if e["type"] == "approval.requested"]
+            [spec] = [s for s in provider.tool_requests[0] if s.name == reader]
+            assert "note://greeting" in spec.description and "A short greeting" in spec.description
+            assert "note://logo" in spec.description
+            greeting, logo, nowhere, no_uri, echo = _outputs(events)
+            assert greeting == "hello from a resource"
+            assert logo == "[image/png resource note://logo, 64 bytes]"
+            assert "note://nowhere" in nowhere and "MCP server 'web'" in nowhere
+            assert "needs `uri`" in no_uri
+            assert echo == "echo: still here"
+            [web] = (await srv.client.get("/api/mcp/servers")).json()
+            assert reader in [t["name"] for t in web["tools"]]
+
+
 async def test_burrows_own_port_and_names_for_loopback_are_refused(tmp_path: Path) -> None:
     provider = ScriptedProvider([ScriptedTurn(text="Hi.")])
     async with running_server(tmp_path, lambda: provider) as srv:

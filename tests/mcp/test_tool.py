@@ -64,3 +64,23 @@ def test_a_server_cannot_flood_the_model_with_tools() -> None:
     assert any("big" in why and "schema" in why for why in left_out)
     assert any("clashes" in why for why in left_out)
     assert sum("more than" in why for why in left_out) == 6
+
+
+def test_a_server_cannot_flood_the_model_with_resources() -> None:
+    """Thousands of resources with long descriptions: the reader's description stays within
+    a tool description's bound and says how many it left out."""
+    from burrow.tools.mcp.session import McpSession
+    from burrow.tools.mcp.tool import MAX_DESCRIPTION, offered
+
+    session = McpSession("s", transport=lambda: None)  # type: ignore[arg-type,return-value]
+    session.reads_resources = True
+    session.resources = [
+        types.Resource(uri=f"note://{n}", name=f"n{n}", description="y" * 5_000)
+        for n in range(10_000)
+    ]
+    tools, left_out = offered("s", session)
+    reader = tools["mcp__s__read_resource"]
+    assert len(reader.spec.description) <= MAX_DESCRIPTION + len("[MCP server s] ")
+    assert "note://0 (n0): " in reader.spec.description
+    assert reader.spec.description.rstrip().endswith("more")
+    assert reader.kind.reads and not reader.kind.writes and not left_out

@@ -63,6 +63,14 @@ def build(marker_dir: str) -> MCPServer:
         """This server's process id."""
         return str(os.getpid())
 
+    @server.resource("note://greeting", description="A short greeting", mime_type="text/plain")
+    def greeting() -> str:
+        return "hello from a resource"
+
+    @server.resource("note://logo", mime_type="image/png")
+    def logo() -> bytes:
+        return b"\x89PNG" + bytes(60)
+
     # A server that puts its environment in what it tells the model (WORKBENCH_DESCRIBE).
     described = os.environ.get("WORKBENCH_DESCRIBE", "")
     if described:

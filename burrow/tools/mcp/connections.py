@@ -268,15 +268,16 @@ class McpConnections:
 
 
 def _state(server: ServerConfig, session: McpSession) -> ServerState:
-    from burrow.tools.mcp.tool import McpTool
+    from burrow.tools.mcp.tool import offered
 
+    offer, _ = offered(server.name, session)
     tools = [
         {
-            "name": McpTool(server.name, tool, session).spec.name,
-            "description": (tool.description or "")[:300],
-            "kind": McpTool(server.name, tool, session).kind.as_event(),
+            "name": tool.spec.name,
+            "description": tool.spec.description.removeprefix(f"[MCP server {server.name}] ")[:300],
+            "kind": tool.kind.as_event(),
         }
-        for tool in session.tools
+        for tool in offer.values()
     ]
     status = "connected" if session.alive else ("failed" if session.error else "stopped")
     return ServerState(server.name, server.transport, status, tools, session.error)

@@ -13,9 +13,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import mcp_types as types
 from mcp import Client
@@ -24,10 +24,12 @@ from mcp.shared.exceptions import MCPError
 
 log = logging.getLogger(__name__)
 
+_R = TypeVar("_R")
 Status = Literal["starting", "connected", "failed", "stopped"]
 CONNECT_TIMEOUT_SECONDS = 30.0
 CLOSE_TIMEOUT_SECONDS = 5.0
 MAX_TOOL_PAGES = 20  # tools/list pages followed at most
+MAX_RESOURCES = 200  # kept from resources/list: they are named to the model
 
 
 class McpSession:
@@ -42,6 +44,8 @@ class McpSession:
         self.status: Status = "starting"
         self.error: str | None = None
         self.tools: list[types.Tool] = []
+        self.resources: list[types.Resource] = []  # what resources/list named, if it can
+        self.reads_resources = False  # the server has the resources capability
         self._transport = transport
         self._describe_failure = describe_failure  # the server's last words (stderr)
         self._ended = ended  # the transport knows the server is gone
@@ -76,6 +80,9 @@ class McpSession:
             client = Client(self._transport(), mode="legacy", cache=None)
             async with client:
                 tools = await _list_tools(client)
+                if client.server_capabilities.resources is not None:
+                    self.reads_resources = True
+                    self.resources = await _list_resources(client, self.name)
                 self._client, self.tools, self.status = client, tools, "connected"
                 self._resolve()
                 await self._stop.wait()
@@ -88,17 +95,25 @@ class McpSession:
             self._resolve()
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        return await self._use(lambda client: client.call_tool(tool, arguments))
+
+    async def read(self, uri: str) -> types.ReadResourceResult:
+        return await self._use(lambda client: client.read_resource(uri))
+
+    async def _use(self, request: Callable[[Client], Awaitable[_R]]) -> _R:
+        """One request of a run's: an error answer leaves the session as it is; a broken
+        connection marks it failed, so the next run connects again."""
         client = self._client
         if client is None or not self.alive:
             raise ConnectionError(f"MCP server {self.name!r} is not connected ({self.error})")
         self.calls += 1
         try:
-            return await client.call_tool(tool, arguments)
+            return await request(client)
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED or self._ended():
                 self._fail("the server stopped")
             raise  # the server's own error answer: the session is fine
-        except Exception as exc:  # the connection broke: the next run connects again
+        except Exception as exc:
             self._fail(f"the connection broke: {_reason(exc, '')}")
             raise
         finally:
@@ -143,6 +158,23 @@ async def _list_tools(client: Client) -> list[types.Tool]:
         if cursor is None:
             break
     return tools
+
+
+async def _list_resources(client: Client, name: str) -> list[types.Resource]:
+    """The server's resources, as many as are named to the model; a server whose listing
+    fails still serves its tools (and reads by URI)."""
+    resources: list[types.Resource] = []
+    cursor: str | None = None
+    try:
+        for _ in range(MAX_TOOL_PAGES):
+            page = await client.list_resources(cursor=cursor)
+            resources += page.resources
+            cursor = page.next_cursor
+            if cursor is None or len(resources) >= MAX_RESOURCES:
+                break
+    except MCPError as exc:
+        log.info("MCP server %r did not list its resources: %s", name, exc)
+    return resources[:MAX_RESOURCES]
 
 
 def _reason(exc: BaseException, prefix: str = "could not connect: ") -> str:
