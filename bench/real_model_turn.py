@@ -2,7 +2,7 @@
 
 SmolLM2-135M-Instruct on llama.cpp (`tests/real_model/server.mjs`, `make real-model`)
 drives real runs through Burrow's own OpenAI provider and real sandboxes. Two figures per
-tool call, each p50, clocks on one machine's wall clock:
+tool call, each p50, on one clock (CLOCK_MONOTONIC, which the model server logs too):
 
 - last token -> tool start: from the model server writing the end of the answer that asked
   for the call (its log's `answered_at`) to the commit of the call's `tool.started`;
@@ -51,10 +51,10 @@ class Commits:
         self.sent: list[int] = []  # each model request handed to the connection
 
     async def request_sent(self, request: object) -> None:
-        self.sent.append(time.time_ns())
+        self.sent.append(time.monotonic_ns())
 
     def __call__(self, batch: Sequence[Event]) -> None:
-        now = time.time_ns()
+        now = time.monotonic_ns()
         for event in batch:
             if event.type == "tool.started":
                 self.started[str(event.data["call_id"])] = now
