@@ -171,6 +171,7 @@ async def open_services(
         environment_of=conversations.environment_of,
     )
     setups = RepoSetups(journal, sandboxes, SettingsStore(db))
+    sandboxes.disk_cache = setups  # kept setups count toward a user's disk, and go first
     imports = RepoImports(journal, sandboxes, setups=setups, conversation_of=conversations.get)
     mcp = mcp_connections(settings, sandboxes, UserSecretStore(db, box))
     runtime = Runtime(

@@ -34,6 +34,7 @@ from tests.api.harness import RunningServer, running_server, sse_events
 from tests.api.test_secrets import put_secret, second_user
 from tests.conftest import unavailable
 from tests.fakes.github_server import FakeGitHub
+from tests.sandbox.harness import run
 from tests.sandbox.test_escape import CONNECT
 
 PASSWORD = "gitpw-" + secrets.token_hex(12)
@@ -560,6 +561,48 @@ async def test_the_workspace_is_free_by_the_time_an_import_or_its_setup_says_it_
         ("environment.build", "started", True),
         ("environment.build", "done", False),
     ], busy_at
+
+
+async def test_kept_setups_count_toward_the_disk_quota_and_go_first(
+    tmp_path: Path, git_remote: GitRemote
+) -> None:
+    """A kept setup is the user's disk too: once their conversations and kept setups reach
+    BURROW_MAX_DISK_MB_PER_USER, the next sandbox start drops the least recently used kept
+    setup (a cache) rather than refusing, or letting it sit beyond the quota."""
+    big = "mkdir -p out && head -c 24M /dev/zero > out/blob && sync\n"
+    _branch_with_setup(git_remote, tmp_path, "big-setup", big)
+    settings = {"sandbox_disk_mb": 96, "max_disk_mb_per_user": 40}
+    async with running_server(tmp_path, provider, sandbox_network="egress", **settings) as srv:
+        assert (await put_secret(srv.client, "GIT_TOKEN", PASSWORD)).status_code == 200
+        repo = {"url": git_remote.url, "ref": "big-setup", "secret": "GIT_TOKEN"}
+        made = await srv.client.post(
+            "/api/conversations", json={"title": "big", "approval_mode": "auto", "repo": repo}
+        )
+        first = made.json()["id"]
+        async with asyncio.timeout(120):
+            async for ended in sse_events(srv.client, first):
+                named = ended["type"] == "environment.build" and ended["data"]["name"] == SCRIPT
+                if named and ended["data"]["stage"] in ("done", "failed"):
+                    break
+        assert "kept" in ended["data"]["detail"] and "not kept" not in ended["data"]["detail"]
+        pool = srv.services.runtime.sandboxes
+        assert pool.disk_cache is not None
+        found = await srv.services.conversations.get(first)
+        assert found is not None
+        owner = found.owner_id
+        [kept] = await pool.disk_cache.kept_by(owner)
+        assert (await srv.client.delete(f"/api/conversations/{first}")).status_code == 204
+
+        second = await srv.create_conversation()
+        sandbox = await pool.get(second)
+        fill = await run(sandbox, "sh", "-c", "head -c 20M /dev/zero > fill && sync")
+        assert fill.exit.exit_code == 0, fill.stderr
+        await pool.hibernate(second)
+        third = await srv.create_conversation()
+        listed = await srv.client.get(f"/api/conversations/{third}/files", params={"path": "."})
+        assert listed.status_code == 200, listed.text  # room made, not refused
+        assert await pool.disk_cache.kept_by(owner) == []
+        assert pool.backend.disk_used(kept) in (None, 0)  # its disk is gone
 
 
 async def test_a_repository_s_setup_runs_once_per_commit_and_is_started_from(

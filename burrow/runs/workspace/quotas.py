@@ -8,7 +8,7 @@ starves everyone just the same, and an operator can raise the caps.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from burrow.sandbox.backend import ErrorCode, SandboxError
 
@@ -57,6 +57,17 @@ class DiskQuotaExceeded(QuotaExceeded, SandboxError):
             f"(BURROW_MAX_DISK_MB_PER_USER) is {limit_mb} MiB: delete conversations you no "
             "longer need (or files in them), then try again.",
         )
+
+
+class DiskCache(Protocol):
+    """Sandboxes kept for an owner's sake that count toward their disk quota but can be
+    dropped to make room (repo_setup.py's kept setups)."""
+
+    async def kept_by(self, owner: str) -> list[str]:
+        """The owner's kept sandbox ids, the least recently used first."""
+        ...
+
+    async def drop(self, sandbox_id: str) -> None: ...
 
 
 class OwnerTally:

@@ -17,7 +17,9 @@ user, the repository and ref, the environment build the sandbox stands on, the s
 sha256 and the commit, so a kept setup is its user's alone and never stands for changed inputs. The
 next conversation of that user on the same commit skips the script: its sandbox is made
 again from the kept one (the root layer copied, as a fork's, and the archive unpacked over
-the clone). A user keeps at most `MAX_KEPT` setups, the least recently used go first.
+the clone). A user keeps at most `MAX_KEPT` setups, the least recently used go first; they
+count toward the user's disk quota, and the sandbox pool drops them first when it is full
+(`kept_by`, `drop`: quotas.DiskCache).
 """
 
 from __future__ import annotations
@@ -224,17 +226,31 @@ class RepoSetups:
             await kept.stop()
         await run_in(sandbox, UNPACK, sandbox.workspace, what="Unpacking the kept workspace")
 
-    async def _collect(self, owner: str) -> None:
-        """Past MAX_KEPT of a user's kept setups, the least recently used are removed."""
+    async def kept_by(self, owner: str) -> list[str]:
+        """The sandbox ids of the owner's kept setups, the least recently used first (they
+        count toward the owner's disk quota: the pool drops them first when it is full)."""
+        return [f"setup-{key}" for _, key in await self._kept_of(owner)]
+
+    async def drop(self, sandbox_id: str) -> None:
+        """A kept setup goes (the next conversation on its commit runs the script again)."""
+        await self._sandboxes.backend.destroy(sandbox_id)
+        await self._kept.put({SETTING_PREFIX + sandbox_id.removeprefix("setup-"): None})
+
+    async def _kept_of(self, owner: str) -> list[tuple[float, str]]:
+        """(last used, key) of the owner's kept setups, oldest first."""
         mine = []
         for name, value in (await self._kept.all()).items():
             if name.startswith(SETTING_PREFIX) and value:
                 record = json.loads(value)
                 if record.get("owner") == owner:
                     mine.append((float(record.get("used", 0)), name[len(SETTING_PREFIX) :]))
-        for _, key in sorted(mine, reverse=True)[MAX_KEPT:]:
-            await self._sandboxes.backend.destroy(f"setup-{key}")
-            await self._kept.put({SETTING_PREFIX + key: None})
+        return sorted(mine)
+
+    async def _collect(self, owner: str) -> None:
+        """Past MAX_KEPT of a user's kept setups, the least recently used are removed."""
+        mine = await self._kept_of(owner)
+        for _, key in mine[: max(0, len(mine) - MAX_KEPT)]:
+            await self.drop(f"setup-{key}")
 
     async def _event(self, cid: str, stage: ev.ImportStage, detail: str) -> None:
         build = ev.EnvironmentBuild(name=NAME, stage=stage, detail=detail)

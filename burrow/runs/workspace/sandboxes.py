@@ -26,7 +26,12 @@ from burrow.runs.workspace.environments import (
     EnvironmentUnavailable,
     Stage,
 )
-from burrow.runs.workspace.quotas import DiskQuotaExceeded, OwnerTally, SandboxQuotaExceeded
+from burrow.runs.workspace.quotas import (
+    DiskCache,
+    DiskQuotaExceeded,
+    OwnerTally,
+    SandboxQuotaExceeded,
+)
 from burrow.sandbox.backend import (
     Backend,
     ErrorCode,
@@ -80,6 +85,9 @@ class SandboxPool:
         # Disk all of an owner's workspaces may take (needs owner_of and conversations_of).
         self.disk_mb_per_owner = disk_mb_per_owner
         self._conversations_of = conversations_of
+        # What else holds an owner's disk and goes first when it is full (kept setups);
+        # set once those exist, as they are built on this pool.
+        self.disk_cache: DiskCache | None = None
         self._live = OwnerTally(owner_of)  # from admission until it stops
         self.terminals = TerminalRegistry(on_activity=self.touch)
         self._journal = journal
@@ -323,10 +331,7 @@ class SandboxPool:
         if owner is None:
             return  # not a conversation (any more): nothing to count it against
         if self.disk_mb_per_owner and self._conversations_of is not None:
-            cids = await self._conversations_of(owner)
-            used = await asyncio.to_thread(self._disk_used, cids)
-            if used >= self.disk_mb_per_owner << 20:
-                raise DiskQuotaExceeded(used, self.disk_mb_per_owner)
+            await self._check_disk(owner)
         if not self.max_per_owner:
             return
         tried: set[str] = set()
@@ -345,6 +350,23 @@ class SandboxPool:
                 f"hibernated to make room for another of your sandboxes (the limit is "
                 f"{self.max_per_owner} live at once); files kept, wakes on next use",
             )
+
+    async def _check_disk(self, owner: str) -> None:
+        """Refuse while the owner's conversations and kept setups hold their disk quota;
+        kept setups (a cache) are dropped first, the least recently used first."""
+        assert self._conversations_of is not None
+        limit = self.disk_mb_per_owner << 20
+        cids = await self._conversations_of(owner)
+        kept = await self.disk_cache.kept_by(owner) if self.disk_cache else []
+        used = await asyncio.to_thread(self._disk_used, [*cids, *kept])
+        while used >= limit and kept and self.disk_cache is not None:
+            dropped = kept.pop(0)
+            freed = await asyncio.to_thread(self._disk_used, [dropped])
+            await self.disk_cache.drop(dropped)
+            log.info("dropped %s's kept %s (%d MiB) to make room", owner, dropped, freed >> 20)
+            used -= freed
+        if used >= limit:
+            raise DiskQuotaExceeded(used, self.disk_mb_per_owner)
 
     def _disk_used(self, cids: list[str]) -> int:
         return sum(self.backend.disk_used(cid) or 0 for cid in cids)
