@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from burrow.runs.conversations.service import RunElsewhere
@@ -48,13 +48,14 @@ class Snapshot:
     state: TaskState
     text: str  # the answer so far, or the failure
     seq: int  # the last event read
+    history: list[dict[str, Any]] = field(default_factory=list)  # the task's messages
 
 
 async def find(svc: Services, user: User, task_id: str) -> Task:
     """The caller's task by its id; another's answers as a missing one."""
     found = await svc.conversations.run_start(task_id, user.id) if task_id else None
     if found is None:
-        raise RpcError(a2a.TASK_NOT_FOUND, f"No task {task_id[:100]}.")
+        raise RpcError(a2a.TASK_NOT_FOUND, f"Task not found: {task_id[:100]}.")
     cid, started = found
     return Task(cid, task_id, started - 1)
 
@@ -62,22 +63,42 @@ async def find(svc: Services, user: User, task_id: str) -> Task:
 async def snapshot(svc: Services, task: Task) -> Snapshot:
     state: TaskState = "working"
     answer, failure, seq = "", "", task.seq
-    async for page in svc.conversations.pages(task.cid, task.seq):
+    # The history: the user's messages to the run (its first one is the task's, at
+    # `task.seq`, read too) and the run's answers, oldest first.
+    history: list[dict[str, Any]] = []
+    async for page in svc.conversations.pages(task.cid, max(task.seq - 1, 0)):
         for event in page:
-            seq = event.seq
+            seq = max(seq, event.seq)
             if event.run_id != task.run_id:
                 continue
-            if event.type == EventType.ASSISTANT_MESSAGE and event.data["content"]:
+            if event.type == EventType.USER_MESSAGE and event.data["content"]:
+                history.append(_said(task, event.seq, event.data["content"], "user"))
+            elif event.type == EventType.ASSISTANT_MESSAGE and event.data["content"]:
                 answer = event.data["content"]
+                history.append(_said(task, event.seq, answer, "agent"))
             elif event.type == EventType.RUN_FINISHED:
                 state = _STATES.get(event.data["status"], "failed")
                 failure = event.data["error"] or event.data["status"]
-                return Snapshot(state, answer if state == "completed" else failure, seq)
-    return Snapshot(state, answer, seq)
+                text = answer if state == "completed" else failure
+                return Snapshot(state, text, seq, history)
+    return Snapshot(state, answer, seq, history)
 
 
-def as_task(task: Task, now: Snapshot) -> dict[str, Any]:
-    return a2a.task(task.run_id, task.cid, now.state, now.text or None)
+def _said(task: Task, seq: int, text: str, role: a2a.Role) -> dict[str, Any]:
+    """A message of the task's history, its id the same at every read."""
+    message = a2a.text_message(text, role, task.cid)
+    message["messageId"] = f"{task.run_id}-{seq}"
+    message["taskId"] = task.run_id
+    return message
+
+
+def as_task(task: Task, now: Snapshot, history_length: int | None = None) -> dict[str, Any]:
+    """The task as `tasks/get` answers it: with its history, the last `history_length`
+    messages of it when given."""
+    found = a2a.task(task.run_id, task.cid, now.state, now.text or None)
+    kept = now.history if history_length is None else now.history[-history_length:]
+    found["history"] = kept if history_length != 0 else []
+    return found
 
 
 async def cancel(svc: Services, task: Task) -> dict[str, Any]:
@@ -126,7 +147,7 @@ async def start(svc: Services, user: User, message: a2a.Message) -> Task:
     if message.context_id is not None:
         conversation = await svc.conversations.get(message.context_id, owner_id=user.id)
         if conversation is None:  # someone else's answers the same as a missing one
-            raise RpcError(a2a.TASK_NOT_FOUND, f"No context {message.context_id}.")
+            raise RpcError(a2a.TASK_NOT_FOUND, f"Context not found: {message.context_id}.")
         if await svc.conversations.busy(conversation.id):
             # Steering would join a run someone else may be watching and answering.
             raise RpcError(
@@ -145,7 +166,7 @@ async def start(svc: Services, user: User, message: a2a.Message) -> Task:
             await svc.conversations.delete(cid)
         raise RpcError(a2a.INTERNAL_ERROR, str(exc)) from exc
     except ConversationGone as exc:
-        raise RpcError(a2a.TASK_NOT_FOUND, f"No context {cid}.") from exc
+        raise RpcError(a2a.TASK_NOT_FOUND, f"Context not found: {cid}.") from exc
     except RunElsewhere as exc:  # a run on another replica: steering is refused as above
         raise RpcError(
             a2a.INVALID_PARAMS, f"Context {cid} has a task going: wait for it to end."

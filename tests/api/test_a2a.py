@@ -234,7 +234,43 @@ async def test_a_task_is_got_canceled_and_resubscribed_by_its_id(tmp_path: Path)
             response = await srv.client.post(
                 "/a2a", json=_task_call(method, done["id"]), headers=eve
             )
-            assert response.json()["error"]["code"] == -32001
+            assert _answer(response)["error"]["code"] == -32001
+
+
+def _answer(response: httpx.Response) -> dict[str, Any]:
+    """The one JSON-RPC answer in a response: its body, or its event stream's one event."""
+    if not response.headers["content-type"].startswith("text/event-stream"):
+        answered: dict[str, Any] = response.json()
+        return answered
+    lines = response.text.splitlines()
+    [frame] = [json.loads(line[len("data: ") :]) for line in lines if line.startswith("data: ")]
+    assert isinstance(frame, dict)
+    return frame
+
+
+async def test_tasks_get_answers_the_tasks_history(tmp_path: Path) -> None:
+    model = ScriptedProvider([ScriptedTurn(text="Done once.")])
+    async with running_server(tmp_path, lambda: model) as srv:
+        headers = {"Authorization": f"Bearer {await _api_token(srv)}"}
+
+        async def get(**params: Any) -> dict[str, Any]:
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": params}
+            response = await srv.client.post("/a2a", json=body, headers=headers)
+            result: dict[str, Any] = response.json()["result"]
+            return result
+
+        sent = await srv.client.post("/a2a", json=_rpc("message/send", "once"), headers=headers)
+        done = sent.json()["result"]
+        full = (await get(id=done["id"]))["history"]
+        assert [(m["role"], m["parts"][0]["text"]) for m in full] == [
+            ("user", "once"),
+            ("agent", "Done once."),
+        ]
+        assert all(m["taskId"] == done["id"] for m in full)
+        assert all(m["contextId"] == done["contextId"] for m in full)
+        assert (await get(id=done["id"]))["history"] == full  # the same ids at every read
+        assert (await get(id=done["id"], historyLength=1))["history"] == full[-1:]
+        assert (await get(id=done["id"], historyLength=0))["history"] == []
 
 
 async def _frames(
@@ -309,7 +345,30 @@ async def test_the_endpoint_refuses_strangers_and_bad_requests(tmp_path: Path) -
         )  # fmt: skip
         assert (note.status_code, note.content) == (204, b"")
         assert (await srv.client.get("/api/conversations")).json() == []
+        # ... but one that cannot be served is answered with its error, as an unknown
+        # method is (A2A has no notifications: a caller would wait for nothing).
+        bad = {"jsonrpc": "2.0", "method": "message/send", "params": {"": "not_a_dict"}}
+        answered = (await srv.client.post("/a2a", json=bad, headers=headers)).json()
+        assert (answered["id"], answered["error"]["code"]) == (None, -32602)
         assert await error_of({"jsonrpc": "2.0", "id": 1, "method": "message/send"}) == -32602
+        # A streaming method's error is the one event of an event stream: its clients
+        # read nothing else.
+        for body in (
+            _task_call("tasks/resubscribe", "r_nope"),
+            {"jsonrpc": "2.0", "id": "t", "method": "message/stream", "params": {}},
+        ):
+            response = await srv.client.post("/a2a", json=body, headers=headers)
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("text/event-stream")
+            frame = _answer(response)
+            assert frame["id"] == "t"
+            assert frame["error"]["code"] == (-32001 if body["params"] else -32602)
+        # TaskNotFoundError says so in the spec's words ("Task not found").
+        missing = await srv.client.post(
+            "/a2a", json=_task_call("tasks/get", "r_x"), headers=headers
+        )
+        assert missing.json()["error"]["message"] == "Task not found: r_x."
+        assert (await srv.client.get("/api/conversations")).json() == []
         assert await error_of(_rpc("message/send", "   ")) == -32602
         assert await error_of(_rpc("message/send", "x" * 100_001)) == -32602
         assert await error_of(b'{"jsonrpc": "2.0", "pad": "' + b"x" * 2_000_000 + b'"}') == -32600
@@ -457,7 +516,7 @@ async def test_streams_count_against_the_callers_stream_cap(tmp_path: Path) -> N
         ):
             assert held.status_code == 200
             second = await peer.post("/a2a", json=_rpc("message/stream", "second"), headers=headers)
-            assert "BURROW_MAX_STREAMS_PER_USER" in second.json()["error"]["message"]
+            assert "BURROW_MAX_STREAMS_PER_USER" in _answer(second)["error"]["message"]
             async for _ in held.aiter_lines():
                 pass  # the first runs to its end
         # Its slot is free again.

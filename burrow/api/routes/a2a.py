@@ -31,6 +31,7 @@ ENDPOINT = "/a2a"
 MAX_BODY_BYTES = 1024 * 1024
 TASK_METHODS = ("tasks/get", "tasks/cancel", "tasks/resubscribe")
 METHODS = ("message/send", "message/stream", *TASK_METHODS)
+STREAMING_METHODS = ("message/stream", "tasks/resubscribe")
 
 
 @router.get(a2a.CARD_PATH)
@@ -42,25 +43,35 @@ async def agent_card(request: Request) -> dict[str, Any]:
 async def json_rpc(request: Request, svc: ServicesDep, cap: StreamCapDep) -> Response:
     user = await _caller(request, svc)
     request_id: Any = None
+    method = ""
     try:
         body = await _body(request)
         request_id = _id(body)
         method, params = _call(body)
+        # Params are checked before a call without an id is let go: a call that cannot be
+        # served is answered with its error (id null), as an unknown method is; A2A has no
+        # notifications, and a caller left with no answer to a wrong call cannot tell.
+        checked: a2a.TaskIdParams | a2a.SendParams = (
+            _params(a2a.TaskIdParams, params)
+            if method in TASK_METHODS
+            else _params(a2a.SendParams, params)
+        )
         if "id" not in body:
             # A notification: JSON-RPC answers none. Every method here answers what the
             # caller needs (a task, a stream), so none is started for nobody to follow.
             return Response(status_code=204)
-        if method in TASK_METHODS:
-            task = await a2a_tasks.find(svc, user, _params(a2a.TaskIdParams, params).id)
+        if isinstance(checked, a2a.TaskIdParams):
+            task = await a2a_tasks.find(svc, user, checked.id)
             if method == "tasks/get":
                 now = await a2a_tasks.snapshot(svc, task)
-                return JSONResponse(a2a.rpc_result(request_id, a2a_tasks.as_task(task, now)))
+                found = a2a_tasks.as_task(task, now, history_length=checked.history_length)
+                return JSONResponse(a2a.rpc_result(request_id, found))
             if method == "tasks/cancel":
                 return JSONResponse(a2a.rpc_result(request_id, await a2a_tasks.cancel(svc, task)))
             since: a2a_tasks.Snapshot | None = await a2a_tasks.snapshot(svc, task)
             slot: StreamSlot | None = cap.acquire(user.id, "a2a", credential_digest(request))
         else:
-            send = _params(a2a.SendParams, params)
+            send = checked
             since = None
             # A stream holds its connection for the whole task: it counts as one of the
             # caller's open streams (BURROW_MAX_STREAMS_PER_USER), taken before the run
@@ -74,9 +85,9 @@ async def json_rpc(request: Request, svc: ServicesDep, cap: StreamCapDep) -> Res
                     slot.release()
                 raise
     except RpcError as exc:
-        return JSONResponse(a2a.rpc_error(request_id, exc))
+        return _error(method, request_id, exc)
     except TooManyStreams as exc:
-        return JSONResponse(a2a.rpc_error(request_id, RpcError(a2a.INTERNAL_ERROR, str(exc))))
+        return _error(method, request_id, RpcError(a2a.INTERNAL_ERROR, str(exc)))
     if slot is None:  # message/send
         return JSONResponse(a2a.rpc_result(request_id, await a2a_tasks.outcome(svc, task)))
     return HeldStreamingResponse(
@@ -84,6 +95,18 @@ async def json_rpc(request: Request, svc: ServicesDep, cap: StreamCapDep) -> Res
         slot,
         media_type="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+def _error(method: str, request_id: Any, exc: RpcError) -> Response:
+    """A JSON-RPC error; to a streaming method, as the one event of an event stream (what
+    its clients read: an SDK client refuses any other content type)."""
+    if method not in STREAMING_METHODS:
+        return JSONResponse(a2a.rpc_error(request_id, exc))
+    return Response(
+        _frame(a2a.rpc_error(request_id, exc)),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store"},
     )
 
 

@@ -19,6 +19,7 @@ PROTOCOL_VERSION = "0.3.0"
 CARD_PATH = "/.well-known/agent-card.json"
 MAX_MESSAGE_CHARS = 100_000  # one inbound task's text
 
+Role = Literal["user", "agent"]
 TaskState = Literal["submitted", "working", "completed", "failed", "canceled", "rejected"]
 
 # JSON-RPC 2.0 error codes, and the A2A one Burrow uses.
@@ -63,8 +64,8 @@ class SendParams(BaseModel):
 
 
 class TaskIdParams(BaseModel):
-    """tasks/get, tasks/cancel, tasks/resubscribe. A task carries no history (the
-    conversation is where that lives), so any historyLength is met."""
+    """tasks/get, tasks/cancel, tasks/resubscribe. `historyLength` bounds the history
+    `tasks/get` answers (the task's user messages and answers, oldest first)."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
     id: str = Field(min_length=1, max_length=200)
