@@ -248,6 +248,22 @@ def _answer(response: httpx.Response) -> dict[str, Any]:
     return frame
 
 
+async def test_a_non_blocking_send_answers_the_task_going(tmp_path: Path) -> None:
+    model = ScriptedProvider([ScriptedTurn(text="never sent " * 50, delay=0.5)])
+    async with running_server(tmp_path, lambda: model) as srv:
+        headers = {"Authorization": f"Bearer {await _api_token(srv)}"}
+        body = {**_rpc("message/send", "slow")}
+        body["params"] = {**body["params"], "configuration": {"blocking": False}}
+        sent = (await srv.client.post("/a2a", json=body, headers=headers)).json()["result"]
+        assert sent["status"]["state"] == "working"
+        assert [m["role"] for m in sent["history"]] == ["user"]
+        # Going, it can be canceled (a blocking send answers it ended: TaskNotCancelable).
+        canceled = await srv.client.post(
+            "/a2a", json=_task_call("tasks/cancel", sent["id"]), headers=headers
+        )
+        assert canceled.json()["result"]["status"]["state"] == "canceled"
+
+
 async def test_tasks_get_answers_the_tasks_history(tmp_path: Path) -> None:
     model = ScriptedProvider([ScriptedTurn(text="Done once.")])
     async with running_server(tmp_path, lambda: model) as srv:

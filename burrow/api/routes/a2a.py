@@ -89,6 +89,11 @@ async def json_rpc(request: Request, svc: ServicesDep, cap: StreamCapDep) -> Res
     except TooManyStreams as exc:
         return _error(method, request_id, RpcError(a2a.INTERNAL_ERROR, str(exc)))
     if slot is None:  # message/send
+        if send.configuration is not None and send.configuration.blocking is False:
+            # The task as it is now. Its run goes on as one whose client went away does:
+            # unattended, to its end or a budget's (BURROW_A2A_TIMEOUT bounds a wait).
+            started = a2a_tasks.as_task(task, await a2a_tasks.snapshot(svc, task))
+            return JSONResponse(a2a.rpc_result(request_id, started))
         return JSONResponse(a2a.rpc_result(request_id, await a2a_tasks.outcome(svc, task)))
     return HeldStreamingResponse(
         _sse(svc, task, request_id, since),

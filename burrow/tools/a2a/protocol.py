@@ -58,9 +58,18 @@ class Message(BaseModel):
         return "\n".join(p.text for p in self.parts if p.kind == "text" and p.text)
 
 
+class SendConfiguration(BaseModel):
+    """`blocking: false` answers the task as soon as it started (follow it with
+    `tasks/get`, cancel it); otherwise `message/send` answers it ended."""
+
+    model_config = ConfigDict(extra="allow")
+    blocking: bool | None = None
+
+
 class SendParams(BaseModel):
     model_config = ConfigDict(extra="allow")
     message: Message
+    configuration: SendConfiguration | None = None
 
 
 class TaskIdParams(BaseModel):
