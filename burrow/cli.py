@@ -376,9 +376,11 @@ def main(argv: list[str] | None = None) -> int:
     p_db.add_argument("--data-dir", type=Path)
     p_db.add_argument("-m", "--message", help="revision: what the migration does")
     p_db.set_defaults(handler=db)
+    from burrow.acp.command import add_parser as add_acp
     from burrow.evals.command import add_parser as add_eval
     from burrow.sandbox_host.command import add_parser as add_sandbox_host
 
+    add_acp(sub)
     add_eval(sub)
     add_sandbox_host(sub)
     args = parser.parse_args(argv)
