@@ -20,6 +20,15 @@ RUNS = (
     "burrow.runs.journal",
 )
 NEVER = {
+    # An editor's agent that is a client of the HTTP API: nothing of the server inside it.
+    "burrow.acp": (
+        "burrow.api",
+        "burrow.runs",
+        "burrow.tools",
+        "burrow.llm",
+        "burrow.sandbox",
+        "burrow.store",
+    ),
     "burrow.store": ("burrow.api", "burrow.runs", "burrow.tools", "burrow.sandbox"),
 }
 
