@@ -27,10 +27,17 @@ class AcpClient:
     async def start(cls, server: str, token: str | None) -> AcpClient:
         env = {**os.environ, **({"BURROW_TOKEN": token} if token else {})}
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "burrow.cli", "acp", "--server", server,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env,
+            sys.executable,
+            "-m",
+            "burrow.cli",
+            "acp",
+            "--server",
+            server,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            env=env,
             limit=64 * 1024 * 1024,
-        )  # fmt: skip
+        )
         return cls(process)
 
     async def _read(self) -> None:

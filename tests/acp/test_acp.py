@@ -14,6 +14,7 @@ from burrow.llm.scripted import ScriptedProvider
 from tests.acp.client import AcpClient
 from tests.api.harness import RunningServer, running_server
 
+WRITE = {"path": "a.txt", "content": "hello\n"}
 INIT = {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": True}}}
 
 
@@ -26,12 +27,12 @@ async def _token(srv: RunningServer) -> str:
 async def test_a_whole_conversation(tmp_path: Path) -> None:
     provider = ScriptedProvider(
         [
-            ScriptedTurn(text="Writing it.", tool_calls=[("write_file", {"path": "a.txt", "content": "hello\n"})]),
+            ScriptedTurn(text="Writing it.", tool_calls=[("write_file", WRITE)]),
             ScriptedTurn(tool_calls=[("bash", {"command": "rm -rf build && cat a.txt"})]),
             ScriptedTurn(text="Done."),
             ScriptedTurn(tool_calls=[("bash", {"command": "sleep 60"})]),
         ]
-    )  # fmt: skip
+    )
     async with running_server(tmp_path, lambda: provider) as srv:
         acp = await AcpClient.start(srv.base_url, await _token(srv))
         try:
@@ -53,22 +54,27 @@ async def test_a_whole_conversation(tmp_path: Path) -> None:
             ]
             assert calls[0]["kind"] == "edit"
             assert calls[0]["content"][0] == {
-                "type": "diff", "path": "/workspace/a.txt", "oldText": None, "newText": "hello\n"
-            }  # fmt: skip
+                "type": "diff",
+                "path": "/workspace/a.txt",
+                "oldText": None,
+                "newText": "hello\n",
+            }
             assert calls[1]["kind"] == "execute"
             [asked] = acp.permission_requests
             assert asked["toolCall"]["toolCallId"] == calls[1]["toolCallId"]
             assert {o["kind"] for o in asked["options"]} == {"allow_once", "reject_once"}
             finals = [
-                u["update"] for u in acp.updates
+                u["update"]
+                for u in acp.updates
                 if u["update"]["sessionUpdate"] == "tool_call_update"
                 and u["update"]["status"] == "completed"
-            ]  # fmt: skip
+            ]
             assert "hello" in finals[-1]["content"][-1]["content"]["text"]
             text = "".join(
-                u["update"]["content"]["text"] for u in acp.updates
+                u["update"]["content"]["text"]
+                for u in acp.updates
                 if u["update"]["sessionUpdate"] == "agent_message_chunk"
-            )  # fmt: skip
+            )
             assert text == "Writing it.Done."
 
             # Cancel: a long command in auto mode, interrupted through session/cancel.
