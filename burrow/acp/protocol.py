@@ -168,13 +168,17 @@ class Peer:
         task.add_done_callback(self._tasks.discard)
 
     def _answered(self, message: dict[str, Any]) -> None:
-        future = self._waiting.get(message.get("id"))  # type: ignore[arg-type]
+        request_id = message.get("id")
+        future = self._waiting.get(request_id) if isinstance(request_id, int) else None
         if future is None or future.done():
             return  # an answer to nothing we asked: nothing to do with it
         if "error" in message:
             error = message["error"] if isinstance(message["error"], dict) else {}
             future.set_exception(
-                RpcError(int(error.get("code", INTERNAL_ERROR)), str(error.get("message", "")))
+                RpcError(
+                    code if isinstance(code := error.get("code"), int) else INTERNAL_ERROR,
+                    str(error.get("message", "")),
+                )
             )
         else:
             future.set_result(message.get("result"))

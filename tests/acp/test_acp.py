@@ -123,10 +123,12 @@ async def test_hostile_input_is_answered_and_the_agent_stays_responsive(tmp_path
             acp.write(b"{not json\n")
             acp.write(b"x" * (9 * 1024 * 1024) + b"\n")  # past the 8 MiB bound
             acp.write(b"[1, 2]\n")
+            acp.write(b'{"jsonrpc": "2.0", "id": [1], "result": {}}\n')  # answers nothing
+            acp.write(b'{"jsonrpc": "2.0", "id": 70, "method": 3}\n')
             init = await acp.call("initialize", INIT)
             assert "result" in init
             codes = [m["error"]["code"] for m in acp.unsolicited]
-            assert codes == [-32700, -32600, -32600]
+            assert codes == [-32700, -32600, -32600, -32600]  # the id-[1] answer is ignored
 
             stolen = await acp.call(
                 "session/prompt", {"sessionId": theirs, "prompt": [{"type": "text", "text": "hi"}]}
