@@ -245,7 +245,10 @@ def _render(event: Event, as_json: bool) -> str | None:
             return str(data["text"])
         case "tool.finished":
             mark = "error" if data["is_error"] else "ok"
-            return f"[{mark}, exit {data['exit_code']}, {data['duration_ms']} ms]\n"
+            # file tools run no process: they have no exit status to show
+            code = data.get("exit_code")
+            exit_part = "" if code is None else f", exit {code}"
+            return f"[{mark}{exit_part}, {data['duration_ms']} ms]\n"
         case "retry":
             return f"\n[{data['reason']} Trying again in {data['delay_s']:.1f} s.]\n"
         case "context.compacted":

@@ -38,7 +38,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--model",
         help=f"the embedded server's model; `{SCRIPTED}` (the default without BURROW_MODEL) "
-        "replays each task's script.json and asserts each task's [expect]; `{REPLAY}` does "
+        f"replays each task's script.json and asserts each task's [expect]; `{REPLAY}` does "
         "the same through Burrow's OpenAI provider and a fake OpenAI-compatible server with "
         "a real model's pace (burrow/evals/replay_model.py)",
     )

@@ -191,8 +191,11 @@ class Reaper:
         begin = time.monotonic()
         total = Reaped()
         if not self._holds_lock():
-            log.warning(
-                "another live process uses the sandboxes of %s: not reaping them", self.data_dir
+            # the normal case for `burrow run` next to a running server: that server owns
+            # the sweep, so this is information, not a warning
+            log.info(
+                "another live Burrow process owns the sandboxes of %s; it reaps their leftovers",
+                self.data_dir,
             )
             return total
         found = await asyncio.to_thread(self.leftovers.sandbox_ids)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -50,3 +51,24 @@ def test_without_a_model_the_error_says_what_to_set(tmp_path: Path) -> None:
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 1
     assert "No model configured: set OPENAI_API_KEY" in done.stdout
+
+
+def test_a_file_tool_shows_no_exit_status(tmp_path: Path) -> None:
+    """write_file runs no process: its line says ok and the time, never `exit None`."""
+    turns = [
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "A"}}]},
+        {"text": "Wrote a.txt."},
+    ]
+    done = burrow_run(tmp_path, turns)
+    assert done.returncode == 0, done.stderr
+    assert "exit None" not in done.stdout
+    assert re.search(r"\[ok, \d+ ms\]", done.stdout), done.stdout
+
+
+def test_a_command_still_shows_its_exit_status(tmp_path: Path) -> None:
+    turns = [
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "exit 3"}}]},
+        {"text": "It failed."},
+    ]
+    done = burrow_run(tmp_path, turns)
+    assert re.search(r"\[error, exit 3, \d+ ms\]", done.stdout), done.stdout

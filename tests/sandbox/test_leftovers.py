@@ -8,12 +8,15 @@ host's own tables (tests/proof/census.py).
 from __future__ import annotations
 
 import asyncio
+import logging
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 from burrow.sandbox import cgroups
 from burrow.sandbox.cgroups import Limits
@@ -175,9 +178,13 @@ async def test_a_busy_mount_is_adopted_never_mounted_twice(tmp_path: Path) -> No
     assert census.take(tmp_path / "data").empty
 
 
-async def test_a_live_process_of_the_same_data_directory_is_left_alone(tmp_path: Path) -> None:
+async def test_a_live_process_of_the_same_data_directory_is_left_alone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """`burrow run` beside a running `burrow serve`: the server's sandboxes are alive, not
-    leftovers; the second process boots its own but reaps nothing."""
+    leftovers; the second process boots its own but reaps nothing, and says so without a
+    warning (it is the normal case, not a fault)."""
+    caplog.set_level(logging.INFO, logger="burrow")
     live = LocalBackend(tmp_path / "data", limits=Limits())
     second = LocalBackend(tmp_path / "data", limits=Limits())
     try:
@@ -185,6 +192,8 @@ async def test_a_live_process_of_the_same_data_directory_is_left_alone(tmp_path:
         await second.recover()
         assert second.reaper.sweep is not None
         assert not await second.reaper.sweep
+        told = [r for r in caplog.records if "another live" in r.getMessage()]
+        assert [r.levelno for r in told] == [logging.INFO], told
         other = await second.create("other")
         assert (await run(sandbox, "echo", "alive")).text == "alive\n"
         assert (await run(other, "echo", "alive")).text == "alive\n"
