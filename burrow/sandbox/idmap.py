@@ -92,8 +92,10 @@ def reown(root: Path, ids: IdRange) -> int:
 
 
 def owned_by(root: Path, ids: IdRange) -> bool:
+    """`root` is the range's already (any id of it: the sandbox host's /home/user is its
+    `user`'s), so its tree needs no `reown` walk."""
     st = root.stat()
-    return st.st_uid == ids.root and st.st_gid == ids.root
+    return ids.contains(st.st_uid) and ids.contains(st.st_gid)
 
 
 def _reown_one(path: str, ids: IdRange) -> int:
