@@ -36,6 +36,7 @@ from burrow.sandbox_host.process_service import ProcessService
 from burrow.sandbox_host.refusals import refuse
 from burrow.sandbox_host.registry import HostedSandbox, HostLimits, Registry, current_sandbox
 from burrow.sandbox_host.templates import Templates
+from burrow.sandbox_host.users import BadUser, current_user, from_authorization
 
 ENVD_PORT = 49983
 MAX_RPC_MESSAGE_BYTES = 4 * 1024 * 1024  # one Connect message (a frame of stdin, a request)
@@ -138,6 +139,12 @@ class SandboxHostApp:
             )
             return
         current_sandbox.set(hosted)
+        if port == ENVD_PORT:
+            try:  # who the call acts as (envd's Basic "<user>:"; the file routes' ?username=)
+                current_user.set(from_authorization(dict(scope["headers"]).get(b"authorization")))
+            except BadUser as exc:
+                await _refuse(scope, send, 400, str(exc))
+                return
         if port != ENVD_PORT:
             await self.ports(hosted, port, scope, receive, send)
         elif scope["type"] == "websocket":

@@ -17,6 +17,7 @@ from starlette.routing import Route
 from starlette.types import Message
 
 from burrow.sandbox.backend import SandboxError
+from burrow.sandbox_host import users
 from burrow.sandbox_host.paths import BadPath, http_status, sandbox_path
 from burrow.sandbox_host.registry import HostedSandbox, current_sandbox
 
@@ -141,20 +142,25 @@ class EnvdHttp:
                     if not target:
                         raise EnvdError(400, "Each file needs a path (its filename or ?path=).")
                     data = await upload.read(self.max_upload_bytes + 1)
-                    written.append(await self._write(hosted, target, data))
+                    written.append(await self._write(request, hosted, target, data))
         else:
             target = request.query_params.get("path")
             if not target:
                 raise EnvdError(400, "path is required (?path=...).")
             data = self._gunzip(bytes(body)) if encoding == "gzip" else bytes(body)
-            written.append(await self._write(hosted, target, data))
+            written.append(await self._write(request, hosted, target, data))
         return JSONResponse(written)
 
-    async def _write(self, hosted: HostedSandbox, target: str, data: bytes) -> dict[str, str]:
+    async def _write(
+        self, request: Request, hosted: HostedSandbox, target: str, data: bytes
+    ) -> dict[str, str]:
         if len(data) > self.max_upload_bytes:
             raise EnvdError(413, self._too_large())
         path = sandbox_path(target, hosted.sandbox.workspace)
+        user = _user(request)
+        made = await users.missing(hosted.sandbox, path) if hosted.users else []
         await hosted.sandbox.write_file(path, data)
+        await users.hand_over(hosted.sandbox, made, user, hosted.users)
         return {"name": posixpath.basename(path), "type": "file", "path": path}
 
     def _gunzip(self, body: bytes) -> bytes:
@@ -174,6 +180,17 @@ class EnvdHttp:
             f"Upload over {self.max_upload_bytes} bytes, this host's cap "
             "(BURROW_SANDBOX_HOST_MAX_UPLOAD_MB)."
         )
+
+
+def _user(request: Request) -> str:
+    """Who a file route acts as: `?username=`, else the call's (users.py)."""
+    given = request.query_params.get("username")
+    if not given:
+        return users.current_user.get()
+    try:
+        return users.checked(given)
+    except users.BadUser as exc:
+        raise EnvdError(400, str(exc)) from None
 
 
 def _quoted(name: str) -> str:

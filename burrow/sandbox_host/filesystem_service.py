@@ -36,8 +36,10 @@ from burrow.sandbox.backend import (
     SandboxError,
     closing_exec,
 )
+from burrow.sandbox_host import users
 from burrow.sandbox_host.paths import E2B_HOME, BadPath, absolute, connect_code, sandbox_path
 from burrow.sandbox_host.registry import HostedSandbox, current_sandbox
+from burrow.sandbox_host.users import current_user
 
 POLL_SECONDS = 0.5
 MAX_LISTED_ENTRIES = 10_000  # a deep ListDir or a recursive watch stops here, with an error
@@ -108,11 +110,13 @@ def _entry(entry: FileEntry, workspace: str) -> pb.EntryInfo:
     )
 
 
-async def _run(sandbox: Sandbox, argv: list[str]) -> None:
-    """A coreutils command in the sandbox; its stderr becomes the error when it fails."""
+async def _run(hosted: HostedSandbox, argv: list[str]) -> None:
+    """A coreutils command in the sandbox, as the call's user (users.py: its permissions
+    hold, and what it makes is its); its stderr becomes the error when it fails."""
     stderr = bytearray()
     exit = ExecExit(None)
-    async with closing_exec(sandbox.exec(ExecRequest(argv=argv))) as events:
+    request = ExecRequest(argv=users.command(argv, current_user.get(), hosted.users))
+    async with closing_exec(hosted.sandbox.exec(request)) as events:
         async for event in events:
             if isinstance(event, ExecChunk):
                 stderr += event.data[: 4096 - len(stderr)] if event.stream == "stderr" else b""
@@ -133,7 +137,8 @@ async def _exists(sandbox: Sandbox, path: str) -> bool:
 
 
 async def _walk(sandbox: Sandbox, path: str, depth: int) -> list[FileEntry]:
-    """Entries under `path`, `depth` levels down, breadth first, bounded."""
+    """Entries under `path`, `depth` levels down, bounded; in envd's order (Go's WalkDir:
+    depth first, each folder's entries by name), so a folder's children follow it."""
     found: list[FileEntry] = []
     level = [path]
     for _ in range(depth):
@@ -151,7 +156,7 @@ async def _walk(sandbox: Sandbox, path: str, depth: int) -> list[FileEntry]:
         level = below
         if not level:
             break
-    return found
+    return sorted(found, key=lambda entry: entry.path.split("/"))
 
 
 class _Watch:
@@ -247,7 +252,7 @@ class FilesystemService(Filesystem):
         path = _path(hosted, request.path, not_root=True)
         if await _exists(hosted.sandbox, path):
             raise ConnectError(Code.ALREADY_EXISTS, f"{request.path} already exists.")
-        await _run(hosted.sandbox, ["mkdir", "-p", "--", path])
+        await _run(hosted, ["mkdir", "-p", "--", path])
         entry = await _call(hosted.sandbox.stat(path))
         return pb.MakeDirResponse(entry=_entry(entry, hosted.sandbox.workspace))
 
@@ -257,7 +262,7 @@ class FilesystemService(Filesystem):
         hosted = _hosted()
         path = _path(hosted, request.path, not_root=True)
         # A path that is not there is removed already, as envd has it.
-        await _run(hosted.sandbox, ["rm", "-rf", "--", path])
+        await _run(hosted, ["rm", "-rf", "--", path])
         return pb.RemoveResponse()
 
     async def move(
@@ -268,8 +273,8 @@ class FilesystemService(Filesystem):
         destination = _path(hosted, request.destination, not_root=True)
         if not await _exists(hosted.sandbox, source):
             raise ConnectError(Code.NOT_FOUND, f"{request.source} does not exist.")
-        await _run(hosted.sandbox, ["mkdir", "-p", "--", posixpath.dirname(destination)])
-        await _run(hosted.sandbox, ["mv", "-T", "--", source, destination])
+        await _run(hosted, ["mkdir", "-p", "--", posixpath.dirname(destination)])
+        await _run(hosted, ["mv", "-T", "--", source, destination])
         entry = await _call(hosted.sandbox.stat(destination))
         return pb.MoveResponse(entry=_entry(entry, hosted.sandbox.workspace))
 

@@ -16,6 +16,7 @@ from e2b.envd.process.process_connect import Process
 from protobuf import Oneof
 
 from burrow.sandbox.backend import ExecExit, SandboxError
+from burrow.sandbox_host import users
 from burrow.sandbox_host.paths import BadPath, connect_code, sandbox_path
 from burrow.sandbox_host.processes import (
     Detached,
@@ -26,6 +27,7 @@ from burrow.sandbox_host.processes import (
     ProcessSpec,
 )
 from burrow.sandbox_host.registry import HostedSandbox, current_sandbox
+from burrow.sandbox_host.users import current_user
 
 KEEPALIVE_HEADER = "keepalive-ping-interval"
 DEFAULT_KEEPALIVE_SECONDS = 50.0
@@ -167,6 +169,8 @@ class ProcessService(Process):
             envs=dict(config.envs),
             cwd=cwd,
             tag=request.tag or None,
+            user=current_user.get(),
+            users=hosted.users,
         )
         pty_size = None
         if request.pty is not None:
@@ -176,7 +180,7 @@ class ProcessService(Process):
             process = await hosted.processes.start(
                 hosted.sandbox,
                 spec,
-                {**hosted.envs, **spec.envs},
+                {**users.environment(spec.user, spec.users), **hosted.envs, **spec.envs},
                 stdin=bool(request.stdin),
                 pty_size=pty_size,
             )

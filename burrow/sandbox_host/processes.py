@@ -30,6 +30,8 @@ from burrow.sandbox.backend import (
     SandboxError,
     closing_exec,
 )
+from burrow.sandbox_host import users
+from burrow.sandbox_host.users import E2B_USER
 
 MAX_PROCESSES = 64  # live processes per sandbox: a flood of Starts meets a clear refusal
 MAX_PENDING_INPUT = 8 * 1024 * 1024  # stdin bytes sent but not yet taken by the command
@@ -45,6 +47,8 @@ class ProcessSpec:
     envs: dict[str, str]
     cwd: str | None  # inside the sandbox; None: the workspace
     tag: str | None = None
+    user: str = E2B_USER  # who it runs as (users.py)
+    users: bool = False  # the sandbox has that user besides root; False: its one user runs it
 
 
 @dataclass(frozen=True)
@@ -156,9 +160,8 @@ class HostedProcess:
         if with_stdin:
             self._stdin = asyncio.Queue()
             stdin = self._input_stream(self._stdin)
-        request = ExecRequest(
-            argv=[self.spec.cmd, *self.spec.args], cwd=self.spec.cwd, env=dict(env), stdin=stdin
-        )
+        argv = users.command([self.spec.cmd, *self.spec.args], self.spec.user, self.spec.users)
+        request = ExecRequest(argv=argv, cwd=self.spec.cwd, env=dict(env), stdin=stdin)
         self._task = asyncio.create_task(self._pump_exec(sandbox, request))
 
     async def _input_stream(self, queue: asyncio.Queue[bytes | None]) -> AsyncIterator[bytes]:
@@ -308,6 +311,9 @@ def _pty_command_line(spec: ProcessSpec) -> str:
     steps = []
     if spec.cwd:
         steps.append(f"cd {shlex.quote(spec.cwd)}")
-    if posixpath.basename(spec.cmd) not in SHELLS:
-        steps.append("exec " + shlex.join([spec.cmd, *spec.args]))
+    # The login shell is the sandbox's root's: another user's program is exec'd through
+    # setpriv (users.py), a shell too.
+    argv = users.command([spec.cmd, *spec.args], spec.user, spec.users)
+    if posixpath.basename(spec.cmd) not in SHELLS or argv[0] != spec.cmd:
+        steps.append("exec " + shlex.join(argv))
     return " && ".join(steps) + "\n" if steps else ""

@@ -30,7 +30,7 @@ from burrow.sandbox.backend import (
     SandboxError,
     closing_exec,
 )
-from burrow.sandbox_host import ledger
+from burrow.sandbox_host import ledger, users
 from burrow.sandbox_host.network_options import SandboxNetwork, allowlist_of
 from burrow.sandbox_host.processes import ProcessTable
 from burrow.sandbox_host.template_recipe import HOME_SEED
@@ -85,6 +85,7 @@ class HostedSandbox:
     public_traffic: bool = False  # its ports answer without the traffic token
     host_mask: str | None = None  # the Host its services see (E2B network.maskRequestHost)
     workdir: str | None = None  # where its commands start (its template's); None: workspace
+    users: bool = False  # it has E2B's `user` besides root (users.py); False: one user
     state: State = "running"
     processes: ProcessTable = field(default_factory=ProcessTable)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -117,6 +118,7 @@ class HostedSandbox:
             "public_traffic": self.public_traffic,
             "host_mask": self.host_mask,
             "workdir": self.workdir,
+            "users": self.users,
         }
 
     @classmethod
@@ -228,8 +230,7 @@ class Registry:
                 allow_domains=allowlist_of(network.allow_domains),
                 environment=environment,
             )
-            if environment is not None:
-                await _seed_home(sandbox)
+            has_users = await _make_home(sandbox, seeded=environment is not None)
         except BaseException:
             with contextlib.suppress(SandboxError):
                 await self.backend.destroy(sandbox_id)
@@ -254,6 +255,7 @@ class Registry:
             handle=sandbox,
             auto_pause=auto_pause,
             workdir=workdir,
+            users=has_users,
         )
         self._sandboxes[sandbox_id] = hosted
         self._save()
@@ -361,15 +363,21 @@ current_sandbox: contextvars.ContextVar[HostedSandbox] = contextvars.ContextVar(
 """The sandbox an envd request was routed to and authenticated for (set by the app)."""
 
 
-async def _seed_home(sandbox: Sandbox) -> None:
-    """The template's home into the workspace, which /home/user is in its sandboxes."""
-    request = ExecRequest(
-        argv=["/bin/sh", "-c", f"[ ! -d {HOME_SEED} ] || cp -a {HOME_SEED}/. /workspace/"],
-        timeout=120.0,
-    )
+async def _make_home(sandbox: Sandbox, seeded: bool) -> bool:
+    """E2B's `user` and its /home/user (users.py), with the template's home copied in first
+    when `seeded` (what its build left there, templates.py). True: the sandbox has the
+    account; False: its root is read-only, one user acts for all."""
+    seed = f"[ ! -d {HOME_SEED} ] || cp -a {HOME_SEED}/. /workspace/ || exit 3\n" if seeded else ""
+    script = seed + f"(\n{users.ACCOUNT}\n) 2>/dev/null || true"
+    request = ExecRequest(argv=["/bin/sh", "-c", script], timeout=120.0)
+    output = bytearray()
     async with closing_exec(sandbox.exec(request)) as events:
         async for event in events:
-            if isinstance(event, ExecExit) and event.exit_code != 0:
-                raise SandboxError(
-                    ErrorCode.UNAVAILABLE, "The template's home could not be copied in."
-                )
+            if isinstance(event, ExecExit):
+                if event.exit_code != 0:
+                    raise SandboxError(
+                        ErrorCode.UNAVAILABLE, "The template's home could not be copied in."
+                    )
+            elif event.stream == "stdout":  # an ExecChunk
+                output += event.data[:64]
+    return output.strip().endswith(b"ok")

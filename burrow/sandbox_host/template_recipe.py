@@ -21,7 +21,6 @@ instead: a template half understood would build a different system than its auth
 from __future__ import annotations
 
 import posixpath
-import re
 import secrets
 import shlex
 from collections.abc import Callable
@@ -41,8 +40,8 @@ from burrow.runs.workspace.environments import (
     MAX_SETUP_BYTES,
     EnvironmentSpec,
 )
+from burrow.sandbox_host.users import E2B_HOME, E2B_USER, USER_NAME, account
 
-E2B_USER, E2B_HOME = "user", "/home/user"
 HOME_SEED = "/etc/burrow/home"
 # A template's last lines. Its build sandbox has the host's E2B layout too (local.py
 # `home`): /home/user is the build's workspace, so what the steps left there is copied
@@ -52,7 +51,6 @@ rm -rf {HOME_SEED} && mkdir -p {HOME_SEED} && cp -a {E2B_HOME}/. {HOME_SEED}/
 """
 MAX_STEPS = 500
 MAX_ARG_CHARS = 16 << 10
-USER_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
 
 # Docker's COPY from an unpacked archive: a folder's contents into `dest`; a file into
 # `dest` when that is (or ends like) a folder, else as `dest`. Globs in `src` match.
@@ -146,7 +144,7 @@ class _Steps:
         self.base_setup = start.spec.setup.removesuffix(FINISH)  # its steps go on from there
 
     def read(self, name: str, steps: list[Any], *, force: bool) -> TemplateRecipe:
-        lines = [] if self.base_setup else [COPY_FUNCTION, *_ensure_user(E2B_USER)]
+        lines = [] if self.base_setup else [COPY_FUNCTION, *account(E2B_USER)]
         lines.append(f"mkdir -p {shlex.quote(self.workdir)} && cd {shlex.quote(self.workdir)}")
         for number, step in enumerate(steps, 1):
             if not isinstance(step, dict):
@@ -175,7 +173,7 @@ class _Steps:
             return [_as_user(_checked_user(where, user), args[0])]
         if kind == "USER":
             self.user = _checked_user(where, args[0] if args else "")
-            return _ensure_user(self.user)
+            return account(self.user)
         if kind == "WORKDIR":
             if not args or not args[0]:
                 raise TemplateRefused(f"{where}: a directory.")
@@ -232,15 +230,6 @@ def _checked_user(where: str, user: str) -> str:
     if not _is_user(user):
         raise TemplateRefused(f"{where}: {user!r} is not a user name.")
     return user
-
-
-def _ensure_user(user: str) -> list[str]:
-    if user == "root":
-        return []
-    home = E2B_HOME if user == E2B_USER else f"/home/{user}"
-    quoted = shlex.quote(user)
-    made = f"id -u {quoted} >/dev/null 2>&1 || useradd -d {home} -s /bin/bash {quoted}"
-    return [made, f"mkdir -p {home} && chown {quoted}: {home}"]
 
 
 def _as_user(user: str, command: str) -> str:

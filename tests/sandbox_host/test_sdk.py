@@ -40,7 +40,8 @@ async def test_create_run_write_read_kill(sdk: Host) -> None:
         assert (await sandbox.commands.run("cat notes/a.txt")).stdout == "hello file"
         shell = await sandbox.commands.run("echo $HOME; cat /home/user/notes/a.txt")
         assert shell.stdout == "/home/user\nhello file"  # E2B's home, for the shell too
-        await sandbox.commands.run("echo system > /opt/x.txt")  # the sandbox's own root
+        # The sandbox's own root (root's: E2B's `user` may not write /opt, tests/test_users.py)
+        await sandbox.commands.run("echo system > /opt/x.txt", user="root")
         assert await sandbox.files.read("/opt/x.txt") == "system\n"
         binary = bytes(range(256)) * 4096  # 1 MiB and more: read back in pieces
         await sandbox.files.write("blob.bin", binary)

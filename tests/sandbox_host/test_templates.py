@@ -226,7 +226,7 @@ async def test_the_sdk_builds_a_template_from_a_dockerfile(sdk: Host, tmp_path: 
             "tool",
             "production",
             "hello from the template",
-            "root",  # commands here run as the sandbox's one user (docs/sandbox-host.md)
+            "user",  # a sandbox's commands run as E2B's `user` (docs/sandbox-host.md)
         ]
         assert await sandbox.files.read("app/mode.txt") == "production\n"
     finally:
