@@ -28,6 +28,7 @@ from burrow.sandbox_host.registry import (
 )
 from burrow.sandbox_host.template_api import TemplateApi
 from burrow.sandbox_host.templates import TemplateError, Templates
+from burrow.sandbox_host.users import E2B_USER
 
 ENVD_VERSION = "0.5.7"  # the envd feature level served (see docs/sandbox-host.md)
 TEMPLATES = {"base"}  # one environment: the host's base system, read-only, plus /workspace
@@ -147,6 +148,7 @@ class ControlApi:
             auto_pause=body.get("autoPause") is True,
             environment=None if built is None else built.ready_key,
             workdir=None if built is None or built.ready is None else built.ready.workdir,
+            user=E2B_USER if built is None or built.ready is None else built.ready.user,
         )
         return JSONResponse(self._created(hosted), status_code=201)
 

@@ -157,7 +157,7 @@ class EnvdHttp:
         if len(data) > self.max_upload_bytes:
             raise EnvdError(413, self._too_large())
         path = sandbox_path(target, hosted.sandbox.workspace)
-        user = _user(request)
+        user = _user(request) or hosted.user
         made = await users.missing(hosted.sandbox, path) if hosted.users else []
         await hosted.sandbox.write_file(path, data)
         await users.hand_over(hosted.sandbox, made, user, hosted.users)
@@ -182,7 +182,7 @@ class EnvdHttp:
         )
 
 
-def _user(request: Request) -> str:
+def _user(request: Request) -> str | None:
     """Who a file route acts as: `?username=`, else the call's (users.py)."""
     given = request.query_params.get("username")
     if not given:

@@ -115,7 +115,8 @@ async def _run(hosted: HostedSandbox, argv: list[str]) -> None:
     hold, and what it makes is its); its stderr becomes the error when it fails."""
     stderr = bytearray()
     exit = ExecExit(None)
-    request = ExecRequest(argv=users.command(argv, current_user.get(), hosted.users))
+    user = current_user.get() or hosted.user
+    request = ExecRequest(argv=users.command(argv, user, hosted.users))
     async with closing_exec(hosted.sandbox.exec(request)) as events:
         async for event in events:
             if isinstance(event, ExecChunk):

@@ -169,7 +169,7 @@ class ProcessService(Process):
             envs=dict(config.envs),
             cwd=cwd,
             tag=request.tag or None,
-            user=current_user.get(),
+            user=current_user.get() or hosted.user,
             users=hosted.users,
         )
         pty_size = None

@@ -86,6 +86,7 @@ class HostedSandbox:
     host_mask: str | None = None  # the Host its services see (E2B network.maskRequestHost)
     workdir: str | None = None  # where its commands start (its template's); None: workspace
     users: bool = False  # it has E2B's `user` besides root (users.py); False: one user
+    user: str = "user"  # who a call that names no user acts as (its template's last USER)
     state: State = "running"
     processes: ProcessTable = field(default_factory=ProcessTable)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -119,6 +120,7 @@ class HostedSandbox:
             "host_mask": self.host_mask,
             "workdir": self.workdir,
             "users": self.users,
+            "user": self.user,
         }
 
     @classmethod
@@ -211,6 +213,7 @@ class Registry:
         auto_pause: bool = False,
         environment: str | None = None,
         workdir: str | None = None,
+        user: str = users.E2B_USER,
     ) -> HostedSandbox:
         """`environment`, a template's built layer, is the system it starts on; its home
         (what the build left in /home/user, templates.py) is the new workspace's first
@@ -256,6 +259,7 @@ class Registry:
             auto_pause=auto_pause,
             workdir=workdir,
             users=has_users,
+            user=user,
         )
         self._sandboxes[sandbox_id] = hosted
         self._save()

@@ -12,8 +12,9 @@ template is built once, cached as a layer and started from in milliseconds.
 
 As on E2B, steps start as `user` (home `/home/user`, made by the build) in `/home/user`, and
 where the last USER and WORKDIR leave them is where the sandbox's commands start. COPY's
-archive is unpacked by the build script inside the build sandbox, not by this host: a hostile
-archive (links out, `..`, a bomb) meets the build sandbox's walls. Anything else — another
+archive, checked at its upload (template_archive.py: links out, `..`, bombs refused), is
+unpacked by the build script inside the build sandbox, not by this host, whose walls hold
+whatever it holds. Anything else — another
 base image, a private registry, start and ready commands — is refused with what to do
 instead: a template half understood would build a different system than its author meant.
 """

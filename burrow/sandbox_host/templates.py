@@ -41,6 +41,7 @@ from burrow.runs.workspace.environments import (
     saved_spec,
 )
 from burrow.sandbox.backend import Backend, NetworkPolicy
+from burrow.sandbox_host import template_archive
 from burrow.sandbox_host.template_recipe import TemplateRecipe, TemplateRefused, read_build
 
 log = logging.getLogger(__name__)
@@ -263,6 +264,11 @@ class Templates:
                         )
                     digest.update(chunk)
                     out.write(chunk)
+            try:  # what it unpacks to, before it is kept (template_archive.py)
+                await asyncio.to_thread(template_archive.check, partial, self.max_upload_bytes)
+            except template_archive.ArchiveRefused as exc:
+                code = "too_large" if exc.status == 413 else "invalid_files"
+                raise TemplateError(exc.status, code, exc.message) from None
             os.replace(partial, archives / digest.hexdigest())
         finally:
             partial.unlink(missing_ok=True)

@@ -61,14 +61,17 @@ def account(user: str) -> list[str]:
 # is known to have one user only.
 ACCOUNT = "\n".join(["set -e", *account(E2B_USER), "echo ok"])
 
-current_user: contextvars.ContextVar[str] = contextvars.ContextVar("current_user", default=E2B_USER)
-"""Who an envd request acts as (set by the app from its Authorization header)."""
+current_user: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "current_user", default=None
+)
+"""Who an envd request names (set by the app from its Authorization header); None: the
+sandbox's default (`HostedSandbox.user`: `user`, or its template's last USER)."""
 
 
-def from_authorization(header: bytes | None) -> str:
-    """The user a Connect call names (`Basic base64("user:")`), else `user`."""
+def from_authorization(header: bytes | None) -> str | None:
+    """The user a Connect call names (`Basic base64("user:")`), else None."""
     if not header:
-        return E2B_USER
+        return None
     scheme, _, value = header.decode("latin-1").partition(" ")
     if scheme.lower() != "basic":
         raise BadUser("Authorization: Basic base64('<user>:') names the user, nothing else.")
@@ -76,7 +79,8 @@ def from_authorization(header: bytes | None) -> str:
         decoded = base64.b64decode(value.strip(), validate=True).decode()
     except (binascii.Error, UnicodeDecodeError):
         raise BadUser("Authorization: not base64 of '<user>:'.") from None
-    return checked(decoded.partition(":")[0] or E2B_USER)
+    name = decoded.partition(":")[0]
+    return checked(name) if name else None
 
 
 def checked(user: str) -> str:

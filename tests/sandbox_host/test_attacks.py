@@ -356,10 +356,29 @@ async def test_proc_sys_and_sysrq_cannot_be_opened_for_writing(sandbox: AsyncSan
     /proc/sysrq-trigger opened O_WRONLY (nothing written) is refused, and its root is an
     unprivileged host uid (hardening finding 1)."""
     probe = OPEN_PROC_FOR_WRITING.replace('"', '\\"')
-    result = await sandbox.commands.run(f'python3 -c "{probe}"')
+    result = await sandbox.commands.run(f'python3 -c "{probe}"', user="root")  # the strongest
     refused, *opened = result.stdout.splitlines()
     assert int(refused) > 500, result.stdout + result.stderr
     assert opened == [], f"writable from an E2B sandbox: {opened[:20]}"
     maps = await sandbox.commands.run("cat /proc/self/uid_map")
     inside, host_start, count = maps.stdout.split()
     assert inside == "0" and int(host_start) >= idmap.FIRST and count == str(idmap.SIZE)
+
+
+async def test_the_e2b_user_cannot_become_root(sandbox: AsyncSandbox) -> None:
+    """E2B's `user` (commands' default) holds no capability and has no way up: setpriv
+    refuses, a set-uid copy of bash made by the sandbox's root gives nothing (no_new_privs),
+    and the sandbox's root processes (its init, the guest) are not its to signal."""
+    await sandbox.commands.run(
+        "cp /bin/bash /opt/rootbash && chmod 4755 /opt/rootbash", user="root"
+    )
+    result = await sandbox.commands.run(
+        "grep CapEff /proc/self/status; id -u; /opt/rootbash -p -c 'id -u'; "
+        "setpriv --reuid=0 true 2>/dev/null && echo became-root; "
+        "kill -0 1 2>/dev/null && echo signalled-init; "
+        "cat /proc/1/environ >/dev/null 2>&1 && echo read-init; true"
+    )
+    caps, uid, through_setuid, *rest = result.stdout.splitlines()
+    assert caps.split() == ["CapEff:", "0000000000000000"]
+    assert uid != "0" and through_setuid == uid
+    assert rest == [], rest

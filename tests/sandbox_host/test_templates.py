@@ -4,7 +4,7 @@ in their build sandbox."""
 
 from __future__ import annotations
 
-import asyncio
+import hashlib
 import io
 import tarfile
 import time
@@ -114,66 +114,86 @@ async def test_another_key_has_no_such_template(sdk: Host, monkeypatch: pytest.M
         await AsyncSandbox.create("mine")
 
 
-def _hostile_tar(marker: Path) -> bytes:
-    """Members that climb out, an absolute path, a link out and a file through it."""
+def _tar(*members: tuple[str, bytes, str], gzip: bool = False) -> bytes:
+    """A tar of (name, type, link target or content) members."""
     out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w") as tar:
-        for name, kind in [
-            (f"../../../../../..{marker}-dots", tarfile.REGTYPE),
-            (f"{marker}-absolute", tarfile.REGTYPE),
-            ("out", tarfile.SYMTYPE),
-            ("out/pwned", tarfile.REGTYPE),
-            ("ok.txt", tarfile.REGTYPE),
-        ]:
+    with tarfile.open(fileobj=out, mode="w:gz" if gzip else "w") as tar:
+        for name, kind, value in members:
             member = tarfile.TarInfo(name)
             member.type = kind
-            if kind == tarfile.SYMTYPE:
-                member.linkname = str(marker.parent)
+            if kind in (tarfile.SYMTYPE, tarfile.LNKTYPE):
+                member.linkname = value
                 tar.addfile(member)
             else:
-                member.size = 3
-                tar.addfile(member, io.BytesIO(b"bad"))
+                member.size = len(value)
+                tar.addfile(member, io.BytesIO(value.encode()) if value else None)
     return out.getvalue()
 
 
-async def test_a_hostile_upload_stays_in_its_build_sandbox(sdk: Host, tmp_path: Path) -> None:
+REG, SYM, LNK, DIR = tarfile.REGTYPE, tarfile.SYMTYPE, tarfile.LNKTYPE, tarfile.DIRTYPE
+
+
+def _hostile_archives(marker: Path) -> list[tuple[bytes, str]]:
+    """Archives that climb out, name the host, link out or through a link: each with the
+    words its refusal has."""
+    return [
+        (_tar(("ok.txt", REG, "ok"), (f"../../../..{marker}-dots", REG, "bad")), "leaves the"),
+        (_tar((f"{marker}-absolute", REG, "bad")), "leaves the archive"),
+        (_tar(("out", SYM, str(marker.parent))), "outside the archive"),
+        (_tar(("out", SYM, "../../.."), ("out/pwned", REG, "bad")), "outside the archive"),
+        # each link stays inside by its own words; the second goes out through the first
+        (_tar(("here", SYM, "."), ("up", SYM, "here/.."), ("up/pwned", REG, "x")), "outside"),
+        (_tar(("in", SYM, "."), ("in/x", REG, "x")), "through a link"),
+        (_tar(("hard", LNK, "../../etc/passwd")), "hard link outside"),
+        (_tar(("fifo", tarfile.FIFOTYPE, "")), "FIFOs"),
+        (b"not a tar at all" * 64, "not a readable tar"),
+    ]
+
+
+def _bomb() -> bytes:
+    """200 MiB of zeros in about 200 KiB: over the 64 MiB cap only once inflated."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        member = tarfile.TarInfo("zeros")
+        member.size = 200 << 20
+        tar.addfile(member, io.BytesIO(bytes(member.size)))
+    return out.getvalue()
+
+
+async def test_hostile_uploads_are_refused_and_nothing_is_kept(sdk: Host, tmp_path: Path) -> None:
     marker = tmp_path / "host-marker"
     headers = {"X-API-KEY": API_KEY}
-    digest = "ab" * 32
     async with httpx.AsyncClient(base_url=sdk.url, headers=headers, timeout=60) as client:
         opened = (await client.post("/v3/templates", json={"name": "hostile"})).json()
-        template_id, build_id = opened["templateID"], opened["buildID"]
-        link = (await client.get(f"/templates/{template_id}/files/{digest}")).json()
-        assert link["present"] is False
-        upload = await client.put(link["url"], content=_hostile_tar(marker))
-        assert upload.status_code == 200
-        assert (await client.put(link["url"], content=b"again")).status_code == 403  # one use
-        steps = {
-            "fromImage": "debian:bookworm",
-            "steps": [
-                {"type": "COPY", "args": [".", "/opt/up/", "", ""], "filesHash": digest},
-                {"type": "RUN", "args": ["ls -a /opt/up > /opt/listing; true", "root"]},
-            ],
-        }
-        started = await client.post(f"/v2/templates/{template_id}/builds/{build_id}", json=steps)
-        assert started.status_code == 202, started.text
-        deadline = time.monotonic() + 120
-        status = {}
-        while time.monotonic() < deadline:
-            url = f"/templates/{template_id}/builds/{build_id}/status"
-            status = (await client.get(url)).json()
-            if status["status"] in ("ready", "error"):
-                break
-            await asyncio.sleep(0.2)
-        # tar (in the build sandbox) refuses the climbing member and fails the build, saying so
-        assert status["status"] == "error", status
-        assert "Member name contains '..'" in status["reason"]["message"]
-        assert _left_on_the_host(tmp_path) == []  # nothing of it reached the host
+        template_id = opened["templateID"]
 
-        # Oversized uploads are cut off at the cap.
-        link = (await client.get(f"/templates/{template_id}/files/{'cd' * 32}")).json()
-        big = await client.put(link["url"], content=b"\0" * (65 << 20))
+        async def upload(number: int, content: bytes) -> httpx.Response:
+            digest = f"{number:02x}" * 32
+            link = (await client.get(f"/templates/{template_id}/files/{digest}")).json()
+            assert link["present"] is False
+            return await client.put(link["url"], content=content)
+
+        hostile = _hostile_archives(marker)
+        for number, (archive, words) in enumerate(hostile):
+            refused = await upload(number, archive)
+            assert refused.status_code == 400, (words, refused.text)
+            assert words in refused.json()["message"], refused.text
+        many = _tar(*((f"f{i}", REG, "") for i in range(50_001)), gzip=True)
+        for number, (archive, words) in enumerate(
+            [(_bomb(), "unpack to over 64 MiB"), (many, "more than 50000 entries")], 50
+        ):
+            refused = await upload(number, archive)
+            assert refused.status_code == 413 and words in refused.json()["message"]
+        # Oversized uploads are cut off at the cap, before they are looked into.
+        big = await upload(60, b"\0" * (65 << 20))
         assert big.status_code == 413 and "cap" in big.json()["message"]
+        fine = await upload(61, _tar(("app", DIR, ""), ("app/a", REG, "a"), ("l", SYM, "app/a")))
+        assert fine.status_code == 200
+        assert (await client.put(fine.request.url, content=b"again")).status_code == 403
+    assert _left_on_the_host(tmp_path) == []  # nothing of them reached the host
+    kept = {p.name for p in (sdk.data_dir / "templates" / "archives").iterdir()}
+    assert not kept & {hashlib.sha256(archive).hexdigest() for archive, _ in hostile}
+    assert not [name for name in kept if name.startswith(".")]  # no partial upload left
 
 
 def _left_on_the_host(folder: Path) -> list[Path]:
@@ -229,5 +249,21 @@ async def test_the_sdk_builds_a_template_from_a_dockerfile(sdk: Host, tmp_path: 
             "user",  # a sandbox's commands run as E2B's `user` (docs/sandbox-host.md)
         ]
         assert await sandbox.files.read("app/mode.txt") == "production\n"
+    finally:
+        await sandbox.kill()
+
+
+async def test_a_templates_last_user_is_its_sandboxes_default(sdk: Host) -> None:
+    """As envd's default user: where the steps' last USER left them (else `user`)."""
+    template = Template().from_debian_image("bookworm").run_cmd("true").set_user("root")
+    await AsyncTemplate.build(template, "as-root")
+    sandbox = await AsyncSandbox.create("as-root")
+    try:
+        assert (await sandbox.commands.run("whoami")).stdout == "root\n"
+        assert (await sandbox.commands.run("whoami", user="user")).stdout == "user\n"
+        await sandbox.files.write("/opt/by-default", "x")  # root's: /opt is root's anyway
+        assert (await sandbox.files.get_info("/opt/by-default")).owner == "root"
+        await sandbox.files.write("mine", "x", user="user")
+        assert (await sandbox.files.get_info("mine")).owner == "user"
     finally:
         await sandbox.kill()
