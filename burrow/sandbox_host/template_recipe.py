@@ -2,7 +2,8 @@
 an environment: the same machinery as a Dockerfile (runs/workspace/dockerfile.py), so a
 template is built once, cached as a layer and started from in milliseconds.
 
-    fromImage debian:<suite>[-slim]   the host's own system, when it is that Debian release
+    fromImage debian:<suite>[-slim]   the host's own system, when it is that Debian release;
+                                      another, where environments build Debian bases
     fromTemplate <name or id>         that template's steps first (one of the key's own)
     RUN [command, user?]              `/bin/sh -c`, as the step's or the current user
     USER [user]                       the user of the steps after it (made when missing)
@@ -21,6 +22,7 @@ instead: a template half understood would build a different system than its auth
 
 from __future__ import annotations
 
+import importlib
 import posixpath
 import secrets
 import shlex
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from burrow.runs.workspace.dockerfile import (
+    DEBIAN,
     DEBIAN_PATH,
     DockerfileError,
     check_base,
@@ -122,17 +125,7 @@ def read_build(
                 "key; build it first."
             )
     else:
-        codename, version = release if release is not None else host_release()
-        try:
-            check_base("fromImage", str(image or "e2bdev/base"), codename, version)
-        except DockerfileError:
-            host = f"debian:{codename}" if codename else "none: this host is not Debian"
-            raise TemplateRefused(
-                f"fromImage {image or '(E2B base image)'!r}: templates here start from the "
-                f"host's own system ({host}): use Template().from_debian_image({codename!r}) "
-                "and install with apt_install() what the image would have added."
-            ) from None
-        start = TemplateRecipe(EnvironmentSpec(name))
+        start = TemplateRecipe(EnvironmentSpec(name, _base(image, release)))
     return _Steps(start, archive_of).read(name, steps, force=body.get("force") is True)
 
 
@@ -142,6 +135,7 @@ class _Steps:
         self.env = dict(start.spec.env)
         self.context = list(start.spec.context)
         self.workdir, self.user = start.workdir, start.user
+        self.base = start.spec.base  # a fromTemplate's, or what fromImage named
         self.base_setup = start.spec.setup.removesuffix(FINISH)  # its steps go on from there
 
     def read(self, name: str, steps: list[Any], *, force: bool) -> TemplateRecipe:
@@ -162,7 +156,7 @@ class _Steps:
         if len(setup.encode()) > MAX_SETUP_BYTES:
             raise TemplateRefused(f"The steps come to more than {MAX_SETUP_BYTES >> 10} KiB.")
         spec = EnvironmentSpec(
-            name, "host", (), setup, tuple(sorted(self.env.items())), tuple(self.context)
+            name, self.base, (), setup, tuple(sorted(self.env.items())), tuple(self.context)
         )
         return TemplateRecipe(spec, self.workdir, self.user)
 
@@ -221,6 +215,45 @@ class _Steps:
             self.context.append(archive)
         words = [archive, source, args[1], owner, mode]
         return "burrow_copy " + " ".join(shlex.quote(w) for w in words)
+
+
+def _base(image: Any, release: tuple[str, str] | None) -> str:
+    """The environment base a `fromImage` is: the host's system for its own Debian
+    release; another Debian release where environments build Debian bases (mmdebstrap,
+    burrow/sandbox/debian_base.py); anything else is refused, saying what is served."""
+    codename, version = release if release is not None else host_release()
+    asked = str(image or "e2bdev/base")
+    try:
+        check_base("fromImage", asked, codename, version)
+        return "host"
+    except DockerfileError:
+        pass
+    debian = _debian_bases()
+    found = DEBIAN.fullmatch(asked.strip())
+    if found and debian is not None:
+        base = f"debian:{found.group('release')}"
+        if debian.suite_of(base) is not None:
+            return base
+    host = f"debian:{codename}" if codename else "none: this host is not Debian"
+    others = (
+        "; other Debian releases: from_debian_image('<suite>')"
+        if debian is not None
+        else "; Debian images of other releases need Debian bases, which this host's "
+        "environments do not build"
+    )
+    raise TemplateRefused(
+        f"fromImage {image or '(E2B base image)'!r}: templates here start from the host's "
+        f"own system ({host}): use Template().from_debian_image({codename!r}){others}; "
+        "install with apt_install() what the image would have added."
+    )
+
+
+def _debian_bases() -> Any:
+    """The Debian bases module where this Burrow has one (None: the host's system only)."""
+    try:
+        return importlib.import_module("burrow.sandbox.debian_base")
+    except ModuleNotFoundError:
+        return None
 
 
 def _is_user(name: str) -> bool:
