@@ -44,7 +44,7 @@ from burrow.runs.workspace.environments import (
     MAX_SETUP_BYTES,
     EnvironmentSpec,
 )
-from burrow.sandbox_host.users import E2B_HOME, E2B_USER, USER_NAME, account
+from burrow.sandbox_host.users import E2B_HOME, E2B_USER, PYTHON, USER_NAME, account
 
 HOME_SEED = "/etc/burrow/home"
 # A template's last lines. Its build sandbox has the host's E2B layout too (local.py
@@ -139,7 +139,7 @@ class _Steps:
         self.base_setup = start.spec.setup.removesuffix(FINISH)  # its steps go on from there
 
     def read(self, name: str, steps: list[Any], *, force: bool) -> TemplateRecipe:
-        lines = [] if self.base_setup else [COPY_FUNCTION, *account(E2B_USER)]
+        lines = [] if self.base_setup else [COPY_FUNCTION, *account(E2B_USER), PYTHON]
         lines.append(f"mkdir -p {shlex.quote(self.workdir)} && cd {shlex.quote(self.workdir)}")
         for number, step in enumerate(steps, 1):
             if not isinstance(step, dict):

@@ -56,10 +56,17 @@ def account(user: str) -> list[str]:
     return [made, f"mkdir -p {home} && chown {quoted}: {home}"]
 
 
+# E2B's base image has `python` (its python3); a Debian system has only `python3`, and
+# code written for E2B runs `python`. Where there is none, the sandbox's own root gets one.
+PYTHON = (
+    "command -v python >/dev/null || ! command -v python3 >/dev/null || "
+    'ln -s "$(command -v python3)" /usr/local/bin/python'
+)
+
 # What a new sandbox runs as its root before it is handed out (registry.py): the account,
-# and /home/user its. It prints `ok` last, so a sandbox that could not (a read-only root)
-# is known to have one user only.
-ACCOUNT = "\n".join(["set -e", *account(E2B_USER), "echo ok"])
+# /home/user its, `python`. It prints `ok` last, so a sandbox that could not (a read-only
+# root) is known to have one user only.
+ACCOUNT = "\n".join(["set -e", *account(E2B_USER), PYTHON, "echo ok"])
 
 current_user: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "current_user", default=None

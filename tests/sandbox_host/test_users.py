@@ -37,6 +37,9 @@ async def test_commands_run_as_user_in_its_home_and_as_root_when_asked(
 
     root = await sandbox.commands.run("whoami; echo $HOME; touch /etc/mine", user="root")
     assert root.stdout.splitlines() == ["root", "/root"]
+    # E2B's image has `python`; the sandbox's root got one where its base had python3 only.
+    python = await sandbox.commands.run("python -c 'import sys; print(sys.version_info[0])'")
+    assert python.stdout == "3\n"
     terminal = await sandbox.pty.create(size=PtySize(rows=24, cols=80), on_data=lambda _: None)
     await sandbox.pty.send_stdin(terminal.pid, b"whoami > who.txt; exit\n")
     await terminal.wait()
