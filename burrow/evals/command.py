@@ -13,12 +13,10 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from burrow.evals.suite import SUITE, load_suite, routed_script
-from burrow.evals.task import SuiteError, Task
-
 if TYPE_CHECKING:
     from burrow.evals.replay_model import Shape
     from burrow.evals.runner import TaskResult
+    from burrow.evals.task import Task
 
 SCRIPTED = "scripted"  # the suite's own scripts: the offline run CI asserts
 REPLAY = "replay"  # the same scripts through the OpenAI provider, from a fake server
@@ -33,7 +31,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "workspace with the task's check.sh, and report pass rate, tokens, cost, wall time, "
         "time to first token and tool time per task.",
     )
-    p.add_argument("--suite", type=Path, default=SUITE, help="the suite's folder")
+    # The suite's modules load when the command runs: every `burrow` start builds this parser.
+    p.add_argument("--suite", type=Path, help="the suite's folder (default: the built-in one)")
     p.add_argument("--only", nargs="+", default=(), metavar="TASK", help="run only these tasks")
     p.add_argument(
         "--model",
@@ -91,8 +90,11 @@ def main(args: argparse.Namespace) -> int:
         before, after = (report.load(p) for p in args.compare)
         print(report.compare(before, after))
         return 0
+    from burrow.evals.suite import SUITE, load_suite
+    from burrow.evals.task import SuiteError
+
     try:
-        tasks = load_suite(args.suite, args.only)
+        tasks = load_suite(args.suite or SUITE, args.only)
     except SuiteError as exc:
         print(f"burrow eval: {exc}", file=sys.stderr)
         return 2
@@ -144,6 +146,8 @@ async def _run(
         scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="burrow-eval-"))
         data_dir = args.data_dir or Path(scratch) / "data"
         script = Path(scratch) / "suite-script.json"
+        from burrow.evals.suite import routed_script
+
         script.write_text(json.dumps(routed_script(tasks)))
         env = _offline_env(model)
         if model == SCRIPTED:
