@@ -6,7 +6,7 @@ VENV := .venv
 UV := .uv/bin/uv
 BURROW := $(VENV)/bin/burrow
 
-.PHONY: run test setup real-model mcp-conformance lint typecheck pytest proof bench bench-check bench-baseline clean web webtest chromium nginx sandbox-tools
+.PHONY: run test setup real-model mcp-conformance lint typecheck pytest proof bench bench-check bench-baseline clean web webtest chromium nginx sandbox-tools mmdebstrap
 
 # A project-local uv (pinned) installs the locked dependencies into .venv.
 $(UV):
@@ -18,7 +18,7 @@ $(VENV)/.synced: $(UV) pyproject.toml uv.lock
 	$(VENV)/bin/python -m compileall -q burrow
 	touch $@
 
-setup: $(VENV)/.synced web sandbox-tools
+setup: $(VENV)/.synced web sandbox-tools mmdebstrap
 
 # The web UI: npm ci, API types generated from the server's OpenAPI document, vite build
 # (each step only when its inputs changed). Built assets are never committed.
@@ -49,6 +49,10 @@ webtest: web web/src/api/events.gen.ts
 # The local sandbox's egress mode (BURROW_SANDBOX_NETWORK=egress) needs user-mode networking.
 sandbox-tools:
 	@command -v slirp4netns >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slirp4netns >/dev/null)
+
+# Environments on a Debian base (`base: "debian:<suite>"`) are built by Debian's mmdebstrap.
+mmdebstrap:
+	@command -v mmdebstrap >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap >/dev/null)
 
 # The browser end-to-end tests drive Debian's Chromium (never a downloaded browser).
 chromium:

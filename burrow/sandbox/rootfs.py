@@ -26,6 +26,10 @@ What of the host is shown, and how:
 The base is built once per backend (its runtime directory), shared read-only by every
 sandbox; a boot mounts the sandbox's overlays under the stage (stage.py), bwrap binds the
 tree as its `/`, and the host's copy of the mounts is detached once the sandbox runs.
+
+An environment may stand on a Debian base instead (debian_base.py): then that tree, built
+by mmdebstrap and owned by the range, is the root overlay's lowest layer, and nothing of
+the host's system is shown.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from burrow.sandbox import idmap
+from burrow.sandbox import debian_base, idmap
 from burrow.sandbox.backend import ErrorCode, SandboxError
 from burrow.sandbox.bwrap import ETC_ENTRIES, SANDBOX_GUEST_ROOT, SANDBOX_WORKSPACE, SYSTEM_DIRS
 from burrow.sandbox.idmap import IdRange
@@ -194,7 +198,8 @@ class Layer:
         self, base: Base, target: Path, environment: Path | None = None, also: str | None = None
     ) -> None:
         """The sandbox's `/` at `target`: the root overlay, then one overlay per graft;
-        an environment's layer (its build's upper directories) between base and own.
+        an environment's layer (its build's upper directories) between base and own;
+        an environment on a Debian base stands on that tree instead of the host's.
         `also` is one more of bwrap's mount points (the E2B layout's home)."""
         target.mkdir(mode=0o700, exist_ok=True)
 
@@ -202,12 +207,15 @@ class Layer:
             built = environment / name / "upper" if environment is not None else None
             return [built, base_lower] if built is not None and built.is_dir() else [base_lower]
 
-        _overlay(lowers("root", base.skeleton), self.path / "root", str(target))
+        # An environment on a Debian base (debian_base.py): that tree is the whole of the
+        # lower system, the host's skeleton and grafts none of it.
+        debian = debian_base.rootfs_of(environment) if environment is not None else None
+        _overlay(lowers("root", debian or base.skeleton), self.path / "root", str(target))
         try:
             points = (*BOOT_POINTS, also.strip("/")) if also else BOOT_POINTS
             for name in points:  # made real directories again, whatever the sandbox did
                 os.close(_directory_in(target, name))
-            for graft in base.grafts:
+            for graft in base.grafts if debian is None else ():
                 point = _directory_in(target, graft.inside)
                 try:
                     lower = lowers(graft.slug, graft.lower)

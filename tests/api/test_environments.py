@@ -6,7 +6,9 @@ and nobody but an administrator defines one."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -159,7 +161,7 @@ async def test_only_administrators_define_them_and_bad_definitions_are_refused(
     async with server(tmp_path) as srv:
         bad = {
             "invalid_environment_name": {"name": "Bad Name!"},
-            "base_not_supported": {"name": "deb", "base": "debian:bookworm"},
+            "base_not_supported": {"name": "deb", "base": "ubuntu:jammy"},
             "invalid_packages": {"name": "pkgs", "packages": ["git; rm -rf /"]},
             "invalid_env": {"name": "vars", "env": {"1BAD": "x"}},
             "invalid_setup": {"name": "big", "setup": "x" * (70 << 10)},
@@ -169,6 +171,12 @@ async def test_only_administrators_define_them_and_bad_definitions_are_refused(
             refused = await srv.client.post("/api/environments", json=body)
             assert refused.status_code == 422, (code, refused.text)
             assert refused.json()["error"]["code"] == code
+        # A Debian base names a suite, and nothing else: no path, no option, no other type.
+        for base in ("debian:", "debian:Bookworm", "debian:../../etc", "debian:-x", 7, None):
+            refused = await define(srv, name="deb", base=base)
+            assert refused.status_code == 422, (base, refused.text)
+            assert refused.json()["error"]["code"] == "base_not_supported"
+            assert "debian:<suite>" in refused.json()["error"]["message"]
         unknown = await conversation_on(srv, "nowhere")
         assert unknown.status_code == 422
         assert unknown.json()["error"]["code"] == "environment_not_found"
@@ -221,3 +229,75 @@ async def test_an_old_build_stays_while_a_conversation_stands_on_it_then_goes(
         assert (await srv.client.delete("/api/environments/gc")).status_code == 204
         assert len(list(builds.iterdir())) == 1  # the second conversation's stays
         assert await shell(srv, second, "cat /etc/v") == "two\n"
+
+
+async def test_an_environment_on_a_debian_base_builds_it_once_and_runs_its_conversations_on_it(
+    tmp_path: Path,
+) -> None:
+    """A real mmdebstrap build (~25 s here): streamed, then shared by every environment
+    on the same suite and packages, and never built again while unchanged."""
+    setup = "echo from-setup > /etc/setup-mark\n"
+    async with server(tmp_path) as srv:
+        made = await define(srv, name="deb", base="debian:bookworm", packages=["jq"], setup=setup)
+        assert made.status_code == 201, made.text
+        assert made.json()["base"] == "debian:bookworm"
+        cid = (await conversation_on(srv, "deb")).json()["id"]
+        release = await shell(srv, cid, "grep CODENAME /etc/os-release; cat /etc/setup-mark")
+        assert release == "VERSION_CODENAME=bookworm\nfrom-setup\n"
+        built = await until_built(srv, "deb")
+        assert built["status"] == "ready", built["detail"]
+        assert "mmdebstrap --mode=unshare" in built["log_tail"]
+        assert "I: success" in built["log_tail"]
+        # The build told the conversation how it went, at least every 2 s.
+        events = [e for e in await srv.events(cid) if e["type"] == "environment.build"]
+        stages = [e["data"]["stage"] for e in events]
+        assert stages[0] == "started" and stages[-1] == "done" and "progress" in stages
+        assert any(e["data"]["detail"].startswith("I: ") for e in events), events  # its output
+        times = [datetime.fromisoformat(e["ts"]) for e in events]
+        gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(times)]
+        assert max(gaps) <= 2.0, gaps
+        # Its packages are in the base; the host's own tools are not there.
+        assert await shell(srv, cid, "echo '[1,2]' | jq length") == "2\n"
+        assert "No such" in await shell(srv, cid, "ls /usr/bin/mmdebstrap 2>&1 || true")
+        state = (await srv.client.get(f"/api/conversations/{cid}/sandbox")).json()
+        assert state["environment"] == "deb"
+
+        # Another environment on the same suite and packages: the base is not built again.
+        other = await define(srv, name="deb2", base="debian:bookworm", packages=["jq"])
+        assert other.status_code == 201, other.text
+        again = await until_built(srv, "deb2")
+        assert again["status"] == "ready", again["detail"]
+        assert "built already" in again["log_tail"] and "mmdebstrap" not in again["log_tail"]
+        bases = [p for p in (tmp_path / "environments").iterdir() if p.name.startswith("debian-")]
+        assert len(bases) == 1 and (bases[0] / "rootfs/etc/os-release").is_file()
+        # Saved unchanged: nothing is built.
+        same = await srv.client.patch("/api/environments/deb", json={"packages": ["jq"]})
+        assert (same.json()["status"], same.json()["detail"]) == ("ready", built["detail"])
+        second = (await conversation_on(srv, "deb2")).json()["id"]
+        assert "No such" in await shell(srv, second, "ls /etc/setup-mark 2>&1 || true")
+        assert await shell(srv, second, "jq --version") == "jq-1.6\n"
+
+    async with server(tmp_path) as srv:  # a restart finds both built
+        for name in ("deb", "deb2"):
+            got = (await srv.client.get(f"/api/environments/{name}")).json()
+            assert (got["status"], got["detail"]) == ("ready", "built"), got
+        # Deleting the environments leaves the base to the collector only once unused.
+        assert (await srv.client.delete("/api/environments/deb")).status_code == 204
+        assert bases[0].is_dir()  # deb2 stands on it
+        assert (await srv.client.delete(f"/api/conversations/{second}")).status_code == 204
+        assert (await srv.client.delete("/api/environments/deb2")).status_code == 204
+        assert (await srv.client.delete(f"/api/conversations/{cid}")).status_code == 204
+        assert (await srv.client.delete("/api/environments/deb2")).status_code == 404
+
+
+async def test_a_debian_base_that_cannot_be_built_says_mmdebstrap_s_exit_and_output(
+    tmp_path: Path,
+) -> None:
+    async with server(tmp_path) as srv:
+        made = await define(srv, name="nodeb", base="debian:bookworm", packages=["no-such-pkg-x"])
+        assert made.status_code == 201, made.text
+        built = await until_built(srv, "nodeb")
+        assert built["status"] == "failed"
+        assert "its Debian base failed: mmdebstrap exited with" in built["detail"]
+        assert "no-such-pkg-x" in built["detail"]  # the tail of its output says which
+        assert [p.name for p in (tmp_path / "environments").iterdir()] == []

@@ -74,8 +74,9 @@ async def list_environments(svc: ServicesDep, user: UserDep) -> list[Environment
 async def create_environment(
     svc: ServicesDep, user: UserDep, body: Annotated[dict[str, Any], Body()]
 ) -> EnvironmentOut:
-    """`{name, base: "host", packages: [..], setup: "<script>", env: {..}}`; its build
-    starts at once."""
+    """`{name, base: "host"|"debian:<suite>", packages: [..], setup: "<script>", env:
+    {..}}`; its build starts at once (on a Debian base, after mmdebstrap has built the
+    base, unless an environment on the same suite and packages already did)."""
     _admin(user, "define")
     name = body.get("name")
     if not isinstance(name, str):

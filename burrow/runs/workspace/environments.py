@@ -20,6 +20,12 @@ A build may carry a context: archives (by their sha256) that are written into th
 sandbox's workspace as `.burrow-context-<digest>` before its script runs, from where the
 script unpacks them. The sandbox host's E2B templates use it for COPY (templates.py there);
 the script, not the host, unpacks them, so a hostile archive stays inside the sandbox.
+
+The base is the host's system (`host`), or a Debian system (`debian:<suite>`) that
+mmdebstrap builds with the environment's packages (sandbox/debian_base.py): first that
+base, keyed by its suite and packages and shared by every environment that names the same
+(an unchanged one is never built again), then the setup in a build sandbox standing on it.
+Its output streams like the setup's, and cancelling the build stops mmdebstrap too.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from burrow.sandbox import debian_base
 from burrow.sandbox.backend import (
     Backend,
     ExecChunk,
@@ -63,7 +70,6 @@ LOG_TAIL_BYTES = 16 << 10
 FAILURE_TAIL_BYTES = 2000
 PROGRESS_SECONDS = 1.5  # a progress event at least this often while a build runs
 BUILD_TIMEOUT_SECONDS = 3600.0
-BASES = ("host",)
 # The variables a sandbox on the environment starts with, as its build leaves them in its
 # layer (NUL-separated KEY=VALUE); the guest reads them at start (guest/server.py).
 ENVIRONMENT_FILE = "/etc/burrow/environment"
@@ -169,7 +175,7 @@ class EnvironmentSpec:
         """What the build sandbox runs: the packages, then the setup, stopping at the first
         failure (its exit is the build's)."""
         lines = ["set -e", "export DEBIAN_FRONTEND=noninteractive"]
-        if self.packages:
+        if self.packages and self.debian_suite is None:  # a Debian base has them already
             packages = " ".join(shlex.quote(p) for p in self.packages)
             lines += [
                 "echo '[burrow] apt-get update'",
@@ -192,6 +198,16 @@ class EnvironmentSpec:
                 f"printf '%s' {shlex.quote(exports)} > {PROFILE_FILE}",
             ]
         return "\n".join(lines) + "\n"
+
+    @property
+    def debian_suite(self) -> str | None:
+        return debian_base.suite_of(self.base)
+
+    @property
+    def base_key(self) -> str | None:
+        """The Debian base it stands on (None: the host's system)."""
+        suite = self.debian_suite
+        return None if suite is None else debian_base.key(suite, self.packages)
 
     def to_json(self) -> str:
         saved: dict[str, Any] = {
@@ -231,12 +247,12 @@ def parse_spec(name: str, body: dict[str, Any]) -> EnvironmentSpec:
     if unknown:
         raise EnvironmentInvalid("invalid_environment", f"Unknown field(s): {sorted(unknown)}.")
     base = body.get("base", "host")
-    if base not in BASES:
+    if base != "host" and (not isinstance(base, str) or debian_base.suite_of(base) is None):
         raise EnvironmentInvalid(
             "base_not_supported",
-            f"Base {base!r} is not supported here: use 'host' (the host's system, with "
-            "packages from its apt sources). Debian bases built with mmdebstrap are not "
-            "built yet.",
+            f"Base {base!r} is not supported: use 'host' (the host's system, with packages "
+            "from its apt sources) or 'debian:<suite>' (a Debian system mmdebstrap builds, "
+            "e.g. 'debian:bookworm'; the suite is 2-32 of a-z, 0-9 and '-').",
         )
     packages = body.get("packages", [])
     if not isinstance(packages, list) or len(packages) > MAX_PACKAGES:
@@ -311,6 +327,7 @@ class Environments:
         self._specs: dict[str, EnvironmentSpec] = {}
         self._builds: dict[str, Build] = {}  # by name: the current definition's
         self._lock = asyncio.Lock()
+        self._base_locks: dict[str, asyncio.Lock] = {}
 
     @property
     def supported(self) -> bool:
@@ -406,6 +423,9 @@ class Environments:
         layers = self._backend
         if isinstance(layers, EnvironmentLayers):
             keep = {spec.key for spec in self._specs.values()}
+            keep |= {spec.base_key for spec in self._specs.values() if spec.base_key}
+            if isinstance(layers, debian_base.BaseStore):  # bases of builds still kept
+                keep |= _bases_named(layers.environments_dir())
             removed = await layers.collect_environments(keep)
             if removed:
                 log.info("removed %d unused environment build(s)", len(removed))
@@ -427,11 +447,21 @@ class Environments:
         layers = self._backend if isinstance(self._backend, EnvironmentLayers) else None
         if layers is None:
             self._finish(build, "failed", "this sandbox backend does not build environments.")
-        elif layers.environment_exists(spec.key):
+        elif self._built(spec, layers):
             self._finish(build, "ready", "built")
         else:
             build.task = asyncio.create_task(self._build(spec, build, layers))
         return build
+
+    def _built(self, spec: EnvironmentSpec, layers: EnvironmentLayers) -> bool:
+        """Its layer is saved (and, on a Debian base, names that base: a build interrupted
+        between the two is finished by building again, which saves nothing twice)."""
+        if not layers.environment_exists(spec.key):
+            return False
+        store = self._backend
+        if spec.base_key is None or not isinstance(store, debian_base.BaseStore):
+            return True
+        return debian_base.base_of(store.environments_dir() / spec.key) == spec.base_key
 
     async def _stop(self, build: Build) -> None:
         task = build.task
@@ -446,7 +476,10 @@ class Environments:
         try:
             await self._backend.destroy(sandbox_id)  # what an interrupted build left
             await self._tell(build, "started", f"Building the environment {spec.name}")
-            sandbox = await self._backend.create(sandbox_id, network=self._network)
+            base = await self._debian_base(spec, build)
+            sandbox = await self._backend.create(
+                sandbox_id, network=self._network, environment=base
+            )
             missing = await self._stage_context(spec, sandbox)
             if missing:
                 await self._end(build, "failed", f"its build context {missing} is gone.")
@@ -466,11 +499,17 @@ class Environments:
                 return
             await sandbox.stop()
             await layers.save_environment(sandbox_id, spec.key)
+            if base is not None:
+                assert isinstance(self._backend, debian_base.BaseStore)
+                debian_base.mark(self._backend.environments_dir() / spec.key, base)
             await self._end(build, "ready", f"built in {time.monotonic() - began:.0f} s")
             await self._collect()
         except asyncio.CancelledError:
             await asyncio.shield(self._end(build, "cancelled", "its build was cancelled."))
             raise
+        except debian_base.BuildFailed as exc:
+            tail = build.tail(FAILURE_TAIL_BYTES).strip()
+            await self._end(build, "failed", f"its Debian base failed: {exc.message}:\n{tail}")
         except SandboxError as exc:
             await self._end(build, "failed", f"its build sandbox failed: {exc.message}")
         except Exception as exc:  # a build must end in a status, whatever broke
@@ -479,6 +518,36 @@ class Environments:
         finally:
             with contextlib.suppress(SandboxError):
                 await asyncio.shield(self._backend.destroy(sandbox_id))
+
+    async def _debian_base(self, spec: EnvironmentSpec, build: Build) -> str | None:
+        """The Debian base the build stands on, built first when it is not there (one
+        build of a base at a time: two environments on the same wait for one); None for
+        the host's system."""
+        base, suite = spec.base_key, spec.debian_suite
+        if base is None or suite is None:
+            return None
+        store = self._backend
+        if not isinstance(store, debian_base.BaseStore):
+            raise debian_base.BuildFailed(f"the {self._backend.name} backend has no Debian bases")
+        missing = store.root_unavailable()
+        ids = store.id_range()
+        if missing or ids is None:
+            raise debian_base.BuildFailed(
+                f"a Debian base needs sandboxes with a writable root, and here {missing}"
+            )
+        directory = store.environments_dir() / base
+        async with self._base_locks.setdefault(base, asyncio.Lock()):
+            if (directory / debian_base.ROOTFS).is_dir():
+                build.append(f"[burrow] Debian base {base}: built already\n".encode())
+                return base
+            began = time.monotonic()
+            await self._tell(build, "progress", f"Building the Debian base {suite}")
+            making = debian_base.build(directory, suite, spec.packages, ids, build.append)
+            await pulse(making, build, lambda line: self._tell(build, "progress", line))
+            build.append(
+                f"[burrow] Debian base {base} built in {time.monotonic() - began:.0f} s\n".encode()
+            )
+        return base
 
     async def _stage_context(self, spec: EnvironmentSpec, sandbox: Sandbox) -> str | None:
         """The context's archives written into the build sandbox; the digest of the first
@@ -527,14 +596,35 @@ async def follow(events: Any, build: Build, progress: Callable[[str], Awaitable[
                     if event.timed_out:
                         build.append(b"\n[burrow] the build ran past its time limit\n")
 
-    reading = asyncio.ensure_future(consume())
-    try:
-        while not (await asyncio.wait({reading}, timeout=PROGRESS_SECONDS))[0]:
-            await progress(build.last_line() or f"running ({time.monotonic() - began:.0f} s)")
-        reading.result()
-    finally:
-        if not reading.done():
-            reading.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reading
+    await pulse(consume(), build, progress, began)
     return exit_code
+
+
+async def pulse(
+    work: Awaitable[None],
+    build: Build,
+    progress: Callable[[str], Awaitable[None]],
+    began: float | None = None,
+) -> None:
+    """Await `work`; every PROGRESS_SECONDS meanwhile `progress` hears the build's last
+    line (or how long it has run, while it is quiet). Cancelled, it cancels `work`."""
+    began = time.monotonic() if began is None else began
+    running = asyncio.ensure_future(work)
+    try:
+        while not (await asyncio.wait({running}, timeout=PROGRESS_SECONDS))[0]:
+            await progress(build.last_line() or f"running ({time.monotonic() - began:.0f} s)")
+        running.result()
+    finally:
+        if not running.done():
+            running.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await running
+
+
+def _bases_named(environments: Path) -> set[str]:
+    """The Debian bases that environment builds on disk stand on (a kept build's base
+    must stay; it goes at the collection after its last build is gone)."""
+    if not environments.is_dir():
+        return set()
+    named = (debian_base.base_of(build) for build in environments.iterdir())
+    return {key for key in named if key is not None}
