@@ -81,7 +81,10 @@ async def optional_user(connection: HTTPConnection, svc: ServicesDep) -> User | 
     return None
 
 
-async def current_user(user: Annotated[User | None, Depends(optional_user)]) -> User:
+OptionalUserDep = Annotated[User | None, Depends(optional_user)]
+
+
+async def current_user(user: OptionalUserDep) -> User:
     if user is None:
         raise ApiError(
             401,

@@ -40,13 +40,21 @@ def _error_of(exc: anthropic.APIStatusError) -> tuple[str, str]:
     return STATUS_TYPES.get(exc.status_code, ""), exc.message
 
 
-def status_error(exc: anthropic.APIStatusError, *, base_url: str, model: str) -> ModelError:
+def status_error(
+    exc: anthropic.APIStatusError, *, base_url: str, model: str, key_in_settings: bool = False
+) -> ModelError:
+    """`key_in_settings`: the key was typed into (or saved from) the settings page's field,
+    so that field is what to check, not an environment variable the person never set."""
     kind, said = _error_of(exc)
     status = exc.status_code
     if kind == "authentication_error":
+        check = (
+            "check the API key in Settings (copy it again from the Anthropic console)"
+            if key_in_settings
+            else "check ANTHROPIC_API_KEY, or set the key on the settings page"
+        )
         return ModelError(
-            f"The Anthropic API at {base_url} rejected the API key ({said}): check "
-            "ANTHROPIC_API_KEY, or set the key on the settings page."
+            f"The Anthropic API at {base_url} rejected the API key ({said}): {check}."
         )
     if kind == "permission_error":
         return ModelError(
@@ -56,7 +64,8 @@ def status_error(exc: anthropic.APIStatusError, *, base_url: str, model: str) ->
     if kind == "billing_error":
         return ModelError(
             f"The Anthropic API at {base_url} refused the request for billing ({said}): "
-            "check the account's credits, or use another ANTHROPIC_API_KEY."
+            "check the account's credits, or use another "
+            + ("API key in Settings." if key_in_settings else "ANTHROPIC_API_KEY.")
         )
     if kind == "not_found_error":
         return ModelError(

@@ -249,8 +249,11 @@ class _Reader:
         )
 
 
-async def list_models(api_key: str, base_url: str | None) -> list[str]:
-    """The models the key may use; raises `ModelError` saying what is wrong."""
+async def list_models(
+    api_key: str, base_url: str | None, *, key_in_settings: bool = False
+) -> list[str]:
+    """The models the key may use; raises `ModelError` saying what is wrong (naming the
+    settings page's field when `key_in_settings`)."""
     url = (base_url or ANTHROPIC_BASE_URL).rstrip("/")
     try:
         async with anthropic.AsyncAnthropic(
@@ -259,7 +262,7 @@ async def list_models(api_key: str, base_url: str | None) -> list[str]:
             page = await client.models.list(limit=1000)
             return [model.id for model in page.data]
     except anthropic.APIStatusError as exc:
-        raise status_error(exc, base_url=url, model="") from exc
+        raise status_error(exc, base_url=url, model="", key_in_settings=key_in_settings) from exc
     except anthropic.APIConnectionError as exc:
         raise transport_error(exc, base_url=url, started=False) from exc
     except (anthropic.APIError, json.JSONDecodeError) as exc:

@@ -10,7 +10,13 @@ from burrow.llm.scripted import ScriptedProvider
 from tests.api.harness import RunningServer, log_in, running_server
 
 # The A2A agent card is public by design: peers read it to learn how to authenticate.
-OPEN_ROUTES = {"/api/health", "/api/auth/login", "/api/auth/logout", "/.well-known/agent-card.json"}
+OPEN_ROUTES = {
+    "/api/health",
+    "/api/auth/login",
+    "/api/auth/logout",
+    "/api/auth/session",  # says "signed out" to strangers, nothing more (tested below)
+    "/.well-known/agent-card.json",
+}
 
 
 async def _stranger(srv: RunningServer) -> httpx.AsyncClient:
@@ -32,6 +38,30 @@ async def test_every_route_but_health_and_login_needs_a_login(tmp_path: Path) ->
                     response = await anonymous.request(method, path, json={})
                     assert response.status_code == 401, (method, path, response.text)
                     assert response.json()["error"]["code"] == "unauthorized"
+
+
+async def test_the_session_probe_answers_signed_out_without_an_error(tmp_path: Path) -> None:
+    async with (
+        running_server(tmp_path, lambda: ScriptedProvider([])) as srv,
+        await _stranger(srv) as client,
+    ):
+        out = await client.get("/api/auth/session")
+        assert out.status_code == 200 and out.json() == {"signed_in": False, "user": None}
+        # A forged or revoked cookie is signed out too, never someone.
+        client.cookies.set("burrow_session", "not-a-real-session-token")
+        forged = await client.get("/api/auth/session")
+        assert forged.json() == {"signed_in": False, "user": None}
+        client.cookies.clear()
+        bearer = {"Authorization": "Bearer not-a-token"}
+        assert (await client.get("/api/auth/session", headers=bearer)).json()["signed_in"] is False
+        assert (await client.get("/api/me")).status_code == 401  # /api/me keeps its contract
+
+        await log_in(client, "admin", "burrow-test-admin-password")
+        inside = (await client.get("/api/auth/session")).json()
+        assert inside["signed_in"] is True and inside["user"]["username"] == "admin"
+        assert inside["user"] == (await client.get("/api/me")).json()
+        await client.post("/api/auth/logout", json={})
+        assert (await client.get("/api/auth/session")).json()["signed_in"] is False
 
 
 async def test_login_logout_and_wrong_passwords(tmp_path: Path) -> None:

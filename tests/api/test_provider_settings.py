@@ -87,8 +87,9 @@ async def test_a_bad_key_fails_the_test_with_what_to_do(tmp_path: Path) -> None:
             tested = await srv.client.post("/api/settings/providers/anthropic/test", json={})
     assert tested.json() == {
         "ok": False,
+        # The key was saved from the settings page: its field is named, not a variable.
         "detail": f"The Anthropic API at {fake.base_url} rejected the API key (invalid x-api-key):"
-        " check ANTHROPIC_API_KEY, or set the key on the settings page.",
+        " check the API key in Settings (copy it again from the Anthropic console).",
         "models": None,
     }
 
@@ -108,6 +109,8 @@ async def test_a_test_of_unsaved_values_never_saves_and_no_key_follows_a_new_url
             test = "/api/settings/providers/anthropic/test"
             wrong = (await srv.client.post(test, json={"api_key": "sk-ant-a-wrong-key"})).json()
             assert wrong["ok"] is False and "rejected the API key" in wrong["detail"]
+            assert "check the API key in Settings" in wrong["detail"]  # the key typed there
+            assert "ANTHROPIC_API_KEY" not in wrong["detail"]
             assert "sk-ant-a-wrong-key" not in wrong["detail"]
             # The stored key is not sent to a URL it was not stored for.
             moved = (await srv.client.post(test, json={"base_url": other.base_url})).json()

@@ -302,8 +302,16 @@ async def test_stream_closed_before_the_end(fake_anthropic: FakeAnthropicServer)
 async def test_list_models_with_a_good_and_a_bad_key() -> None:
     with FakeAnthropicServer(api_key=KEY, models=["claude-a", "claude-b"]) as srv:
         assert await list_models(KEY, srv.base_url) == ["claude-a", "claude-b"]
-        with pytest.raises(ModelError, match="rejected the API key"):
+        with pytest.raises(ModelError, match="rejected the API key") as from_environment:
             await list_models("sk-ant-wrong-key", srv.base_url)
+        with pytest.raises(ModelError) as from_the_field:
+            await list_models("sk-ant-wrong-key", srv.base_url, key_in_settings=True)
+    assert "ANTHROPIC_API_KEY" in from_environment.value.message
+    # Typed into the settings page: that field is named, not a variable never set.
+    assert from_the_field.value.message == (
+        f"The Anthropic API at {srv.base_url} rejected the API key (invalid x-api-key): check "
+        "the API key in Settings (copy it again from the Anthropic console)."
+    )
 
 
 async def test_first_token_timeout(fake_anthropic: FakeAnthropicServer) -> None:

@@ -53,14 +53,11 @@ export function App() {
   }, []);
 
   useEffect(() => {
-    api.me().then(setMe, (e: unknown) => {
-      if (e instanceof ApiError && e.status === 401) setMe(null);
-      else setError(errorMessage(e));
-    });
+    api.session().then(setMe, (e: unknown) => setError(errorMessage(e)));
   }, []);
 
-  // /api/me first: signed out, it is the one request that answers 401 (the sign-in screen
-  // would otherwise log a 401 for every route loaded beside it).
+  // The session probe first: signed out, it answers so without a 401 (which a browser logs
+  // as an error), and nothing else is asked (each would be a 401).
   const signedIn = me !== null && me !== undefined;
   useEffect(() => {
     if (!signedIn) return;
@@ -266,7 +263,7 @@ export function App() {
                 )}
               </div>
             </div>
-            {/* Signed in first: the sign-in screen probes nothing but /api/me. */}
+            {/* Signed in first: the sign-in screen probes nothing but the session. */}
             {signedIn && <StartOptions choice={start} onChange={setStart} />}
             <Composer running={false} onSend={(text) => create(text)} onStop={async () => undefined} />
           </main>

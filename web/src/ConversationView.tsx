@@ -112,6 +112,7 @@ export function ConversationView({
     setTab(next);
   }, []);
   const lastPreview = useRef<string | null>(null);
+  const [secretsOpen, setSecretsOpen] = useState(false);
 
 
   // A newly opened preview is what the person wants to look at.
@@ -166,6 +167,10 @@ export function ConversationView({
   }, [status, title]);
 
   const tokens = state.usage.prompt_tokens + state.usage.completion_tokens;
+  // One warning, where it can be read: in the open Secrets menu, else below the header.
+  const secretsWarning = (
+    <SecretsWarning cid={cid} chosen={conversation?.secrets ?? []} network={conversation?.network} />
+  );
   if (connection === "gone") {
     return (
       <div className="workspace">
@@ -220,7 +225,14 @@ export function ConversationView({
             onChanged={onChanged}
           />
           {conversation && (
-            <SecretsPicker cid={cid} chosen={conversation.secrets ?? []} onChanged={onChanged} />
+            <SecretsPicker
+              cid={cid}
+              chosen={conversation.secrets ?? []}
+              onChanged={onChanged}
+              open={secretsOpen}
+              onOpen={setSecretsOpen}
+              warning={secretsWarning}
+            />
           )}
           {!panelOpen && (
             <span className={`header-meta ${sandbox === "failed" ? "error-text" : "muted"}`} title="Sandbox">
@@ -253,7 +265,7 @@ export function ConversationView({
             ◧
           </button>
         </header>
-        <SecretsWarning cid={cid} chosen={conversation?.secrets ?? []} network={conversation?.network} />
+        {!secretsOpen && secretsWarning}
         <Timeline
           cid={cid}
           state={state}

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
 
 from burrow.api import session_cookie
-from burrow.api.deps import ServicesDep, UserDep, stream_cap
+from burrow.api.deps import OptionalUserDep, ServicesDep, UserDep, stream_cap
 from burrow.api.errors import ApiError, not_found
 from burrow.api.schemas import Me
 from burrow.api.streams import SIGNED_OUT
@@ -33,6 +33,11 @@ class TokenCreated(BaseModel):
     name: str
 
 
+class SessionOut(BaseModel):
+    signed_in: bool
+    user: Me | None = Field(description="The caller, when signed in.")
+
+
 class TokenOut(BaseModel):
     id: str
     name: str
@@ -51,6 +56,17 @@ async def login(body: Login, request: Request, response: Response, svc: Services
     token = await svc.accounts.issue(user.id, "session")
     session_cookie.give(response, request, token)
     return Me(id=user.id, username=user.username, is_admin=user.is_admin)
+
+
+@router.get("/session")
+async def session(user: OptionalUserDep) -> SessionOut:
+    """Who is signed in, if anyone: the web app's first probe. Signed out is an answer here,
+    not an error (GET /api/me keeps its 401 for clients that want one)."""
+    if user is None:
+        return SessionOut(signed_in=False, user=None)
+    return SessionOut(
+        signed_in=True, user=Me(id=user.id, username=user.username, is_admin=user.is_admin)
+    )
 
 
 @router.post("/logout", status_code=204)

@@ -158,6 +158,7 @@ class ModelSettings:
         config = self._defaults
         saved: set[str] = set()  # the OpenAI-compatible settings saved here (errors name them)
         self._no_key_for = dict(self._dropped)
+        self._keys_saved_here: set[str] = set()  # providers whose key the settings page saved
         # The process's model (--model, BURROW_MODEL) wins over the saved one: an operator who
         # starts `burrow serve --model demo` gets the demo, whatever the settings page says.
         self._saved_model = stored.get(MODEL) or None
@@ -193,6 +194,7 @@ class ModelSettings:
                     saved.add("base_url")
             if stored.get(key_row):
                 endpoint = replace(endpoint, api_key=self._box.open(str(stored[key_row])))
+                self._keys_saved_here.add(provider)
                 if provider == "openai":
                     saved.add("api_key")
             elif (
@@ -525,7 +527,11 @@ class ModelSettings:
         named = provider not in PROVIDERS
         listed: Callable[[str, str | None], Awaitable[list[str]]]
         if provider == "anthropic":
-            from burrow.llm.anthropic_messages import list_models as listed
+            from burrow.llm.anthropic_messages import list_models as anthropic_models
+
+            # A key typed into the form, or saved from it, is checked there: say that field.
+            in_settings = api_key is not None or provider in self._keys_saved_here
+            listed = functools.partial(anthropic_models, key_in_settings=in_settings)
         else:
             from burrow.llm.openai_compat import list_models
             from burrow.llm.openai_errors import IN_ENVIRONMENT, ON_SETTINGS_PAGE

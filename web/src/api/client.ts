@@ -137,6 +137,20 @@ export type SearchHit = Schemas["SearchHitOut"];
 
 export const api = {
   me: () => request<Me>("GET", "/api/me"),
+  /** Who is signed in (null: nobody); signed out is an answer, not a 401. Servers older than
+   * the route answer 404 or 405: then /api/me says it, its 401 meaning signed out. */
+  session: async (): Promise<Me | null> => {
+    try {
+      const s = await request<{ signed_in: boolean; user?: Me | null }>("GET", "/api/auth/session");
+      return s.signed_in && s.user ? s.user : null;
+    } catch (e) {
+      if (!(e instanceof ApiError && (e.status === 404 || e.status === 405))) throw e;
+      return api.me().catch((err: unknown) => {
+        if (err instanceof ApiError && err.status === 401) return null;
+        throw err;
+      });
+    }
+  },
   login: (username: string, password: string) =>
     request<Me>("POST", "/api/auth/login", { username, password }),
   logout: () => request<void>("POST", "/api/auth/logout", {}),

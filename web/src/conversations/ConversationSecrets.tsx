@@ -1,6 +1,6 @@
 // Which of the user's secrets a conversation's commands and terminals get, and a warning
 // when the sandbox could send them anywhere.
-import { useEffect, useState } from "react";
+import { type ReactNode, useEffect, useLayoutEffect, useRef, useState } from "react";
 import { api, errorMessage, type Network, type SecretName } from "../api/client";
 import { useSandboxNetwork } from "./NetworkSelect";
 
@@ -8,11 +8,60 @@ export function SecretsPicker({
   cid,
   chosen,
   onChanged,
+  open,
+  onOpen,
+  warning,
 }: {
   cid: string;
   chosen: string[];
   onChanged: () => void;
+  open: boolean;
+  onOpen: (open: boolean) => void;
+  /** the egress warning: shown inside the menu while it is open, since the menu would
+   * otherwise cover the bar below the header where it stands */
+  warning?: ReactNode;
 }) {
+  const root = useRef<HTMLDetailsElement>(null);
+  // Opened under the button, towards the side with room (a wrapped header puts it at the
+  // left); checked again as it grows (the warning comes in after the choice).
+  useLayoutEffect(() => {
+    const menu = root.current?.querySelector<HTMLElement>(".secrets-menu");
+    if (!open || !menu) return;
+    const place = () => {
+      menu.classList.remove("from-left");
+      if (menu.getBoundingClientRect().left < 0) menu.classList.add("from-left");
+    };
+    place();
+    const observer = new ResizeObserver(place);
+    observer.observe(menu);
+    return () => observer.disconnect();
+  }, [open]);
+
+  // A popover: a click elsewhere or Esc closes it (a <details> alone ignores both). Read
+  // from the element, which opens before React hears of it: Esc at once still closes it.
+  useEffect(() => {
+    const onPointer = (e: PointerEvent) => {
+      const el = root.current;
+      if (el?.open && !el.contains(e.target as Node)) {
+        el.open = false;
+        onOpen(false);
+      }
+    };
+    const onKey = (e: KeyboardEvent) => {
+      const el = root.current;
+      if (e.key !== "Escape" || !el?.open) return;
+      e.stopPropagation(); // Esc here closes the menu; it does not also stop the run
+      el.open = false;
+      onOpen(false);
+      el.querySelector("summary")?.focus();
+    };
+    document.addEventListener("pointerdown", onPointer);
+    document.addEventListener("keydown", onKey, true);
+    return () => {
+      document.removeEventListener("pointerdown", onPointer);
+      document.removeEventListener("keydown", onKey, true);
+    };
+  }, [onOpen]);
   const [secrets, setSecrets] = useState<SecretName[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   // Shown at once; the server's answer (or its refusal) then sets it.
@@ -39,9 +88,13 @@ export function SecretsPicker({
 
   return (
     <details
+      ref={root}
       className="secrets-picker"
+      open={open}
       onToggle={(e) => {
-        if ((e.currentTarget as HTMLDetailsElement).open) api.secrets().then(setSecrets, () => setSecrets([]));
+        const now = (e.currentTarget as HTMLDetailsElement).open;
+        if (now) api.secrets().then(setSecrets, () => setSecrets([]));
+        if (now !== open) onOpen(now);
       }}
     >
       <summary title="Secrets given to this conversation's commands and terminals as environment variables">
@@ -65,6 +118,7 @@ export function SecretsPicker({
           ))
         )}
         <p className="muted">The next command and new terminals get the change.</p>
+        {warning}
         {error && (
           <p className="error-text" role="alert">
             {error}

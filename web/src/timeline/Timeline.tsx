@@ -1,12 +1,13 @@
 // The conversation as a person reads it: one row per item of the reduced view state.
-import { memo, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
+import { Fragment, memo, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { api } from "../api/client";
 import { isUploadedImage } from "../composer/attachments";
 import { formatApprovalWait, formatCost, formatDuration, formatTokens } from "../format";
 import { ApprovalCard } from "./ApprovalCard";
 import { Markdown } from "./Markdown";
 import { AssistantActions, type Resend, UserActions } from "./MessageActions";
-import type { AssistantItem, Item, RunEndItem, UserItem, ViewState } from "./reducer";
+import type { ApprovalItem, AssistantItem, Item, RunEndItem, UserItem, ViewState } from "./reducer";
+import { RestoreNotice } from "./RestoreNotice";
 import { ToolCard } from "./ToolCard";
 
 const Assistant = memo(function Assistant({
@@ -109,9 +110,11 @@ const Row = memo(function Row({
   starts,
   regenerate,
   resend,
+  runs,
 }: {
   cid: string;
   item: Item;
+  runs?: readonly string[]; // for a restore notice: the runs in the order they started
   latest: boolean; // the timeline's last item, with no run going
   onShowPreview?: () => void;
   starts: boolean; // a user message that started its run, which a fork can cut before
@@ -154,6 +157,7 @@ const Row = memo(function Row({
         </details>
       );
     case "notice":
+      if (item.restore) return <RestoreNotice cid={cid} item={{ ...item, restore: item.restore }} runs={runs ?? []} />;
       return (
         <div className={`notice ${item.tone}`} role={item.tone === "error" ? "alert" : undefined}>
           {item.text}
@@ -172,27 +176,63 @@ const Row = memo(function Row({
 
 /** A subagent's own timeline, inside its `task` card. */
 function Subagent({ cid, state }: { cid: string; state: ViewState }) {
+  const byCall = approvalsByCall(state);
   return (
     <div className="subagent" data-testid="subagent">
       {state.items.map((item) =>
         shownElsewhere(state, item) ? null : (
-          <div className={`row row-${item.kind}`} key={item.key}>
-            <Row cid={cid} item={item} latest={false} starts={false} />
-          </div>
+          <Fragment key={item.key}>
+            {item.kind === "tool" && <ApprovalRows cid={cid} items={byCall.get(item.callId)} />}
+            <div className={`row row-${item.kind}`}>
+              <Row cid={cid} item={item} latest={false} starts={false} />
+            </div>
+          </Fragment>
         ),
       )}
     </div>
   );
 }
 
-/** A denied request is told by its tool card ("denied"): a second card would repeat it. */
+/** An approval request whose call has a tool card is drawn with that card (just above it),
+ * not where it came in the journal: the call's output and result may come before a reply
+ * is drawn otherwise, and the question would sit below its own answer. */
 function shownElsewhere(state: ViewState, item: Item): boolean {
-  return item.kind === "approval" && item.decision === "deny" && Object.hasOwn(state.tools, item.callId);
+  return item.kind === "approval" && Object.hasOwn(state.tools, item.callId);
+}
+
+/** The approval requests to draw above each tool card, by call id (a denied request is told
+ * by its card, "denied": a second card would repeat it). */
+function approvalsByCall(state: ViewState): Map<string, ApprovalItem[]> {
+  const byCall = new Map<string, ApprovalItem[]>();
+  for (const item of state.items) {
+    if (item.kind !== "approval" || !Object.hasOwn(state.tools, item.callId)) continue;
+    if (item.decision === "deny") continue;
+    byCall.set(item.callId, [...(byCall.get(item.callId) ?? []), item]);
+  }
+  return byCall;
+}
+
+/** A tool card's approval requests, each in its own row, before the card's row. */
+function ApprovalRows({ cid, items }: { cid: string; items: ApprovalItem[] | undefined }) {
+  if (!items) return null;
+  return (
+    <>
+      {items.map((a) => (
+        <div className="row row-approval" key={a.key} data-key={a.key}>
+          <ApprovalCard cid={cid} item={a} />
+        </div>
+      ))}
+    </>
+  );
 }
 
 /** Which user messages started a run (not steering), and each finished run's last reply
  * with the message that started it: what edit-and-resend and regenerate fork at. */
-function forkPoints(state: ViewState): { starters: Set<string>; replies: Map<string, UserItem> } {
+function forkPoints(state: ViewState): {
+  starters: Set<string>;
+  replies: Map<string, UserItem>;
+  runs: string[];
+} {
   const started = new Map<string, UserItem>();
   const lastReply = new Map<string, string>(); // run -> key of its last reply with text
   for (const item of state.items) {
@@ -207,7 +247,7 @@ function forkPoints(state: ViewState): { starters: Set<string>; replies: Map<str
     const starter = started.get(runId);
     if (starter && runId !== state.activeRun) replies.set(key, starter);
   }
-  return { starters: new Set([...started.values()].map((u) => u.key)), replies };
+  return { starters: new Set([...started.values()].map((u) => u.key)), replies, runs: [...started.keys()] };
 }
 
 /** The row holding event `seq`: the last one that starts at or before it (an item's key is
@@ -332,7 +372,8 @@ export function Timeline({
   const running = state.activeRun !== null;
   const last = state.items[state.items.length - 1];
   const waitingForModel = running && (!last || last.kind === "user" || (last.kind === "tool" && last.result));
-  const { starters, replies } = useMemo(() => forkPoints(state), [state]);
+  const { starters, replies, runs } = useMemo(() => forkPoints(state), [state]);
+  const byCall = useMemo(() => approvalsByCall(state), [state]);
   return (
     <div className="timeline" ref={scroller} data-last-seq={state.lastSeq}>
       <div className="timeline-inner">
@@ -346,9 +387,10 @@ export function Timeline({
         )}
         {state.items.slice(start).map((item) =>
           shownElsewhere(state, item) ? null : (
+            <Fragment key={item.key}>
+            {item.kind === "tool" && <ApprovalRows cid={cid} items={byCall.get(item.callId)} />}
             <div
               className={`row row-${item.kind}${item.key === found ? " found" : ""}`}
-              key={item.key}
               data-key={item.key}
             >
               <Row
@@ -359,8 +401,10 @@ export function Timeline({
                 starts={starters.has(item.key)}
                 regenerate={replies.get(item.key)}
                 resend={onResend}
+                runs={item.kind === "notice" && item.restore ? runs : undefined}
               />
             </div>
+            </Fragment>
           ),
         )}
         {waitingForModel && <div className="working pulse">Working…</div>}

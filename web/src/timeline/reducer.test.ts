@@ -407,7 +407,11 @@ describe("workspace.restored", () => {
     const s = reduce(initialState, [
       ev("workspace.restored", { checkpoint_id: "ck_1", undo_checkpoint_id: "ck_2" }, null),
     ]);
-    expect(s.items[0]).toMatchObject({ kind: "notice", text: "Workspace restored to checkpoint ck_1 (undo: restore ck_2)." });
+    expect(s.items[0]).toMatchObject({
+      kind: "notice",
+      text: "Workspace restored to an earlier checkpoint.",
+      restore: { checkpointId: "ck_1", undoId: "ck_2" },
+    });
   });
 });
 

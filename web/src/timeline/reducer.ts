@@ -104,6 +104,8 @@ export interface NoticeItem {
   tone: "info" | "error";
   text: string;
   url?: string;
+  /** a workspace restore: its checkpoints, which the timeline names by run and time */
+  restore?: { checkpointId: string; undoId: string | null };
 }
 
 /** The point where the older turns were summarized to fit the model's context. */
@@ -491,9 +493,8 @@ function apply(d: Draft, e: BurrowEvent, nested = false): void {
         kind: "notice",
         key,
         tone: "info",
-        text: `Workspace restored to checkpoint ${e.data.checkpoint_id}${
-          e.data.undo_checkpoint_id ? ` (undo: restore ${e.data.undo_checkpoint_id})` : ""
-        }.`,
+        text: "Workspace restored to an earlier checkpoint.",
+        restore: { checkpointId: e.data.checkpoint_id, undoId: e.data.undo_checkpoint_id || null },
       });
       return;
     case "workspace.import": {
