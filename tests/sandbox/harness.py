@@ -91,6 +91,17 @@ print(count)
 """
 
 
+async def sh(sandbox: Sandbox, script: str, timeout: float = 60) -> Completed:
+    """`script` run by bash in the sandbox."""
+    return await run(sandbox, "/bin/bash", "-c", script, timeout=timeout)
+
+
+def ok(result: Completed) -> str:
+    """The output of a command that must have succeeded."""
+    assert result.exit.exit_code == 0, result.text + result.stderr.decode(errors="replace")
+    return result.text
+
+
 async def count_processes(sandbox: Sandbox, marker: str) -> int:
     result = await run(sandbox, "python3", "-c", _COUNT_SCRIPT, marker[::-1])
     return int(result.text)

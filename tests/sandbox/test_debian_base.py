@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from burrow.sandbox import debian_base, idmap
-from burrow.sandbox.local import LocalBackend, LocalSandbox
+from burrow.sandbox.local import LocalBackend
 from burrow.sandbox.network import egress_unavailable
 from tests.sandbox.debian import link_into, shared_base
-from tests.sandbox.harness import Completed, run
+from tests.sandbox.harness import ok, run, sh
 
 INSTALL_SECONDS = 300
 HOST_ONLY = ("/usr/bin/slirp4netns", "/usr/bin/mmdebstrap")  # the host has them, the base not
@@ -29,15 +29,6 @@ async def output_of(*argv: str) -> str:
     child = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE)
     out, _ = await child.communicate()
     return out.decode()
-
-
-async def sh(sandbox: LocalSandbox, script: str, timeout: float = 60) -> Completed:
-    return await run(sandbox, "/bin/bash", "-c", script, timeout=timeout)
-
-
-def ok(result: Completed) -> str:
-    assert result.exit.exit_code == 0, result.text + result.stderr.decode(errors="replace")
-    return result.text
 
 
 @pytest.fixture

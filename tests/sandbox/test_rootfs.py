@@ -14,21 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from burrow.sandbox.local import LocalBackend, LocalSandbox
+from burrow.sandbox.local import LocalBackend
 from burrow.sandbox.mounts import mount_targets
 from burrow.sandbox.network import egress_unavailable
-from tests.sandbox.harness import TEST_LIMITS, Completed, run
+from tests.sandbox.harness import TEST_LIMITS, ok, run, sh
 
 INSTALL_SECONDS = 300
-
-
-async def sh(sandbox: LocalSandbox, script: str, timeout: float = 60) -> Completed:
-    return await run(sandbox, "/bin/bash", "-c", script, timeout=timeout)
-
-
-def ok(result: Completed) -> str:
-    assert result.exit.exit_code == 0, result.text + result.stderr.decode(errors="replace")
-    return result.text
 
 
 @pytest.fixture
