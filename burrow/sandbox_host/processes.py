@@ -18,10 +18,11 @@ import posixpath
 import shlex
 import signal
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from burrow.sandbox.backend import (
+    ErrorCode,
     ExecChunk,
     ExecExit,
     ExecRequest,
@@ -162,17 +163,23 @@ class HostedProcess:
             stdin = self._input_stream(self._stdin)
         argv = users.command([self.spec.cmd, *self.spec.args], self.spec.user, self.spec.users)
         request = ExecRequest(argv=argv, cwd=self.spec.cwd, env=dict(env), stdin=stdin)
-        self._task = asyncio.create_task(self._pump_exec(sandbox, request))
+        lookup = users.lookup(self.spec.cmd, self.spec.user, self.spec.users)
+        probe = None if lookup is None else replace(request, argv=lookup, stdin=None)
+        self._task = asyncio.create_task(self._pump_exec(sandbox, request, probe))
 
     async def _input_stream(self, queue: asyncio.Queue[bytes | None]) -> AsyncIterator[bytes]:
         while (data := await queue.get()) is not None:
             self._pending_input -= len(data)
             yield data
 
-    async def _pump_exec(self, sandbox: Sandbox, request: ExecRequest) -> None:
+    async def _pump_exec(
+        self, sandbox: Sandbox, request: ExecRequest, probe: ExecRequest | None
+    ) -> None:
         exit = ExecExit(None, signal=int(signal.SIGKILL))
         error = None
         try:
+            if probe is not None and not await _found(sandbox, probe):
+                raise SandboxError(ErrorCode.EXEC_NOT_FOUND, f"Command not found: {self.spec.cmd}")
             async with closing_exec(sandbox.exec(request)) as events:
                 async for event in events:
                     if isinstance(event, ExecChunk):
@@ -317,3 +324,12 @@ def _pty_command_line(spec: ProcessSpec) -> str:
     if posixpath.basename(spec.cmd) not in SHELLS or argv[0] != spec.cmd:
         steps.append("exec " + shlex.join(argv))
     return " && ".join(steps) + "\n" if steps else ""
+
+
+async def _found(sandbox: Sandbox, probe: ExecRequest) -> bool:
+    """Whether the lookup (users.lookup) found the program."""
+    async with closing_exec(sandbox.exec(probe)) as events:
+        async for event in events:
+            if isinstance(event, ExecExit):
+                return event.exit_code == 0
+    return False

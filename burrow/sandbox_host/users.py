@@ -103,6 +103,16 @@ def command(argv: list[str], user: str, users: bool) -> list[str]:
     return ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--", *argv]
 
 
+def lookup(program: str, user: str, users: bool) -> list[str] | None:
+    """A command that fails when `user` cannot find `program` (as PATH resolves it), or
+    None when no lookup is needed. setpriv's own exec failure would be an exit 127 of a
+    process that started; envd (and the guest, for root) refuse a missing program before
+    anything runs, and clients tell "command not found" from an exit."""
+    if user == ROOT or not users:
+        return None
+    return command(["sh", "-c", 'command -v -- "$1" >/dev/null', "sh", program], user, users)
+
+
 def environment(user: str, users: bool) -> dict[str, str]:
     """What envd sets for the user a process runs as."""
     if not users:

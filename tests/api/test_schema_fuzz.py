@@ -26,7 +26,14 @@ from schemathesis import GenerationMode
 
 from tests.api.harness import ADMIN_PASSWORD, serve_process
 
-OPEN = {"/api/health", "/api/auth/login", "/api/auth/logout", "/.well-known/agent-card.json"}
+# Open to strangers by design; /api/auth/session answers {signed_in: false} to them.
+OPEN = {
+    "/api/health",
+    "/api/auth/login",
+    "/api/auth/logout",
+    "/api/auth/session",
+    "/.well-known/agent-card.json",
+}
 EXAMPLES = 10  # per route, valid and again invalid
 MIN_REACHED = 5
 
