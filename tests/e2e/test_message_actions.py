@@ -109,3 +109,52 @@ async def test_copy_puts_the_message_on_the_clipboard(tmp_path: Path, page: Page
         assert await page.evaluate("navigator.clipboard.readText()") == "second"
         # A reply in the middle of a run (a tool call's) is copied, not regenerated.
         assert await reply.get_by_role("button", name="Regenerate").count() == 1
+
+
+async def test_fork_titles_do_not_pile_up_and_follow_an_edited_first_message(
+    tmp_path: Path, page: Page
+) -> None:
+    async with serving(tmp_path, page, two_runs()) as srv:
+        cid = await two_exchanges(page, srv)
+        title = page.locator(".conv-header h1")
+        sidebar = page.get_by_role("navigation", name="Conversations")
+        # A fork of a fork is marked once.
+        await (
+            page.locator(".assistant")
+            .filter(has_text="Second reply.")
+            .get_by_role("button", name="Regenerate")
+            .click()
+        )
+        fork = await opened_fork(page, cid)
+        await expect(page.locator(".run-end")).to_have_count(2)
+        await (
+            page.locator(".assistant")
+            .filter(has_text="Second reply.")
+            .get_by_role("button", name="Regenerate")
+            .click()
+        )
+        await expect(page).not_to_have_url(re.compile(f"/c/{fork}$"))
+        await expect(title).to_have_text("tour (fork)")
+        await expect(sidebar.get_by_text("(fork) (fork)")).to_have_count(0)
+        await expect(page.locator(".run-end")).to_have_count(2)
+
+        # Editing the first message names the fork after the edited message (in the source:
+        # a fork's own earlier runs have no checkpoints to fork at).
+        await sidebar.locator(f'[data-cid="{cid}"] .conv-open').click()
+        await expect(title).to_have_text("tour")
+        first = page.locator(".row-user").filter(has_text="first")
+        await first.get_by_role("button", name="Edit").click()
+        await page.get_by_label("Edited text").fill("Plan a garden\nwith herbs")
+        await (
+            page.get_by_role("form", name="Edit and resend")
+            .get_by_role("button", name="Send")
+            .click()
+        )
+        await expect(title).to_have_text("Plan a garden")
+        match = re.search(r"/c/([^/]+)$", page.url)
+        assert match is not None
+        stored = (await srv.client.get(f"/api/conversations/{match.group(1)}")).json()
+        assert stored["title"] == "Plan a garden"
+        titles = [c["title"] for c in (await srv.client.get("/api/conversations")).json()]
+        assert not any("(fork) (fork)" in t for t in titles), titles
+        await shot(page, "fork-titles")

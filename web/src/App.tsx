@@ -7,6 +7,7 @@ import { ConversationView } from "./ConversationView";
 import { ErrorBoundary } from "./ErrorBoundary";
 import { SEARCH_ID } from "./conversations/Search";
 import { Sidebar } from "./conversations/Sidebar";
+import { DEFAULT_TITLE, titleFrom } from "./conversations/titles";
 import { Login } from "./settings/Login";
 import { focusComposer, ShortcutsDialog, useShortcuts } from "./Shortcuts";
 import { ConnectModel, DemoNotice } from "./settings/ConnectModel";
@@ -14,7 +15,6 @@ import { loadModelSettings, SettingsDialog, type SettingsState } from "./setting
 import type { LiveStatus } from "./ConversationView";
 
 const POLL_MS = 3000;
-const DEFAULT_TITLE = "New conversation";
 
 function routeId(): string | null {
   const m = /^\/c\/([^/]+)/.exec(location.pathname);
@@ -283,11 +283,6 @@ export function App() {
       )}
     </div>
   );
-}
-
-function titleFrom(message: string): string {
-  const line = message.trim().split("\n")[0]!.trim();
-  return line.length > 60 ? `${line.slice(0, 57)}…` : line || DEFAULT_TITLE;
 }
 
 // Things the agent does well in a sandbox with no network: each one is sent as it is.

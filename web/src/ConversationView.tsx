@@ -6,12 +6,13 @@ import { Composer } from "./composer/Composer";
 import { ModeOptions, MODES } from "./composer/StartOptions";
 import { SecretsPicker, SecretsWarning } from "./conversations/ConversationSecrets";
 import { ModelSelect } from "./conversations/ModelSelect";
+import { forkTitle } from "./conversations/titles";
 import { NetworkSelect, networkLabel, useSandboxNetwork } from "./conversations/NetworkSelect";
 import { formatCost, formatTokens } from "./format";
 import { useRunNotifications } from "./notify";
 import { SidePanel, type Tab } from "./panel/SidePanel";
 import { rememberedTab, rememberTab } from "./panel/tabMemory";
-import { type Item, runStatus, type RunStatus } from "./timeline/reducer";
+import { type Item, runStatus, type RunStatus, type UserItem } from "./timeline/reducer";
 import { useConversationEvents } from "./timeline/stream";
 import { Timeline } from "./timeline/Timeline";
 
@@ -135,9 +136,19 @@ export function ConversationView({
     onSent(cid, content);
   };
 
+  // Read when a fork is made, through refs: the callback stays the same for every row.
+  const first = useRef<UserItem | undefined>(undefined);
+  first.current = state.items.find((i): i is UserItem => i.kind === "user" && !i.steering);
+  const sourceTitle = useRef<string | undefined>(undefined);
+  sourceTitle.current = conversation?.title;
   const resend = useCallback(
     async (runId: string, content: string, attachments: string[]) => {
-      const forked = await api.fork(cid, runId);
+      let forked = await api.fork(cid, runId);
+      // Named after the edited first message, or its source's title marked once.
+      const start = first.current;
+      const edited = start && runId === start.runId && content !== start.content;
+      const title = forkTitle(sourceTitle.current ?? forked.title, edited ? content : undefined);
+      if (title !== forked.title) forked = await api.renameConversation(forked.id, title).catch(() => forked);
       await api.send(forked.id, content, attachments);
       onForked(forked);
     },
