@@ -11,7 +11,7 @@ from playwright.async_api import Browser, expect
 
 from burrow.llm.base import ScriptedTurn
 from tests.e2e.conftest import shot
-from tests.e2e.tour import DESKTOP, SLOW, base_of, harness, sign_in
+from tests.e2e.tour import DESKTOP, base_of, harness, sign_in
 
 
 async def _row_kinds(page) -> list[str]:  # type: ignore[no-untyped-def]
@@ -20,32 +20,6 @@ async def _row_kinds(page) -> list[str]:  # type: ignore[no-untyped-def]
             "rows => rows.map(r => [...r.classList].find(c => c.startsWith('row-')))"
         )
     )
-
-
-async def test_an_approval_card_stands_above_its_tool_card(
-    tmp_path: Path, browser: Browser
-) -> None:
-    command = "rm -rf build && echo cleaned"
-    turns = [
-        ScriptedTurn(text="Cleaning.", tool_calls=[("bash", {"command": command})]),
-        ScriptedTurn(text="Clean."),
-    ]
-    async with harness(tmp_path, browser, turns, DESKTOP) as (srv, page):
-        cid = await srv.create_conversation("approve")
-        await sign_in(page, base_of(srv), f"/c/{cid}")
-        await page.get_by_label("Message").fill("clean")
-        await page.get_by_label("Message").press("Enter")
-        request = page.get_by_role("article", name="Approval request")
-        await request.get_by_role("button", name="Allow once").click()
-        await expect(page.locator(".run-end")).to_contain_text("Done", timeout=SLOW)
-        await expect(page.locator(".tool-card")).to_contain_text("cleaned")
-        for _ in range(2):  # live, then replayed
-            kinds = await _row_kinds(page)
-            assert kinds.index("row-approval") < kinds.index("row-tool"), kinds
-            await expect(request).to_contain_text("Allowed once")
-            await page.reload()
-            await expect(page.locator(".run-end")).to_contain_text("Done")
-        await shot(page, "approval-above-its-tool")
 
 
 async def test_the_restore_notice_names_the_run_and_time(tmp_path: Path, browser: Browser) -> None:

@@ -1,12 +1,12 @@
 // The conversation as a person reads it: one row per item of the reduced view state.
-import { Fragment, memo, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
+import { memo, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { api } from "../api/client";
 import { isUploadedImage } from "../composer/attachments";
 import { formatApprovalWait, formatCost, formatDuration, formatTokens } from "../format";
 import { ApprovalCard } from "./ApprovalCard";
 import { Markdown } from "./Markdown";
 import { AssistantActions, type Resend, UserActions } from "./MessageActions";
-import type { ApprovalItem, AssistantItem, Item, RunEndItem, UserItem, ViewState } from "./reducer";
+import type { AssistantItem, Item, RunEndItem, UserItem, ViewState } from "./reducer";
 import { RestoreNotice } from "./RestoreNotice";
 import { ToolCard } from "./ToolCard";
 
@@ -176,54 +176,22 @@ const Row = memo(function Row({
 
 /** A subagent's own timeline, inside its `task` card. */
 function Subagent({ cid, state }: { cid: string; state: ViewState }) {
-  const byCall = approvalsByCall(state);
   return (
     <div className="subagent" data-testid="subagent">
       {state.items.map((item) =>
         shownElsewhere(state, item) ? null : (
-          <Fragment key={item.key}>
-            {item.kind === "tool" && <ApprovalRows cid={cid} items={byCall.get(item.callId)} />}
-            <div className={`row row-${item.kind}`}>
-              <Row cid={cid} item={item} latest={false} starts={false} />
-            </div>
-          </Fragment>
+          <div className={`row row-${item.kind}`} key={item.key}>
+            <Row cid={cid} item={item} latest={false} starts={false} />
+          </div>
         ),
       )}
     </div>
   );
 }
 
-/** An approval request whose call has a tool card is drawn with that card (just above it),
- * not where it came in the journal: the call's output and result may come before a reply
- * is drawn otherwise, and the question would sit below its own answer. */
+/** A denied request is told by its tool card ("denied"): a second card would repeat it. */
 function shownElsewhere(state: ViewState, item: Item): boolean {
-  return item.kind === "approval" && Object.hasOwn(state.tools, item.callId);
-}
-
-/** The approval requests to draw above each tool card, by call id (a denied request is told
- * by its card, "denied": a second card would repeat it). */
-function approvalsByCall(state: ViewState): Map<string, ApprovalItem[]> {
-  const byCall = new Map<string, ApprovalItem[]>();
-  for (const item of state.items) {
-    if (item.kind !== "approval" || !Object.hasOwn(state.tools, item.callId)) continue;
-    if (item.decision === "deny") continue;
-    byCall.set(item.callId, [...(byCall.get(item.callId) ?? []), item]);
-  }
-  return byCall;
-}
-
-/** A tool card's approval requests, each in its own row, before the card's row. */
-function ApprovalRows({ cid, items }: { cid: string; items: ApprovalItem[] | undefined }) {
-  if (!items) return null;
-  return (
-    <>
-      {items.map((a) => (
-        <div className="row row-approval" key={a.key} data-key={a.key}>
-          <ApprovalCard cid={cid} item={a} />
-        </div>
-      ))}
-    </>
-  );
+  return item.kind === "approval" && item.decision === "deny" && Object.hasOwn(state.tools, item.callId);
 }
 
 /** Which user messages started a run (not steering), and each finished run's last reply
@@ -373,7 +341,6 @@ export function Timeline({
   const last = state.items[state.items.length - 1];
   const waitingForModel = running && (!last || last.kind === "user" || (last.kind === "tool" && last.result));
   const { starters, replies, runs } = useMemo(() => forkPoints(state), [state]);
-  const byCall = useMemo(() => approvalsByCall(state), [state]);
   return (
     <div className="timeline" ref={scroller} data-last-seq={state.lastSeq}>
       <div className="timeline-inner">
@@ -387,10 +354,9 @@ export function Timeline({
         )}
         {state.items.slice(start).map((item) =>
           shownElsewhere(state, item) ? null : (
-            <Fragment key={item.key}>
-            {item.kind === "tool" && <ApprovalRows cid={cid} items={byCall.get(item.callId)} />}
             <div
               className={`row row-${item.kind}${item.key === found ? " found" : ""}`}
+              key={item.key}
               data-key={item.key}
             >
               <Row
@@ -404,7 +370,6 @@ export function Timeline({
                 runs={item.kind === "notice" && item.restore ? runs : undefined}
               />
             </div>
-            </Fragment>
           ),
         )}
         {waitingForModel && <div className="working pulse">Working…</div>}
