@@ -1,6 +1,5 @@
-"""The timeline as found wrong in issue 26: an approval request drawn with its tool call,
-not below the card that already shows the call's result, and a restore named by its run
-and time, not by checkpoint ids."""
+"""The timeline as found wrong in issue 26: a restore named by its run and time, not by
+checkpoint ids."""
 
 from __future__ import annotations
 
