@@ -1,9 +1,10 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from e2b import AsyncSandbox
 
 from tests.sandbox_host.harness import Host, point_sdk_at, sandbox_host
 
@@ -24,3 +25,11 @@ def sdk(host: Host, monkeypatch: pytest.MonkeyPatch) -> Host:
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
+
+
+@pytest.fixture
+async def sandbox(sdk: Host) -> AsyncIterator[AsyncSandbox]:
+    """A sandbox the stock SDK created on the test's host, killed after the test."""
+    created = await AsyncSandbox.create()
+    yield created
+    await created.kill()

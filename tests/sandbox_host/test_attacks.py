@@ -42,13 +42,6 @@ async def api(host: Host) -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-@pytest.fixture
-async def sandbox(sdk: Host) -> AsyncIterator[AsyncSandbox]:
-    created = await AsyncSandbox.create()
-    yield created
-    await created.kill()
-
-
 def envd(sandbox: AsyncSandbox, token: str | None = None) -> dict[str, str]:
     headers = {"E2b-Sandbox-Id": sandbox.sandbox_id, "E2b-Sandbox-Port": "49983"}
     token = sandbox._envd_access_token if token is None else token

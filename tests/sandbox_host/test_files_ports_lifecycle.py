@@ -16,13 +16,6 @@ from tests.sandbox_host.harness import DOMAIN, Host
 pytestmark = pytest.mark.timeout(90)
 
 
-@pytest.fixture
-async def sandbox(sdk: Host):  # type: ignore[no-untyped-def]
-    created = await AsyncSandbox.create()
-    yield created
-    await created.kill()
-
-
 async def test_filesystem_rpcs(sandbox: AsyncSandbox) -> None:
     assert await sandbox.files.make_dir("/home/user/src/pkg")
     assert not await sandbox.files.make_dir("src/pkg")  # exists: False, as envd answers

@@ -7,16 +7,7 @@ import asyncio
 import pytest
 from e2b import AsyncSandbox, CommandExitException, PtySize, TimeoutException
 
-from tests.sandbox_host.harness import Host
-
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-async def sandbox(sdk: Host):  # type: ignore[no-untyped-def]
-    created = await AsyncSandbox.create()
-    yield created
-    await created.kill()
 
 
 async def test_a_pty_runs_a_shell_resizes_and_is_killed(sandbox: AsyncSandbox) -> None:

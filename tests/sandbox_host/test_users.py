@@ -15,13 +15,6 @@ from tests.sandbox_host.harness import Host
 pytestmark = pytest.mark.timeout(90)
 
 
-@pytest.fixture
-async def sandbox(sdk: Host):  # type: ignore[no-untyped-def]
-    created = await AsyncSandbox.create()
-    yield created
-    await created.kill()
-
-
 async def test_commands_run_as_user_in_its_home_and_as_root_when_asked(
     sandbox: AsyncSandbox,
 ) -> None:
