@@ -92,7 +92,7 @@ async def sdk_figures(creates: int, count: int) -> dict[str, list[float]]:
 
         async def run(_: int) -> None:
             result = await sandbox.commands.run(COMMAND)
-            assert result.stdout == "/workspace\nREADME.md\n", result.stdout
+            assert result.stdout == "/home/user\nREADME.md\n", result.stdout
 
         async def files(_: int) -> None:
             await sandbox.files.write("blob", PAYLOAD)
