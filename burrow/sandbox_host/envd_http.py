@@ -158,7 +158,9 @@ class EnvdHttp:
             raise EnvdError(413, self._too_large())
         path = sandbox_path(target, hosted.sandbox.workspace)
         user = _user(request) or hosted.user
-        made = await users.missing(hosted.sandbox, path) if hosted.users else []
+        # Only another user than root is handed what the write makes (hand_over).
+        handing = hosted.users and user != users.ROOT
+        made = await users.missing(hosted.sandbox, path) if handing else []
         await hosted.sandbox.write_file(path, data)
         await users.hand_over(hosted.sandbox, made, user, hosted.users)
         return {"name": posixpath.basename(path), "type": "file", "path": path}
