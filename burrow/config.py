@@ -98,6 +98,8 @@ class Settings(BaseSettings):
     """Dollars per run, priced with BURROW_PRICE_*; unset: no limit."""
     run_max_tool_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """Seconds tools may run per run (approval waits excluded); unset: no limit."""
+    run_max_wall_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """Seconds a run may take from start to end (approval waits excluded); unset: no limit."""
     run_max_subagents: int = Field(default=8, ge=0)
     """Subagents (`task` calls) one run may start; they count against its budget; 0: the
     model is not offered the task tool."""
@@ -169,6 +171,9 @@ class Settings(BaseSettings):
     github_api_url: str = "https://api.github.com"
     """GitHub's REST API, where pull requests are opened (GitHub Enterprise:
     `https://github.example.com/api/v3`)."""
+    github_webhook_secret: str | None = Field(default=None, min_length=16)
+    """The secret GitHub signs webhook deliveries with (X-Hub-Signature-256), set on the
+    repository's webhook; unset: `POST /api/webhooks/github` is off (404)."""
     git_author_name: str = "Burrow"
     git_author_email: str = "burrow@localhost"
     """Author and committer of the commits `git/push` makes."""

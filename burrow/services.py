@@ -11,6 +11,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from burrow.automations.repos import repo_source
+from burrow.automations.results import Results
+from burrow.automations.runner import AutomationRunner
+from burrow.automations.schedule import Scheduler
 from burrow.backends import make_backend
 from burrow.config import Settings
 from burrow.llm.base import Pricing, Provider
@@ -85,9 +89,15 @@ class Services:
     mcp: McpConnections | None = None
     replica: Replica | None = None  # several replicas on PostgreSQL: leases, LISTEN
     login_failures: LoginFailureStore | None = None  # the login throttle's, shared by replicas
+    automations: AutomationRunner | None = None  # set by open_services
+    scheduler: Scheduler | None = None  # set by open_services, started by the server
 
     async def close(self) -> None:
         self.on_close()
+        if self.scheduler is not None:
+            await self.scheduler.close()
+        if self.automations is not None:
+            await self.automations.close()
         await self.environments.close()
         await self.imports.close()
         await self.runtime.shutdown()  # its runs end and give their leases back
@@ -207,7 +217,7 @@ async def open_services(
     accounts = AccountStore(db)
     owner = await ensure_admin(accounts, settings.admin_password)
     actions = Actions(runtime, replica.owner_actions if replica else None)
-    return Services(
+    services = Services(
         settings,
         db,
         accounts,
@@ -236,6 +246,10 @@ async def open_services(
         replica,
         LoginFailureStore(db) if replicated else None,
     )
+    services.automations = runner = AutomationRunner(db, services.conversations)
+    runner.on_done = Results(services.conversations, chosen_secrets, settings, runner.store).finish
+    services.scheduler = Scheduler(runner, replica_id, lambda a: repo_source(chosen_secrets, a))
+    return services
 
 
 def runtime_options(
@@ -263,6 +277,7 @@ def runtime_options(
             cost=settings.run_max_cost,
             steps=settings.run_max_steps,
             tool_seconds=settings.run_max_tool_seconds,
+            wall_seconds=settings.run_max_wall_seconds,
         ),
         preview_url=PreviewHosts.from_settings(settings).url,
         max_runs_per_user=settings.max_runs_per_user,

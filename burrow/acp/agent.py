@@ -27,6 +27,7 @@ MODES = {
     "ask": "Ask before risky tool calls",
     "auto": "Run tools without asking",
     "read_only": "Read-only tools",
+    "plan": "Plan first: read-only, then a plan to approve",
 }
 TOOL_KINDS = {
     "bash": "execute",
@@ -255,6 +256,10 @@ class Agent:
                 continue
             if event["type"] == "approval.requested":
                 await self._ask_permission(session, event["data"])
+            elif event["type"] == "plan.proposed":
+                self._send_update(session, *self._updates(session, event, replay=False))
+                await self._ask_plan(session, event["data"])
+                continue
             for update in self._updates(session, event, replay=False):
                 self._send_update(session, update)
             if event["type"] == "run.finished":
@@ -311,9 +316,45 @@ class Agent:
         except RpcError:
             pass  # already resolved (an interrupt denies it): the run's events say what happened
 
-    def _send_update(self, session: Session, update: dict[str, Any]) -> None:
+    async def _ask_plan(self, session: Session, data: dict[str, Any]) -> None:
+        """A proposed plan (plan mode) as a permission request: ACP has no plan approval
+        of its own; the plan itself went out as a `plan` update just before. Approved, the
+        run goes on in the conversation's own mode; refused or unanswered, it ends."""
         assert self.peer is not None
-        self.peer.notify("session/update", {"sessionId": session.cid, "update": update})
+        params = {
+            "sessionId": session.cid,
+            "toolCall": {
+                "toolCallId": data["plan_id"],
+                "title": "Carry out this plan",
+                "kind": "think",
+                "status": "pending",
+                "rawInput": {"items": data.get("items", [])},
+            },
+            "options": [
+                {"optionId": "allow_once", "name": "Approve the plan", "kind": "allow_once"},
+                {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+            ],
+        }
+        try:
+            answer = await self.peer.request("session/request_permission", params)
+            outcome = (answer or {}).get("outcome") or {}
+            approved = (
+                outcome.get("outcome") == "selected" and outcome.get("optionId") == "allow_once"
+            )
+        except RpcError:
+            approved = False
+        decision = {"decision": "approve" if approved else "reject"}
+        try:
+            await self.api(
+                "POST", f"/api/conversations/{session.cid}/plans/{data['plan_id']}", decision
+            )
+        except RpcError:
+            pass  # decided already, or the run ended: its events say what happened
+
+    def _send_update(self, session: Session, *updates: dict[str, Any]) -> None:
+        assert self.peer is not None
+        for update in updates:
+            self.peer.notify("session/update", {"sessionId": session.cid, "update": update})
 
     def _updates(
         self, session: Session, event: dict[str, Any], *, replay: bool

@@ -19,11 +19,13 @@ from burrow.api.routes import (
     admin,
     archive,
     auth,
+    automations,
     checkpoints,
     conversations,
     environments,
     events,
     files,
+    fire,
     git,
     health,
     mcp,
@@ -38,6 +40,7 @@ from burrow.api.routes import (
     terminals,
     uploads,
     users,
+    webhooks,
 )
 from burrow.api.sse import quiet_stalled_clients
 from burrow.api.streams import StreamCap, stream_limits
@@ -71,6 +74,8 @@ def create_app(
             app.state.services.settings.max_streams_per_user, open_file_limit()
         )
         app.state.stream_cap = cap = StreamCap(per_user, total)
+        if app.state.services.scheduler is not None:
+            app.state.services.scheduler.start()  # serving: schedules fire from now on
         app.state.services.telemetry.metrics.add_gauge(
             "burrow_streams", "Open SSE streams and terminal sockets", "kind", lambda: cap.by_kind
         )
@@ -111,6 +116,9 @@ def create_app(
         search,
         a2a,
         environments,
+        automations,
+        fire,
+        webhooks,
     ):
         app.include_router(module.router)
     web.mount(app)  # last: the UI's catch-all never shadows /api/*

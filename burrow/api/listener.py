@@ -1,4 +1,5 @@
-"""How Burrow's listeners run uvicorn: `Listener` leaves the signals to `burrow serve`;
+"""How Burrow's listeners run uvicorn: `Listener` leaves the signals to `burrow serve` and
+serves on the socket `burrow serve` bound before its start (burrow/api/bind.py);
 `HeadGuard` limits connections still sending a request head (the request line and
 headers), on which no one is authenticated yet, so nothing else limits them.
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -36,6 +38,15 @@ class Listener(uvicorn.Server):
     """uvicorn's server without its own signal handling: `burrow serve` handles the signals
     for both listeners (uvicorn's, once per server, re-raise the signal after the shutdown,
     and the process then dies of it instead of exiting 0)."""
+
+    def __init__(self, config: uvicorn.Config, bound: socket.socket | None = None) -> None:
+        super().__init__(config)
+        self.bound = bound  # bound before start-up (burrow/api/bind.py); else uvicorn binds
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        if sockets is None and self.bound is not None:
+            sockets = [self.bound]
+        await super().serve(sockets)
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:

@@ -10,7 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from burrow.store.records import Conversation
 
-ApprovalMode = Literal["ask", "auto", "read_only"]
+ApprovalMode = Literal["ask", "auto", "read_only", "plan"]
+# The mode an approved plan goes on in: any but plan itself.
+RunMode = Literal["ask", "auto", "read_only"]
 Network = Literal["none", "egress"]
 
 
@@ -30,6 +32,8 @@ class Budget(BaseModel):
     cost: float | None = Field(default=None, gt=0)
     steps: int | None = Field(default=None, ge=1)
     tool_seconds: float | None = Field(default=None, gt=0)
+    wall_seconds: float | None = Field(default=None, gt=0)
+    """Seconds a run may take, approval waits excluded."""
     total_cost: float | None = Field(default=None, gt=0)
 
 
@@ -72,6 +76,8 @@ class ConversationOut(BaseModel):
     environment: str | None = None
     """The environment its sandbox starts from (`/api/environments`); null: the host's
     system."""
+    automation_id: str | None = None
+    """The automation that started it (`/api/automations`); null: a person did."""
 
     @classmethod
     def of(cls, c: Conversation, context: ContextUse, default_network: Network) -> ConversationOut:
@@ -94,6 +100,7 @@ class ConversationOut(BaseModel):
             network=c.network if c.network in ("none", "egress") else default_network,  # type: ignore[arg-type]
             profile=c.profile,
             environment=c.environment,
+            automation_id=c.automation_id,
         )
 
 
@@ -165,6 +172,30 @@ class ApprovalAnswer(BaseModel):
     decision: Literal["allow_once", "allow_session", "deny"]
 
 
+class PlanStepIn(BaseModel):
+    text: str = Field(min_length=1, max_length=500)
+    done: bool = False
+
+
+class PlanDecisionIn(BaseModel):
+    """The owner's decision on a `plan.proposed` event."""
+
+    decision: Literal["approve", "reject"]
+    items: list[PlanStepIn] | None = Field(
+        default=None, max_length=100, description="The plan as edited (approve only)"
+    )
+    mode: RunMode | None = Field(
+        default=None,
+        description="The mode the approved run goes on in; default: the conversation's "
+        "(ask when the conversation itself is in plan mode)",
+    )
+
+
+class PlanDecided(BaseModel):
+    plan_id: str
+    decision: str
+
+
 class ApprovalAnswered(BaseModel):
     request_id: str
     decision: str
@@ -172,6 +203,11 @@ class ApprovalAnswered(BaseModel):
 
 class SendMessage(BaseModel):
     content: str = Field(max_length=200_000)
+    approval_mode: ApprovalMode | None = Field(
+        default=None,
+        description="This message's run only (e.g. plan); default: the conversation's. "
+        "Ignored for steering (the run going keeps its mode).",
+    )
     attachments: list[str] = Field(
         default_factory=list,
         max_length=20,

@@ -185,3 +185,20 @@ async def password_attempt(request: Request, username: str) -> LoginAttempt:
         raise ApiError(
             429, "too_many_attempts", str(exc), {"Retry-After": str(exc.retry_after)}
         ) from None
+
+
+def counted(throttle: LoginThrottle, client: str, key: str, code: str, what: str) -> LoginAttempt:
+    """An attempt that counts whatever it ends with (a call anyone may make, as a token's
+    fire or a webhook delivery: every one spends the window, not only a bad one), or a 429
+    `code` saying when `what` may come again."""
+    try:
+        attempt = throttle.attempt(client, key)
+    except TooManyAttempts as exc:
+        raise ApiError(
+            429,
+            code,
+            f"Too many {what}: try again in {exc.retry_after} s.",
+            {"Retry-After": str(exc.retry_after)},
+        ) from exc
+    attempt.failed()
+    return attempt

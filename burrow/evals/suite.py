@@ -22,7 +22,7 @@ from burrow.evals.task import Expectation, SuiteError, Task
 
 SUITE = Path(__file__).parent / "suite"
 HARBOR_SUITE = Path(__file__).parent / "harbor_suite"  # Terminal-Bench-style tasks of ours
-BUDGET_KINDS = {"tokens", "cost", "steps", "tool_seconds", "total_cost"}
+BUDGET_KINDS = {"tokens", "cost", "steps", "tool_seconds", "wall_seconds", "total_cost"}
 APPROVAL_MODES = {"ask", "auto", "read_only"}
 
 

@@ -151,6 +151,15 @@ class LocalSandbox:
     def workspace_changes(self) -> WorkspaceWatch | None:
         return self._watch
 
+    @property
+    def host_pid(self) -> int | None:
+        """bwrap's pid on the host while the sandbox runs (its one child is the sandbox's
+        init, whose /proc root is the sandbox's tree: sandbox_host/tree.py)."""
+        process = self._process
+        if process is None or process.returncode is not None or self._status != "ready":
+            return None
+        return process.pid
+
     async def start(self, plan: BootPlan) -> None:
         """Boot the sandbox and wait until its guest answers the handshake.
 

@@ -4,14 +4,17 @@ Stat and ListDir are the sandbox's own `stat` / `list_dir`; MakeDir, Remove and 
 `mkdir`, `rm` and `mv` inside the sandbox (Burrow's sandbox protocol has no such calls, and
 the sandbox may do that to itself anyway). Paths are the sandbox's own (paths.py); the
 kernel's views, the guest, `/` and the home itself are not changed here.
-Watching is a poll of the listing (`POLL_SECONDS`): creates, writes and removes are
-reported, a rename shows as a remove plus a create, and permission changes not at all.
+Watching is by inotify on the sandbox's own tree (tree.py): creates, writes, removes,
+renames and permission changes as envd's watcher reports them, as they happen, recursive
+or not, with the entry's info when asked. A host that cannot open the sandbox's tree (not
+root) polls the listing instead (`POLL_SECONDS`): a rename there is a remove plus a create.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import posixpath
 import secrets
 import stat
@@ -36,7 +39,7 @@ from burrow.sandbox.backend import (
     SandboxError,
     closing_exec,
 )
-from burrow.sandbox_host import users
+from burrow.sandbox_host import tree, users
 from burrow.sandbox_host.paths import E2B_HOME, BadPath, absolute, connect_code, sandbox_path
 from burrow.sandbox_host.registry import HostedSandbox, current_sandbox
 from burrow.sandbox_host.users import current_user
@@ -218,11 +221,61 @@ class _Watcher:
             del self.pending[:-MAX_PENDING_WATCH_EVENTS]  # a watcher nobody reads stays bounded
 
 
+_KINDS = (
+    (tree.IN_CREATE | tree.IN_MOVED_TO, pb.EventType.CREATE),
+    (tree.IN_MODIFY, pb.EventType.WRITE),
+    (tree.IN_DELETE | tree.IN_DELETE_SELF, pb.EventType.REMOVE),
+    (tree.IN_MOVED_FROM | tree.IN_MOVE_SELF, pb.EventType.RENAME),
+    (tree.IN_ATTRIB, pb.EventType.CHMOD),
+)
+
+
+class _Live:
+    """An inotify watch (tree.py) as envd's events."""
+
+    def __init__(self, sandbox: Sandbox, path: str, watch: tree.InotifyWatch, entry: bool):
+        self.sandbox = sandbox
+        self.path = path
+        self.watch = watch
+        self.include_entry = entry
+
+    async def take(self, wait: float) -> list[pb.FilesystemEvent]:
+        """The events waiting (after up to `wait` seconds for one); an error once the
+        watch has ended on an overflow."""
+        watch = self.watch
+        if not watch.events and watch.failure is None:
+            watch.ready.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(watch.ready.wait(), wait)
+        if not watch.events and watch.failure is not None:
+            raise ConnectError(Code.RESOURCE_EXHAUSTED, f"{self.path}: {watch.failure}")
+        taken: list[pb.FilesystemEvent] = []
+        while watch.events and len(taken) < 1000:
+            mask, name, _ = watch.events.popleft()
+            for bits, kind in _KINDS:
+                if mask & bits:
+                    taken.append(await self._event(name, kind))
+        return taken
+
+    async def _event(self, name: str, kind: pb.EventType) -> pb.FilesystemEvent:
+        event = pb.FilesystemEvent(name=name, type=kind)
+        if self.include_entry and kind != pb.EventType.REMOVE:
+            path = posixpath.join(self.path, name) if name else self.path
+            with contextlib.suppress(SandboxError):  # gone already: no entry, as in envd
+                event.entry = _entry(await self.sandbox.stat(path), self.sandbox.workspace)
+        return event
+
+    def close(self) -> None:
+        self.watch.close()
+
+
 class FilesystemService(Filesystem):
     def __init__(self) -> None:
         # Per sandbox id; each sandbox's watchers end when it does (see `forget`).
-        self._watchers: dict[str, dict[str, _Watcher]] = {}
+        self._watchers: dict[str, dict[str, _Watcher | _Live]] = {}
         self._streams: dict[str, int] = {}
+        self._trees: dict[str, tree.SandboxTree | None] = {}
+        self._live: dict[str, set[_Live]] = {}
 
     async def stat(
         self, request: pb.StatRequest, ctx: RequestContext[pb.StatRequest, pb.StatResponse]
@@ -288,17 +341,24 @@ class FilesystemService(Filesystem):
         watch = await self._watch(hosted, request)
         sandbox_id = hosted.sandbox_id
         self._streams[sandbox_id] = self._streams.get(sandbox_id, 0) + 1
+        keepalive = _keepalive_seconds(ctx)
         try:
             yield _response("start", pb.WatchDirResponse.StartEvent())
             while hosted.state == "running" and not hosted.removed:
-                await asyncio.sleep(POLL_SECONDS)
-                changes = await watch.changes()
+                if isinstance(watch, _Live):
+                    changes = await watch.take(keepalive)
+                else:
+                    await asyncio.sleep(POLL_SECONDS)
+                    changes = await watch.changes()
                 for change in changes:
                     yield _response("filesystem", change)
                 if not changes:
                     yield _response("keepalive", pb.WatchDirResponse.KeepAlive())
         finally:
             self._streams[sandbox_id] -= 1
+            if isinstance(watch, _Live):
+                watch.close()
+                self._live.get(sandbox_id, set()).discard(watch)
 
     async def create_watcher(
         self,
@@ -306,10 +366,12 @@ class FilesystemService(Filesystem):
         ctx: RequestContext[pb.CreateWatcherRequest, pb.CreateWatcherResponse],
     ) -> pb.CreateWatcherResponse:
         hosted = _hosted()
-        watcher = _Watcher(await self._watch(hosted, request))
+        watch = await self._watch(hosted, request)
+        watcher: _Watcher | _Live = watch if isinstance(watch, _Live) else _Watcher(watch)
         watcher_id = secrets.token_hex(8)
         self._watchers.setdefault(hosted.sandbox_id, {})[watcher_id] = watcher
-        watcher.task = asyncio.get_running_loop().create_task(watcher.poll_forever())
+        if isinstance(watcher, _Watcher):
+            watcher.task = asyncio.get_running_loop().create_task(watcher.poll_forever())
         hosted.on_end.append(lambda: self.forget(hosted.sandbox_id))
         return pb.CreateWatcherResponse(watcher_id=watcher_id)
 
@@ -318,7 +380,15 @@ class FilesystemService(Filesystem):
         request: pb.GetWatcherEventsRequest,
         ctx: RequestContext[pb.GetWatcherEventsRequest, pb.GetWatcherEventsResponse],
     ) -> pb.GetWatcherEventsResponse:
-        watcher = self._watcher(_hosted(), request.watcher_id)
+        hosted = _hosted()
+        watcher = self._watcher(hosted, request.watcher_id)
+        if isinstance(watcher, _Live):
+            try:
+                return pb.GetWatcherEventsResponse(events=await watcher.take(0))
+            except ConnectError:  # ended on an overflow: told once, then gone
+                watcher.close()
+                del self._watchers[hosted.sandbox_id][request.watcher_id]
+                raise
         events, watcher.pending = watcher.pending, []
         return pb.GetWatcherEventsResponse(events=events)
 
@@ -329,20 +399,29 @@ class FilesystemService(Filesystem):
     ) -> pb.RemoveWatcherResponse:
         hosted = _hosted()
         watcher = self._watcher(hosted, request.watcher_id)
-        if watcher.task is not None:
+        if isinstance(watcher, _Live):
+            watcher.close()
+        elif watcher.task is not None:
             watcher.task.cancel()
         del self._watchers[hosted.sandbox_id][request.watcher_id]
         return pb.RemoveWatcherResponse()
 
     def forget(self, sandbox_id: str) -> None:
-        """The sandbox ended: its polled watchers stop."""
+        """The sandbox ended: its watchers stop, its tree's handle closes."""
         for watcher in self._watchers.pop(sandbox_id, {}).values():
-            if watcher.task is not None:
+            if isinstance(watcher, _Live):
+                watcher.close()
+            elif watcher.task is not None:
                 watcher.task.cancel()
+        for live in self._live.pop(sandbox_id, set()):
+            live.close()  # a stream's: it ends at its next turn
+        opened = self._trees.pop(sandbox_id, None)
+        if opened is not None:
+            opened.close()
 
     async def _watch(
         self, hosted: HostedSandbox, request: pb.WatchDirRequest | pb.CreateWatcherRequest
-    ) -> _Watch:
+    ) -> _Watch | _Live:
         count = len(self._watchers.get(hosted.sandbox_id, {})) + self._streams.get(
             hosted.sandbox_id, 0
         )
@@ -355,15 +434,46 @@ class FilesystemService(Filesystem):
         entry = await _call(hosted.sandbox.stat(path))
         if entry.kind != "dir":
             raise ConnectError(Code.INVALID_ARGUMENT, f"{request.path} is not a directory.")
-        watch = _Watch(hosted.sandbox, path, request.recursive, request.include_entry)
-        await watch.prime()
-        return watch
+        opened = self._tree(hosted)
+        if opened is not None:
+            try:
+                live = tree.InotifyWatch(
+                    opened, path, request.recursive, request.allow_network_mounts
+                )
+            except tree.Overflow as exc:
+                raise ConnectError(Code.RESOURCE_EXHAUSTED, f"{request.path}: {exc}") from None
+            except OSError as exc:
+                raise ConnectError(
+                    Code.INVALID_ARGUMENT if exc.errno == errno.EOPNOTSUPP else Code.INTERNAL,
+                    f"{request.path}: cannot watch it ({exc.strerror})",
+                ) from None
+            watch = _Live(hosted.sandbox, path, live, request.include_entry)
+            self._live.setdefault(hosted.sandbox_id, set()).add(watch)
+            return watch
+        polled = _Watch(hosted.sandbox, path, request.recursive, request.include_entry)
+        await polled.prime()
+        return polled
 
-    def _watcher(self, hosted: HostedSandbox, watcher_id: str) -> _Watcher:
+    def _tree(self, hosted: HostedSandbox) -> tree.SandboxTree | None:
+        """The sandbox's tree, opened once per run of it (closed by `forget`)."""
+        if hosted.sandbox_id not in self._trees:
+            self._trees[hosted.sandbox_id] = tree.SandboxTree.open(hosted.sandbox)
+            hosted.on_end.append(lambda: self.forget(hosted.sandbox_id))
+        return self._trees[hosted.sandbox_id]
+
+    def _watcher(self, hosted: HostedSandbox, watcher_id: str) -> _Watcher | _Live:
         watcher = self._watchers.get(hosted.sandbox_id, {}).get(watcher_id)
         if watcher is None:
             raise ConnectError(Code.NOT_FOUND, f"No watcher {watcher_id!r} in this sandbox.")
         return watcher
+
+
+def _keepalive_seconds(ctx: RequestContext[Any, Any]) -> float:
+    try:
+        seconds = float(ctx.request_headers.get("keepalive-ping-interval", 30))
+    except ValueError:
+        seconds = 30
+    return min(max(1.0, seconds), 60.0)
 
 
 def _response(kind: str, value: object) -> pb.WatchDirResponse:

@@ -47,6 +47,7 @@ def _conversation(row: Any) -> Conversation:
         budget=json.loads(row.budget or "{}"),
         network=row.network,
         environment=row.environment,
+        automation_id=row.automation_id,
     )
 
 

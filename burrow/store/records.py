@@ -41,6 +41,7 @@ class Conversation:
     budget: dict[str, float] = field(default_factory=dict)  # overrides of the run limits
     network: str | None = None  # "none" | "egress"; None: the server's default policy
     environment: str | None = None  # what its sandbox starts from; None: the host's system
+    automation_id: str | None = None  # the automation that started it; None: a person
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,93 @@ conversations = sa.Table(
     # BURROW_SANDBOX_NETWORK.
     sa.Column("network", sa.String(20), nullable=True),
     sa.Column("environment", sa.String(32), nullable=True),
+    # The automation that started it (DESIGN.md §9); NULL: a person did. No foreign key:
+    # deleting an automation keeps the conversations it started, still marked.
+    sa.Column("automation_id", sa.String(40), nullable=True),
     sa.Index("ix_conversations_owner_updated", "owner_id", "updated_at"),
+)
+
+# Work that starts without a person at the keyboard (DESIGN.md §9): a prompt template, what
+# it runs on and within, and its triggers. Only a SHA-256 of its fire token is stored.
+automations = sa.Table(
+    "automations",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column(
+        "owner_id", sa.String(40), sa.ForeignKey("users.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("name", sa.String(100), nullable=False),
+    sa.Column("prompt", sa.Text, nullable=False),  # a template: {{field.path}} placeholders
+    sa.Column("repo", sa.Text, nullable=True),  # JSON {url, ref?, secret?}; NULL: empty
+    sa.Column("environment", sa.String(32), nullable=True),
+    sa.Column("model", sa.String(200), nullable=True),
+    sa.Column("approval_mode", sa.String(20), nullable=False),
+    sa.Column("budget", sa.Text, nullable=False),  # JSON {steps, tokens, cost, wall_seconds}
+    sa.Column("result", sa.String(20), nullable=False),  # "none" | "push" | "pull_request"
+    sa.Column("attempts", sa.Integer, nullable=True),  # best of N; NULL: one
+    sa.Column("triggers", sa.Text, nullable=False, default="[]"),  # JSON list
+    sa.Column("token_hash", sa.String(64), nullable=False),
+    sa.Column("concurrency", sa.String(10), nullable=False, default="queue"),  # | "skip"
+    sa.Column("pull_request", sa.Text, nullable=True),  # JSON {secret?, base?}
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Index("ix_automations_owner", "owner_id"),
+)
+
+# A schedule's tick, claimed by the replica that fires it: the primary key makes the claim
+# a compare-and-set, so each (automation, slot) fires once however many replicas tick.
+automation_ticks = sa.Table(
+    "automation_ticks",
+    metadata,
+    sa.Column(
+        "automation_id",
+        sa.String(40),
+        sa.ForeignKey("automations.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("slot", sa.DateTime(timezone=True), primary_key=True),  # the minute, in UTC
+    sa.Column("replica_id", sa.String(200), nullable=False),
+)
+
+# What became of each run an automation started: the branch it pushed, the pull request it
+# opened (the PR loop finds its conversation by repository and number, or by branch), and a
+# failure said in words. Gone with the conversation or the automation.
+automation_runs = sa.Table(
+    "automation_runs",
+    metadata,
+    sa.Column(
+        "conversation_id",
+        sa.String(40),
+        sa.ForeignKey("conversations.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column(
+        "automation_id",
+        sa.String(40),
+        sa.ForeignKey("automations.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column("repository", sa.String(200), nullable=True),  # "owner/name", lower case
+    sa.Column("branch", sa.String(255), nullable=True),
+    sa.Column("pull_number", sa.Integer, nullable=True),
+    sa.Column("pull_url", sa.Text, nullable=True),
+    sa.Column("commit", sa.String(64), nullable=True),
+    # "pending" | "none" | "pushed" | "opened" | "updated" | "failed" | "skipped"
+    sa.Column("result_status", sa.String(20), nullable=False, default="pending"),
+    sa.Column("result_detail", sa.Text, nullable=True),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Index("ix_automation_runs_pull", "repository", "pull_number"),
+    sa.Index("ix_automation_runs_branch", "repository", "branch"),
+    sa.Index("ix_automation_runs_automation", "automation_id"),
+)
+
+# GitHub deliveries already taken (X-GitHub-Delivery), so a replayed one starts nothing.
+github_deliveries = sa.Table(
+    "github_deliveries",
+    metadata,
+    sa.Column("delivery_id", sa.String(100), primary_key=True),
+    sa.Column("received_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Index("ix_github_deliveries_received", "received_at"),
 )
 
 events = sa.Table(

@@ -50,11 +50,18 @@ def json_schema(model: type[BaseModel]) -> dict[str, Any]:
     return schema
 
 
+def _shown(value: Any) -> str:
+    """The offending value as the error quotes it, cut short: a hostile model's megabyte
+    argument must not come back to it (and into the journal) whole."""
+    text = repr(value)
+    return text if len(text) <= 200 else f"{text[:200]}… ({len(text):,} characters)"
+
+
 def _describe(error: Any) -> str:
     name = ".".join(str(part) for part in error["loc"]) or "arguments"
     kind = error["type"]
     if kind == "missing":
         return f"'{name}' is required"
     if kind in _TYPE_NAMES:
-        return f"'{name}' must be {_TYPE_NAMES[kind]} (got {error['input']!r})"
-    return f"'{name}': {error['msg']} (got {error['input']!r})"
+        return f"'{name}' must be {_TYPE_NAMES[kind]} (got {_shown(error['input'])})"
+    return f"'{name}': {error['msg']} (got {_shown(error['input'])})"

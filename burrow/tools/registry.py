@@ -10,6 +10,7 @@ from burrow.tools.base import Tool, ToolKind
 from burrow.tools.bash import BashTool
 from burrow.tools.files import EditFileTool, ReadFileTool, WriteFileTool
 from burrow.tools.preview import PreviewTool
+from burrow.tools.todo import TodoTool
 
 
 def default_tools() -> dict[str, Tool]:
@@ -19,6 +20,7 @@ def default_tools() -> dict[str, Tool]:
         WriteFileTool(),
         EditFileTool(),
         PreviewTool(),
+        TodoTool(),
     ]
     return {tool.spec.name: tool for tool in tools}
 

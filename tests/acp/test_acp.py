@@ -108,6 +108,46 @@ async def test_a_whole_conversation(tmp_path: Path) -> None:
             await acp.close()
 
 
+async def test_plan_mode_shows_the_plan_and_asks_to_approve_it(tmp_path: Path) -> None:
+    todo = {"items": [{"text": "write out.txt", "done": False}]}
+    provider = ScriptedProvider(
+        [
+            ScriptedTurn(tool_calls=[("todo", todo)]),
+            ScriptedTurn(text="That is the plan."),
+            ScriptedTurn(tool_calls=[("write_file", {"path": "out.txt", "content": "x\n"})]),
+            ScriptedTurn(text="Done."),
+        ]
+    )
+    async with running_server(tmp_path, lambda: provider) as srv:
+        acp = await AcpClient.start(srv.base_url, await _token(srv))
+        try:
+            await acp.call("initialize", INIT)
+            new = await acp.call("session/new", {"cwd": "/p", "mcpServers": []})
+            sid = new["result"]["sessionId"]
+            modes = {m["id"] for m in new["result"]["modes"]["availableModes"]}
+            assert "plan" in modes
+            await acp.call("session/set_mode", {"sessionId": sid, "modeId": "plan"})
+            answer = await acp.call(
+                "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}
+            )
+            assert answer["result"] == {"stopReason": "end_turn"}, answer
+            plans = [u["update"] for u in acp.updates if u["update"]["sessionUpdate"] == "plan"]
+            assert plans[-1]["entries"][0]["content"] == "write out.txt"
+            asked = acp.permission_requests[0]
+            assert asked["toolCall"]["title"] == "Carry out this plan"
+            assert asked["toolCall"]["rawInput"]["items"] == todo["items"]
+            # Approved: the run went on past plan mode and wrote the file.
+            events = await srv.events(sid)
+            written = [e for e in events if e["type"] == "tool.finished"]
+            assert written and not written[-1]["data"]["is_error"], written
+            read = await srv.client.get(
+                f"/api/conversations/{sid}/files/content", params={"path": "out.txt"}
+            )
+            assert read.status_code == 200 and read.text == "x\n", read.text
+        finally:
+            await acp.close()
+
+
 async def test_hostile_input_is_answered_and_the_agent_stays_responsive(tmp_path: Path) -> None:
     async with running_server(tmp_path, lambda: ScriptedProvider([])) as srv:
         made = await srv.client.post(

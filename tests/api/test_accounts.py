@@ -16,6 +16,8 @@ OPEN_ROUTES = {
     "/api/auth/logout",
     "/api/auth/session",  # says "signed out" to strangers, nothing more (tested below)
     "/.well-known/agent-card.json",
+    # Signed by GitHub (X-Hub-Signature-256), not a login: tests/api/test_github_webhook.py.
+    "/api/webhooks/github",
 }
 
 
@@ -33,7 +35,7 @@ async def test_every_route_but_health_and_login_needs_a_login(tmp_path: Path) ->
                 if template in OPEN_ROUTES:
                     continue
                 path = template.replace("{cid}", cid).replace("{request_id}", "x")
-                path = path.replace("{token_id}", "x" * 16)
+                path = path.replace("{token_id}", "x" * 16).replace("{aid}", "a_" + "0" * 16)
                 for method in operations:
                     response = await anonymous.request(method, path, json={})
                     assert response.status_code == 401, (method, path, response.text)

@@ -120,6 +120,7 @@ async def test_total_cost_stops_the_conversation_until_raised(
             "cost": None,
             "steps": 10,
             "tool_seconds": None,
+            "wall_seconds": None,
             "total_cost": 2.0,
         }
         fake.enqueue(text_reply("one"), text_reply("two"), text_reply("three"))

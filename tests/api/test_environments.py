@@ -261,6 +261,9 @@ async def test_an_environment_on_a_debian_base_builds_it_once_and_runs_its_conve
         assert "No such" in await shell(srv, cid, "ls /usr/bin/mmdebstrap 2>&1 || true")
         state = (await srv.client.get(f"/api/conversations/{cid}/sandbox")).json()
         assert state["environment"] == "deb"
+        names = [layer["name"] for layer in state["layers"]]
+        assert names == ["debian:bookworm", "environment deb", "conversation"], state["layers"]
+        assert "Debian bookworm" in state["layers"][0]["detail"]
 
         # Another environment on the same suite and packages: the base is not built again.
         other = await define(srv, name="deb2", base="debian:bookworm", packages=["jq"])

@@ -33,8 +33,10 @@ async def test_every_journaled_event_validates_against_its_payload_class(
             ScriptedTurn(thinking="Look first.", tool_calls=[("bash", {"command": "echo hi"})]),
             ScriptedTurn(tool_calls=[("bash", RISKY)]),  # asks for approval
             ScriptedTurn(tool_calls=[("preview", SERVE)]),
+            ScriptedTurn(tool_calls=[("todo", {"items": [{"text": "serve", "done": True}]})]),
             ScriptedTurn(text="Done."),
             ScriptedTurn(text="SUMMARY: echoed, cleaned, served."),  # the compaction's call
+            ScriptedTurn(text="Plan: nothing more."),  # a plan-mode run: plan.proposed
             ScriptedTurn(tool_calls=[("bash", {"command": "echo again"})]),  # then: budget
             ScriptedTurn(text="never asked"),
         ]
@@ -76,6 +78,18 @@ async def test_every_journaled_event_validates_against_its_payload_class(
         compacted = await srv.client.post(f"/api/conversations/{cid}/compact", json={})
         assert compacted.status_code == 202, compacted.text
         await srv.wait_for(cid, lambda e: e["type"] == "context.compacted", 30)
+
+        planned = await srv.client.post(
+            f"/api/conversations/{cid}/messages", json={"content": "plan", "approval_mode": "plan"}
+        )
+        assert planned.status_code == 202, planned.text
+        proposed = await srv.wait_for(cid, lambda e: e["type"] == "plan.proposed", 30)
+        plan_id = proposed["data"]["plan_id"]
+        rejected = await srv.client.post(
+            f"/api/conversations/{cid}/plans/{plan_id}", json={"decision": "reject"}
+        )
+        assert rejected.status_code == 200, rejected.text
+        await srv.run_finished(cid, planned.json()["run_id"])
 
         limited = await srv.client.patch(f"/api/conversations/{cid}", json={"budget": {"steps": 1}})
         assert limited.status_code == 200, limited.text

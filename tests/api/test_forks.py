@@ -60,6 +60,7 @@ async def test_a_fork_at_a_run_holds_what_came_before_it(tmp_path: Path) -> None
         await shell(
             srv, cid, "printf 'a\\nb\\n' > keep.txt && echo g > gone.txt && echo o > old.txt"
         )
+        before_first = await shell(srv, cid, HASHES)
         first = await run(srv, cid, "first")
         after_first = await shell(srv, cid, HASHES)
         second = await run(srv, cid, "second")
@@ -89,13 +90,31 @@ async def test_a_fork_at_a_run_holds_what_came_before_it(tmp_path: Path) -> None
         # The workspace: the second run's starting state, byte for byte, as the store had it.
         assert await shell(srv, new, HASHES) == after_first
         assert "moved.txt" in after_first and "gone.txt" not in after_first
-        [own] = (await srv.client.get(f"/api/conversations/{new}/checkpoints")).json()
+        # Its own checkpoint of that state, and the first run's carried as it was (same
+        # id, time and run), so the fork can be forked (an Edit) or restored at it in turn.
+        [carried, own] = (await srv.client.get(f"/api/conversations/{new}/checkpoints")).json()
         assert own["run_id"] is None and own["size"] > 0
+        [at_first] = [c for c in checkpoints if c["run_id"] == first]
+        assert {k: carried[k] for k in ("id", "run_id", "created_at")} == {
+            k: at_first[k] for k in ("id", "run_id", "created_at")
+        }
+        assert await shell(srv, new, STORE_TREE.format(id=carried["id"])) == await shell(
+            srv, cid, STORE_TREE.format(id=at_first["id"])
+        )
         assert await shell(srv, new, STORE_TREE.format(id=own["id"])) == await shell(
             srv, cid, STORE_TREE.format(id=starting["id"])
         )
+        # Its changes are the source's up to the fork: since the first run's start.
         diff = (await srv.client.get(f"/api/conversations/{new}/diff")).json()
-        assert diff["files"] == []
+        source_diff = await srv.client.get(
+            f"/api/conversations/{cid}/diff",
+            params={"from": at_first["id"], "to": starting["id"]},
+        )
+        assert diff["files"] == source_diff.json()["files"] != []
+        since_fork = await srv.client.get(
+            f"/api/conversations/{new}/diff", params={"from": own["id"]}
+        )
+        assert since_fork.json()["files"] == []
 
         # The source is untouched.
         assert comparable(await srv.events(cid)) == comparable(source_events)
@@ -113,7 +132,13 @@ async def test_a_fork_at_a_run_holds_what_came_before_it(tmp_path: Path) -> None
         )
         assert again != second
         changes = (await srv.client.get(f"/api/conversations/{new}/checkpoints")).json()
-        assert len(changes) == 2 and changes[1]["run_id"] == again
+        assert len(changes) == 3 and changes[2]["run_id"] == again
+
+        # A fork of the fork at its first run (an Edit of the first message there): the
+        # workspace the first run started from.
+        refork = await fork(srv, new, run_id=first)
+        assert refork.status_code == 201, refork.text
+        assert await shell(srv, refork.json()["id"], HASHES) == before_first
 
 
 async def test_a_fork_now_copies_everything_and_waits_for_a_run(tmp_path: Path) -> None:

@@ -33,6 +33,10 @@ OPEN = {
     "/api/auth/logout",
     "/api/auth/session",
     "/.well-known/agent-card.json",
+    # Signed in by the automation's own token, not a login (a stranger without it gets 401).
+    "/api/automations/{aid}/fire",
+    # Signed by GitHub (X-Hub-Signature-256), not a login; off (404) without its secret.
+    "/api/webhooks/github",
 }
 EXAMPLES = 10  # per route, valid and again invalid
 MIN_REACHED = 5

@@ -42,3 +42,28 @@ async def test_the_admin_sees_usage_per_account_and_where_run_time_went(
         end = page.locator(".run-end").last
         await expect(end).to_contain_text(re.compile(r"model [\d.]+ (ms|s), tools [\d.]+ (ms|s)"))
         await expect(end).to_contain_text("Burrow")
+
+
+async def test_a_user_who_is_not_an_administrator_sees_the_model_but_no_form(
+    tmp_path: Path, page: Page
+) -> None:
+    async with serving(tmp_path, page, ScriptedProvider([ScriptedTurn(text="Hi.")])) as srv:
+        made = await srv.client.post(
+            "/api/users", json={"username": "bob", "password": "bob-pw-12"}
+        )
+        assert made.status_code == 201
+        base = srv.base_url.replace("127.0.0.1", "localhost")
+        login = {"username": "bob", "password": "bob-pw-12"}
+        assert (await page.request.post(f"{base}/api/auth/login", data=login)).ok
+        await page.goto(base + "/")
+        await page.get_by_role("button", name=re.compile("Settings")).click()
+        dialog = page.get_by_role("dialog")
+        await expect(dialog.get_by_role("note").first).to_contain_text(
+            "Only an administrator can change it."
+        )
+        # Nothing to fill in that the server would refuse on Save.
+        await expect(dialog.get_by_label("Model name")).to_have_count(0)
+        await expect(dialog.get_by_role("button", name="Save")).to_have_count(0)
+        await expect(dialog.get_by_role("button", name="Use the demo model")).to_have_count(0)
+        await dialog.get_by_role("button", name="Close").click()
+        await expect(dialog).to_be_hidden()

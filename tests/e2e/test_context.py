@@ -20,7 +20,7 @@ async def test_the_meter_shows_the_context_and_compacting_marks_the_timeline(
 ) -> None:
     provider = ScriptedProvider(
         [
-            ScriptedTurn(tool_calls=[("bash", {"command": "python3 -c \"print('x' * 4000)\""})]),
+            ScriptedTurn(tool_calls=[("bash", {"command": "python3 -c \"print('x' * 8000)\""})]),
             ScriptedTurn(text="Printed."),
             ScriptedTurn(text=SUMMARY),  # the summary call of the Compact button
             ScriptedTurn(text="Still here."),

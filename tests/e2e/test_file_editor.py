@@ -166,3 +166,43 @@ async def test_import_an_archive_from_the_files_panel(tmp_path: Path, page: Page
         await shot(page, "editor-4-import-refused")
         left = await shell(srv, cid, "ls -A; test -e ../escape.txt || echo 'no escape'")
         assert left == "site\nno escape\n"
+
+
+async def test_the_editor_is_a_code_editor_numbered_highlighted_and_searchable(
+    tmp_path: Path, page: Page
+) -> None:
+    code = "def greet(name):\n    return 'hi ' + name\n\nprint(greet('x'))\n"
+    provider = ScriptedProvider(
+        [
+            ScriptedTurn(tool_calls=[("write_file", {"path": "app.py", "content": code})]),
+            ScriptedTurn(text="Written."),
+        ]
+    )
+    async with serving(tmp_path, page, provider) as srv:
+        cid = await srv.create_conversation("code")
+        await srv.run_finished(cid, (await srv.send(cid, "write it"))["run_id"])
+        await open_app(page, srv, f"/c/{cid}")
+        await page.get_by_role("tab", name="Files").click()
+        await page.get_by_role("tree").get_by_role("button", name=re.compile(r"^app\.py")).click()
+        await page.get_by_role("tabpanel", name="Files").get_by_role("button", name="Edit").click()
+        editor = page.get_by_label("Edit app.py")
+        await expect(editor).to_be_focused()
+        # Numbered lines, and Python's keywords styled apart from the names around them.
+        gutter = page.locator(".code-editor .cm-lineNumbers .cm-gutterElement")
+        await expect(gutter.filter(has_text=re.compile(r"^4$"))).to_have_count(1)
+        keyword = page.locator(".code-editor .cm-line").first.locator("span").first
+        await expect(keyword).to_have_text("def")
+        # Search: Ctrl+F opens it inside the editor and marks what it finds.
+        await editor.press("Control+f")
+        query = page.locator(".code-editor .cm-search input[name=search]")
+        await expect(query).to_be_focused()
+        await query.fill("greet")
+        await query.press("Enter")
+        await expect(page.locator(".code-editor .cm-searchMatch")).to_have_count(2)
+        await shot(page, "editor-2-code")
+        # Edits still save through If-Match like before.
+        await editor.press("Control+Home")
+        await editor.type("# hello\n")
+        await editor.press("Control+s")
+        await expect(page.locator(".viewer").get_by_role("status")).to_contain_text("Saved")
+        assert (await shell(srv, cid, "head -1 app.py")) == "# hello\n"

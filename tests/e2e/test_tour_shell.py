@@ -181,7 +181,7 @@ async def test_the_preview_status_follows_the_sandbox_and_speaks_to_the_person(
 
 
 async def test_a_failed_run_shows_in_the_list(tmp_path: Path, browser: Browser) -> None:
-    turns = [ScriptedTurn(error="The model server answered 500.")]
+    turns = [ScriptedTurn(error="The model server answered 500."), ScriptedTurn(text="Back.")]
     async with harness(tmp_path, browser, turns, DESKTOP) as (srv, page):
         cid = await srv.create_conversation("Doomed")
         other = await srv.create_conversation("Other")
@@ -195,6 +195,11 @@ async def test_a_failed_run_shows_in_the_list(tmp_path: Path, browser: Browser) 
         await nav.locator(f'[data-cid="{cid}"] .conv-open').click()
         await expect(page.locator(".run-end.failed")).to_be_visible()
         await expect(status).to_have_text("last run failed")
+        # Retry starts a new run from where the journal stands.
+        await page.locator(".run-end.failed").get_by_role("button", name="Retry").click()
+        await expect(page.locator(".run-end").last).to_contain_text("Done")
+        await expect(page.get_by_text("Back.")).to_be_visible()
+        await expect(page.locator(".run-end.failed").get_by_role("button")).to_have_count(0)
 
 
 async def test_the_files_tree_hides_burrows_own_folders(tmp_path: Path, browser: Browser) -> None:

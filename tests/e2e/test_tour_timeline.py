@@ -147,6 +147,40 @@ async def test_a_denied_call_is_shown_once(tmp_path: Path, browser: Browser) -> 
         await expect(request).to_have_count(0)
 
 
+async def test_an_approval_is_shown_in_its_tool_card_above_the_result(
+    tmp_path: Path, browser: Browser
+) -> None:
+    """The request sits in the card of the call it is about, between its command and its
+    output, live and after a reload; not as a card of its own below the result (on main it
+    was a row after the tool card)."""
+    turns = [
+        ScriptedTurn(
+            text="Cleaning.", tool_calls=[("bash", {"command": "rm -rf build; echo gone"})]
+        ),
+        ScriptedTurn(text="Clean."),
+    ]
+    async with harness(tmp_path, browser, turns, DESKTOP) as (srv, page):
+        cid = await srv.create_conversation("allow")
+        await sign_in(page, base_of(srv), f"/c/{cid}")
+        await page.get_by_label("Message").fill("clean")
+        await page.get_by_label("Message").press("Enter")
+        card = page.locator(".tool-card", has_text="rm -rf build")
+        request = card.get_by_role("article", name="Approval request")
+        await request.get_by_role("button", name="Allow once").click()
+        await expect(page.locator(".run-end")).to_contain_text("Done", timeout=SLOW)
+        for _ in range(2):
+            await expect(request).to_contain_text("Allowed once")
+            # One request in all, and no row of its own.
+            await expect(page.get_by_role("article", name="Approval request")).to_have_count(1)
+            await expect(page.locator(".timeline .row-approval")).to_have_count(0)
+            output = card.locator(".tool-output")
+            above = await request.bounding_box()
+            below = await output.bounding_box()
+            assert above and below and above["y"] + above["height"] <= below["y"], (above, below)
+            await page.reload()
+            await expect(page.locator(".run-end")).to_contain_text("Done")
+
+
 async def test_the_demo_in_read_only_mode_says_its_calls_were_refused(
     tmp_path: Path, browser: Browser
 ) -> None:

@@ -150,7 +150,9 @@ async def test_approval_mode_and_model_are_chosen_before_the_first_message(
             await context.close()
 
 
-async def test_an_example_prompt_starts_a_conversation(tmp_path: Path, browser: Browser) -> None:
+async def test_an_example_prompt_is_put_in_the_composer_to_send(
+    tmp_path: Path, browser: Browser
+) -> None:
     # `burrow serve --model scripted:…`: a model is configured, so the welcome shows.
     with serve(tmp_path, [{"text": "On it."}]) as server:
         context = await browser.new_context(viewport=DESKTOP)  # type: ignore[arg-type]
@@ -162,7 +164,15 @@ async def test_an_example_prompt_starts_a_conversation(tmp_path: Path, browser: 
         await shot(page, "tour-empty-state")
         prompt = await examples.first.inner_text()
         await examples.first.click()
-        await expect(page.locator(".user-text")).to_have_text(prompt)
+        # Picked, not sent: it waits in the composer to be read and changed first.
+        composer = page.get_by_label("Message")
+        await expect(composer).to_have_value(prompt)
+        await expect(composer).to_be_focused()
+        await expect(page).not_to_have_url(re.compile(r"/c/"))
+        await composer.press("End")
+        await composer.type(" with a dark theme")
+        await composer.press("Enter")
+        await expect(page.locator(".user-text")).to_have_text(prompt + " with a dark theme")
         await expect(page.locator(".run-end")).to_contain_text("Done", timeout=SLOW)
         await context.close()
 

@@ -284,3 +284,41 @@ async def test_a_message_routed_to_an_owner_that_died_is_taken_back_and_run_here
                 assert await conn.fetchval("SELECT count(*) FROM run_commands") == 0
             finally:
                 await conn.close()
+
+
+async def test_a_plan_decided_on_b_continues_the_run_waiting_on_a(
+    tmp_path: Path, pg_url: str
+) -> None:
+    todo = {"items": [{"text": "write out.txt", "done": False}]}
+    turns = [
+        {"tool_calls": [{"name": "todo", "arguments": todo}]},
+        {"text": "That is my plan."},
+        bash("echo done > out.txt"),
+        {"text": "Done."},
+    ]
+    model = script(tmp_path / "a.json", turns)
+    with replicas(tmp_path, pg_url, {"a": model, "b": model}) as nodes:
+        async with client(nodes["a"]) as a, client(nodes["b"]) as b:
+            made = await a.post("/api/conversations", json={"approval_mode": "plan"})
+            cid = made.json()["id"]
+            await a.post(f"/api/conversations/{cid}/messages", json={"content": "plan it"})
+            events = sse_events(b, cid)
+            async with asyncio.timeout(30):
+                proposed = await anext(e async for e in events if e["type"] == "plan.proposed")
+            assert await lease_holder(pg_url, cid) == "a"
+            plan_id = proposed["data"]["plan_id"]
+            decided = await b.post(
+                f"/api/conversations/{cid}/plans/{plan_id}",
+                json={"decision": "approve", "mode": "auto"},
+            )
+            assert decided.status_code == 200, decided.text
+            async with asyncio.timeout(30):
+                finished = await anext(e async for e in events if e["type"] == "run.finished")
+            assert finished["data"]["status"] == "completed"
+            journal = (await a.get(f"/api/conversations/{cid}/events?format=json")).json()
+            ran = [e for e in journal if e["type"] == "tool.finished"]
+            assert ran and not ran[-1]["data"]["is_error"], ran  # the write ran, after approval
+            again = await b.post(
+                f"/api/conversations/{cid}/plans/{plan_id}", json={"decision": "reject"}
+            )
+            assert again.status_code == 409

@@ -11,6 +11,7 @@ import contextlib
 import os
 import re
 import socket
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -397,7 +398,8 @@ async def test_the_sandbox_root_is_an_unprivileged_host_uid(pair: Pair) -> None:
     maps = await run(pair.attacker, "sh", "-c", "cat /proc/self/uid_map /proc/self/gid_map")
     assert maps.text.split() == ["0", str(ids.start), str(idmap.SIZE)] * 2
     await run(pair.attacker, "sh", "-c", "sleep 31 & touch made-inside")
-    assert host_ids_of(b"sleep\x0031\x00") == [str(ids.start)] * 8  # real..fs uid, gid
+    # The shell may return before its background child has exec'd sleep: look again.
+    assert await host_ids_of(b"sleep\x0031\x00") == [str(ids.start)] * 8  # real..fs uid, gid
     made = pair.backend.workspace_dir("attacker") / "made-inside"
     assert owner(made) == (ids.start, ids.start)
     await assert_unaffected(pair)
@@ -412,15 +414,24 @@ def owner(path: Path) -> tuple[int, int]:
     return st.st_uid, st.st_gid
 
 
-def host_ids_of(cmdline: bytes) -> list[str]:
+async def host_ids_of(cmdline: bytes, within: float = 5.0) -> list[str]:
     """Uid and Gid of the process with this command line, as the host's /proc says."""
+    deadline = time.monotonic() + within
+    while (ids := host_ids_now(cmdline)) is None:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no process {cmdline!r} on the host")
+        await asyncio.sleep(0.05)
+    return ids
+
+
+def host_ids_now(cmdline: bytes) -> list[str] | None:
     for pid in Path("/proc").iterdir():
         with contextlib.suppress(OSError):
             if pid.name.isdigit() and pid.joinpath("cmdline").read_bytes() == cmdline:
                 status = pid.joinpath("status").read_text().splitlines()
                 ids = [line.split()[1:] for line in status if line.startswith(("Uid:", "Gid:"))]
                 return ids[0] + ids[1]
-    raise AssertionError(f"no process {cmdline!r} on the host")
+    return None
 
 
 async def test_no_new_user_namespace_from_inside(pair: Pair) -> None:

@@ -6,7 +6,7 @@ from burrow.tools.registry import declared_kind, default_tools, tool_specs
 
 def test_default_tools_use_the_contract_names_and_parameters() -> None:
     tools = default_tools()
-    assert list(tools) == ["bash", "read_file", "write_file", "edit_file", "preview"]
+    assert list(tools) == ["bash", "read_file", "write_file", "edit_file", "preview", "todo"]
     parameters = {spec.name: spec.parameters for spec in tool_specs()}
     assert parameters["bash"]["required"] == ["command"]
     assert set(parameters["bash"]["properties"]) == {"command", "timeout"}
@@ -28,6 +28,7 @@ def test_default_tools_declare_what_they_do() -> None:
     assert kinds["write_file"] == kinds["edit_file"] == ToolKind(reads=True, writes=True)
     assert kinds["bash"].shell == "command" and not kinds["bash"].writes
     assert kinds["preview"].shell == "command" and kinds["preview"].writes
+    assert kinds["todo"] == ToolKind(reads=True)  # touches nothing: allowed in every mode
     for name, kind in kinds.items():
         assert declared_kind(name) == kind
         assert kind.shell is None or kind.shell in default_tools()[name].spec.parameters["required"]

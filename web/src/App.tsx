@@ -34,6 +34,8 @@ export function App() {
   const [shortcutsOpen, setShortcutsOpen] = useState(false);
   const [menuOpen, setMenuOpen] = useState(false);
   const [pending, setPending] = useState<{ cid: string; text: string } | null>(null);
+  // An example prompt picked on the home screen: put in the composer to edit, not sent.
+  const [example, setExample] = useState<{ text: string; n: number } | null>(null);
   // A search hit's message, to be scrolled to once its conversation is open.
   const [focusAt, setFocusAt] = useState<{ cid: string; seq: number } | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -107,6 +109,7 @@ export function App() {
           approval_mode: start.approval_mode,
           model: start.model,
           environment: start.environment,
+          profile: start.profile,
         }
       : {};
     const created = await api.createConversation(chosen);
@@ -158,7 +161,9 @@ export function App() {
     stop: running ? () => void api.interrupt(activeId).catch((e: unknown) => setError(String(e))) : undefined,
     new: signedIn ? newConversation : undefined,
     focus: focusComposer,
-    search: signedIn
+    // Wherever the sidebar is drawn (also while the account probe is still out: a slow
+    // /api/me must not swallow the key).
+    search: me !== null
       ? () => {
           setMenuOpen(true); // the sidebar is a drawer on a phone
           document.getElementById(SEARCH_ID)?.focus();
@@ -258,14 +263,14 @@ export function App() {
                 {firstRun ?? (
                   <Welcome
                     notice={demoNotice}
-                    onPick={(text) => void create(text).catch((e: unknown) => setError(String(e)))}
+                    onPick={(text) => setExample((was) => ({ text, n: (was?.n ?? 0) + 1 }))}
                   />
                 )}
               </div>
             </div>
             {/* Signed in first: the sign-in screen probes nothing but the session. */}
             {signedIn && <StartOptions choice={start} onChange={setStart} />}
-            <Composer running={false} onSend={(text) => create(text)} onStop={async () => undefined} />
+            <Composer running={false} onSend={(text) => create(text)} onStop={async () => undefined} fill={example} />
           </main>
         </div>
       )}

@@ -12,6 +12,7 @@ import { formatCost, formatTokens } from "./format";
 import { useRunNotifications } from "./notify";
 import { SidePanel, type Tab } from "./panel/SidePanel";
 import { rememberedTab, rememberTab } from "./panel/tabMemory";
+import { usePanel } from "./panel/usePanel";
 import { type Item, runStatus, type RunStatus, type UserItem } from "./timeline/reducer";
 import { useConversationEvents } from "./timeline/stream";
 import { Timeline } from "./timeline/Timeline";
@@ -40,8 +41,6 @@ function ApprovalModeSelect({
     </select>
   );
 }
-
-const narrow = window.matchMedia("(max-width: 1100px)");
 
 /** What the open conversation's stream says, fresher than the list's poll. */
 export interface LiveStatus {
@@ -100,13 +99,7 @@ export function ConversationView({
     state.sandbox.status !== "none" ? state.sandbox.status : (conversation?.sandbox_status ?? "none");
   const networkInfo = useSandboxNetwork(cid, conversation?.network);
   const network = conversation ? networkLabel(conversation.network, networkInfo) : undefined;
-  const [panelOpen, setPanelOpen] = useState(() => !narrow.matches);
-  // Beside the conversation when there is room; closed when the window gets narrow.
-  useEffect(() => {
-    const onChange = () => setPanelOpen(!narrow.matches);
-    narrow.addEventListener("change", onChange);
-    return () => narrow.removeEventListener("change", onChange);
-  }, []);
+  const { open: panelOpen, show: showPanel, close: closePanel } = usePanel();
   const [tab, setTab] = useState<Tab>(() => rememberedTab());
   const chooseTab = useCallback((next: Tab) => {
     rememberTab(next); // the person's choice; a preview opening by itself is not one
@@ -126,9 +119,9 @@ export function ConversationView({
   }, [state.preview]);
 
   const showPreview = useCallback(() => {
-    setPanelOpen(true);
+    showPanel();
     setTab("preview");
-  }, []);
+  }, [showPanel]);
 
   const send = async (content: string, attachments: string[] = []) => {
     await attached(); // subscribed before sending: nothing of the run can be missed
@@ -271,7 +264,7 @@ export function ConversationView({
             aria-pressed={panelOpen}
             aria-label="Toggle sandbox panel"
             title="Preview, terminal and files"
-            onClick={() => setPanelOpen(!panelOpen)}
+            onClick={panelOpen ? closePanel : showPanel}
           >
             ◧
           </button>
@@ -304,7 +297,7 @@ export function ConversationView({
           filesVersion={state.filesVersion}
           sandbox={sandbox}
           network={network}
-          onClose={() => setPanelOpen(false)}
+          onClose={closePanel}
         />
       )}
     </div>

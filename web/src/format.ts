@@ -41,3 +41,13 @@ export function relativeTime(iso: string, now = Date.now()): string {
 export function formatApprovalWait(ms: number): string | null {
   return ms > 0 ? `waited ${formatDuration(ms)} for approval` : null;
 }
+
+/** A model as the sidebar names it: `provider:model`, with a path in it (a scripted model's
+ * file, a vLLM model served from /models/…) cut to its last part. The server's paths are
+ * not every user's business, and the whole string does not fit. */
+export function modelLabel(model: string): string {
+  const colon = model.indexOf(":");
+  const [provider, name] = colon > 0 ? [model.slice(0, colon + 1), model.slice(colon + 1)] : ["", model];
+  const short = name.includes("/") && name.startsWith("/") ? (name.split("/").filter(Boolean).pop() ?? name) : name;
+  return provider + short;
+}

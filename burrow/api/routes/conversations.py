@@ -20,6 +20,8 @@ from burrow.api.schemas import (
     ConversationOut,
     CreateConversation,
     MessageAccepted,
+    PlanDecided,
+    PlanDecisionIn,
     SendMessage,
     UpdateConversation,
 )
@@ -165,7 +167,9 @@ async def send_message(
 ) -> MessageAccepted:
     try:
         paths = attachment_paths(body.attachments)
-        run_id, seq = await svc.conversations.send(conversation.id, body.content, paths)
+        run_id, seq = await svc.conversations.send(
+            conversation.id, body.content, paths, approval_mode=body.approval_mode
+        )
     except ConversationGone as exc:
         raise not_found(f"Conversation {conversation.id}") from exc
     return MessageAccepted(run_id=run_id, seq=seq)
@@ -184,6 +188,28 @@ async def answer_approval(
             "already, or its run ended.",
         )
     return ApprovalAnswered(request_id=request_id, decision=body.decision)
+
+
+@router.post("/{cid}/plans/{plan_id}")
+async def decide_plan(
+    plan_id: str, body: PlanDecisionIn, conversation: ConversationDep, svc: ServicesDep
+) -> PlanDecided:
+    """The owner's decision on a `plan.proposed` event of this conversation: approve (the
+    run goes on in `mode` with `items`, or the plan as proposed) or reject (the run ends)."""
+    items = None if body.items is None else [i.model_dump() for i in body.items]
+    outcome = await svc.conversations.decide_plan(
+        conversation.id, plan_id, body.decision == "approve", items, body.mode
+    )
+    if outcome == "unknown":
+        raise not_found(f"Plan {plan_id}")
+    if outcome == "not_waiting":
+        raise ApiError(
+            409,
+            "plan_decided",
+            f"Plan {plan_id} is not waiting for a decision: it was decided already, or its "
+            "run ended (stopped, or the server restarted). Send a new message to plan again.",
+        )
+    return PlanDecided(plan_id=plan_id, decision=body.decision)
 
 
 @router.post("/{cid}/interrupt", status_code=202)

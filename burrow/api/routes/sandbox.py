@@ -14,6 +14,7 @@ from burrow.services import Services
 
 router = APIRouter(prefix="/api/conversations", tags=["sandbox"])
 BUILT = "the environment as its build left it, shared read-only by its conversations"
+DEBIAN = "a Debian {} system mmdebstrap built, shared read-only by every environment on it"
 
 
 class CapabilitiesOut(BaseModel):
@@ -72,9 +73,15 @@ async def sandbox_out(svc: Services, cid: str, status: str, detail: str) -> Sand
     root = backend.root_plan(cid)
     layers = [LayerOut(**asdict(layer)) for layer in root.layers]
     environment = await svc.conversations.workspace.environment_of(cid)
-    if environment is not None and root.writable:  # between the host and its own layer
+    if environment is not None and root.writable:  # between the base and its own layer
         built = LayerOut(name=f"environment {environment}", writable=False, detail=BUILT)
         layers.insert(1, built)
+        spec = svc.environments.get(environment)
+        suite = spec.debian_suite if spec is not None else None
+        if suite is not None:  # not the host's system at the bottom, a Debian one
+            layers[0] = LayerOut(
+                name=f"debian:{suite}", writable=False, detail=DEBIAN.format(suite)
+            )
     return SandboxStatusOut(
         environment=environment or root.environment,
         root_writable=root.writable,

@@ -20,6 +20,7 @@ from typing import Any
 from burrow.runs.conversations.leases import RunElsewhere
 from burrow.runs.conversations.runtime import Runtime
 from burrow.runs.journal.events import Decision
+from burrow.runs.loop.hooks.approvals import PlanDecision
 from burrow.runs.workspace.quotas import RunQuotaExceeded
 from burrow.store.commands import Command, CommandStore
 from burrow.store.events import ConversationGone
@@ -115,7 +116,9 @@ class OwnerActions:
         cid, body, runtime = command.conversation_id, command.body, self._runtime
         if command.kind == "message":
             try:
-                run_id, seq = await runtime.send(cid, body["content"], body.get("attachments", ()))
+                run_id, seq = await runtime.send(
+                    cid, body["content"], body.get("attachments", ()), body.get("approval_mode")
+                )
             except RunElsewhere as exc:
                 return {"elsewhere": exc.holder}
             except RunQuotaExceeded as exc:
@@ -130,6 +133,9 @@ class OwnerActions:
         if command.kind == "approval":
             answered = await runtime.approvals.answer(cid, body["request_id"], body["decision"])
             return {"answered": answered}
+        if command.kind == "plan":
+            decision = PlanDecision(body["approve"], body.get("items"), body.get("mode"))
+            return {"decided": runtime.approvals.decide_plan(cid, body["plan_id"], decision)}
         return {"unknown": command.kind}
 
     async def close(self) -> None:
@@ -147,16 +153,22 @@ class Actions:
         self._owners = owners
 
     async def send(
-        self, cid: str, content: str, attachments: Sequence[str] = ()
+        self,
+        cid: str,
+        content: str,
+        attachments: Sequence[str] = (),
+        approval_mode: str | None = None,
     ) -> tuple[str, int]:
         """`Runtime.send` on whichever replica runs the conversation. -> (run_id, seq)"""
         for _ in range(ROUTE_ATTEMPTS):
             try:
-                return await self._runtime.send(cid, content, attachments)
+                return await self._runtime.send(cid, content, attachments, approval_mode)
             except RunElsewhere as exc:
                 if self._owners is None:
                     raise
-                body = {"content": content, "attachments": list(attachments)}
+                body: dict[str, Any] = {"content": content, "attachments": list(attachments)}
+                if approval_mode is not None:
+                    body["approval_mode"] = approval_mode
                 result = await self._owners.ask(cid, exc.holder, "message", body)
             if "run_id" in result:
                 return str(result["run_id"]), int(result["seq"])
@@ -184,11 +196,24 @@ class Actions:
         """The owner's answer to an approval request; False when nothing waits on it."""
         if await self._runtime.approvals.answer(cid, request_id, decision):
             return True
+        body = {"request_id": request_id, "decision": decision}
+        return bool((await self._ask_holder(cid, "approval", body)).get("answered"))
+
+    async def decide_plan(self, cid: str, plan_id: str, decision: PlanDecision) -> bool:
+        """The owner's decision on a proposed plan, for the run waiting on it here or on
+        the replica that runs it; False when none waits on it."""
+        if self._runtime.approvals.decide_plan(cid, plan_id, decision):
+            return True
+        body = {"plan_id": plan_id, "approve": decision.approve}
+        body |= {"items": decision.items, "mode": decision.mode}
+        return bool((await self._ask_holder(cid, "plan", body)).get("decided"))
+
+    async def _ask_holder(self, cid: str, kind: str, body: dict[str, Any]) -> dict[str, Any]:
+        """`kind` applied by the replica holding the conversation's run ({} when none
+        does: nothing waits anywhere)."""
         if self._owners is None:
-            return False
+            return {}
         holder = await self._owners.holder(cid)
         if holder is None:
-            return False
-        body = {"request_id": request_id, "decision": decision}
-        result = await self._owners.ask(cid, holder, "approval", body)
-        return bool(result.get("answered"))
+            return {}
+        return await self._owners.ask(cid, holder, kind, body)

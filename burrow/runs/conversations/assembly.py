@@ -22,11 +22,12 @@ from burrow.runs.journal.journal import Journal, Subscription
 from burrow.runs.loop.context import ModelContext
 from burrow.runs.loop.hooks.approvals import ApprovalGate, Approvals
 from burrow.runs.loop.hooks.attachments import Attachments
-from burrow.runs.loop.hooks.base import Hook, PreviewOpened, SystemPrompt
+from burrow.runs.loop.hooks.base import Checklist, Hook, PreviewOpened, SystemPrompt
 from burrow.runs.loop.hooks.budget import Budget, BudgetHook
 from burrow.runs.loop.hooks.compaction import CompactionPolicy, Compactor, compact
 from burrow.runs.loop.hooks.guard import LoopGuard
 from burrow.runs.loop.hooks.instructions import ProjectInstructions
+from burrow.runs.loop.hooks.plans import PlanMode
 from burrow.runs.loop.hooks.profiles import (
     DEFAULT_PROFILE,
     ProfileLookup,
@@ -195,6 +196,8 @@ class RunAssembly:
             instructions,
             Approvals(self._approvals),
             PreviewOpened(),
+            Checklist(),
+            PlanMode(self._approvals),
             LoopGuard(),  # fresh for each run: it counts per run
             skills,
             # After the hooks that read the sandbox (AGENTS.md, skills), whose small reads
@@ -219,6 +222,7 @@ class RunAssembly:
                         skills,
                         Approvals(self._approvals),
                         PreviewOpened(),
+                        Checklist(),
                         LoopGuard(),
                         budget,
                     ],

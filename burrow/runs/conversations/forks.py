@@ -64,19 +64,25 @@ async def fork(runtime: Runtime, store: ForkStore, source: Conversation, run_id:
             await runtime.journal.append(cid, *closing)
         # What it installed, as it is now: checkpoints cover /workspace only.
         await runtime.sandboxes.copy_root(source.id, cid)
-        await _copy_workspace(runtime, source.id, checkpoint, cid)
+        # The earlier runs' checkpoints go along: an Edit (a fork at one of them) or a
+        # restore in the fork works as in its source.
+        runs = {e.run_id for e in journal if e.run_id}
+        carried = [c.id for c in await runtime.checkpoints.list(source.id) if c.run_id in runs]
+        await _copy_workspace(runtime, source.id, checkpoint, cid, carried)
     except BaseException:
         await runtime.delete(cid)
         raise
     return cid
 
 
-async def _copy_workspace(runtime: Runtime, source: str, checkpoint: str, target: str) -> None:
+async def _copy_workspace(
+    runtime: Runtime, source: str, checkpoint: str, target: str, carried: list[str]
+) -> None:
     name = f"{STORE}/fork-{secrets.token_hex(8)}.bundle"
     origin = await runtime.sandboxes.get(source)
     what = "Copying the workspace into the fork"
     try:
-        await runtime.checkpoints.export(source, checkpoint, f"{origin.workspace}/{name}")
+        await runtime.checkpoints.export(source, checkpoint, f"{origin.workspace}/{name}", carried)
         copy = await runtime.sandboxes.get(target)
         path = f"{copy.workspace}/{name}"
         await copy_file(origin, name, copy, path, what=what)

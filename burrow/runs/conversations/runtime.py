@@ -117,7 +117,11 @@ class Runtime:
         return cid in self._active or await self.leases.holder(cid) is not None
 
     async def send(
-        self, cid: str, content: str, attachments: Sequence[str] = ()
+        self,
+        cid: str,
+        content: str,
+        attachments: Sequence[str] = (),
+        approval_mode: str | None = None,
     ) -> tuple[str, int]:
         """Journal a user message and start a run, or steer the active one. -> (run_id, seq)
 
@@ -156,6 +160,8 @@ class Runtime:
                     self._runs.release(cid)
                     await self.leases.give_back(cid)
                     raise
+                if approval_mode is not None:  # this message's run only (plan mode)
+                    self.approvals.set_run_mode(run_id, approval_mode)
                 self._start(cid, run_id, announced=True)
                 return run_id, event.seq
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from burrow.runs.conversations.actions import Actions
 from burrow.runs.conversations.forks import NoCheckpoint, RunNotFound, fork
@@ -29,6 +29,7 @@ from burrow.runs.conversations.secrets import (
 )
 from burrow.runs.journal import events as ev
 from burrow.runs.journal.journal import DirectWrite
+from burrow.runs.loop.hooks.approvals import PlanDecision
 from burrow.runs.loop.hooks.profiles import DEFAULT_PROFILE, ProfileLookup
 from burrow.runs.loop.window import context_used
 from burrow.runs.workspace.access import WorkspaceAccess
@@ -255,10 +256,33 @@ class Conversations:
         return await self._runtime.busy(cid)
 
     async def send(
-        self, cid: str, content: str, attachments: Sequence[str] = ()
+        self,
+        cid: str,
+        content: str,
+        attachments: Sequence[str] = (),
+        *,
+        approval_mode: str | None = None,
     ) -> tuple[str, int]:
-        """A user message: a new run, or steering of the one going. -> (run_id, seq)"""
-        return await self._commands.send(cid, content, attachments)
+        """A user message: a new run (in `approval_mode` when given, else the
+        conversation's), or steering of the one going. -> (run_id, seq)"""
+        return await self._commands.send(cid, content, attachments, approval_mode)
+
+    async def decide_plan(
+        self,
+        cid: str,
+        plan_id: str,
+        approve: bool,
+        items: list[dict[str, Any]] | None,
+        mode: str | None,
+    ) -> Literal["decided", "not_waiting", "unknown"]:
+        """The owner's decision on a proposed plan of `cid` (runs/loop/hooks/plans.py)."""
+        if await self._commands.decide_plan(cid, plan_id, PlanDecision(approve, items, mode)):
+            return "decided"
+        proposed = ev.EventType.PLAN_PROPOSED.value
+        for event in await self._runtime.journal.read(cid):
+            if event.type == proposed and event.data.get("plan_id") == plan_id:
+                return "not_waiting"
+        return "unknown"
 
     async def send_unattended(self, cid: str, content: str) -> tuple[str, int]:
         """A message whose run nobody watches (an A2A task): a call that would ask for

@@ -48,6 +48,9 @@ class OpenWork:
         # call_id -> (run_id, started, parent_call_id: set on a subagent's call)
         self.calls: dict[str, tuple[str | None, datetime, str | None]] = {}
         self.approvals: dict[str, tuple[str | None, str | None]] = {}  # -> (run_id, parent)
+        # call_id -> when its latest committed output was: after a crash, how long it ran
+        # at least (the server was down from some moment after it)
+        self.last_output: dict[str, datetime] = {}
 
     def apply(self, event: Event | NewEvent) -> None:
         """Follow one event: a committed one (recovery) or one about to be written (a run)."""
@@ -62,8 +65,11 @@ class OpenWork:
         elif event.type == EventType.TOOL_STARTED:
             started = datetime.fromisoformat(event.ts) if isinstance(event, Event) else _now()
             self.calls[str(data["call_id"])] = (event.run_id, started, parent)
+        elif event.type == EventType.TOOL_OUTPUT and isinstance(event, Event):
+            self.last_output[str(data["call_id"])] = datetime.fromisoformat(event.ts)
         elif event.type == EventType.TOOL_FINISHED:
             self.calls.pop(str(data["call_id"]), None)
+            self.last_output.pop(str(data["call_id"]), None)
         elif event.type == EventType.APPROVAL_REQUESTED:
             self.approvals[str(data["request_id"])] = (event.run_id, parent)
         elif event.type == EventType.APPROVAL_RESOLVED:
@@ -71,7 +77,8 @@ class OpenWork:
 
     def closing(self, reason: str, *, timed: bool) -> list[NewEvent]:
         """Each open approval answered no, then each open call finished with `reason`;
-        `timed`: with how long the call ran (not after a crash: the server was down)."""
+        `timed`: with how long the call ran until now; else (after a crash: the server was
+        down for a while) until its last output, or 0 if it had none."""
         events = [
             _as_of(
                 ev.make(ev.ApprovalResolved(request_id=request_id, decision="deny"), run_id),
@@ -81,13 +88,15 @@ class OpenWork:
         ]
         now = _now()
         for call_id, (run_id, started, parent) in self.calls.items():
-            ms = round((now - started).total_seconds() * 1000) if timed else 0
+            until = now if timed else self.last_output.get(call_id, started)
+            ms = round((until - started).total_seconds() * 1000)
             finished = ev.ToolFinished(
                 call_id=call_id, output=reason, is_error=True, duration_ms=max(0, ms)
             )
             events.append(_as_of(ev.make(finished, run_id or ""), parent))
         self.approvals.clear()
         self.calls.clear()
+        self.last_output.clear()
         return events
 
 
@@ -104,6 +113,7 @@ _TRACKED = {
     EventType.RUN_STARTED,
     EventType.RUN_FINISHED,
     EventType.TOOL_STARTED,
+    EventType.TOOL_OUTPUT,
     EventType.TOOL_FINISHED,
     EventType.APPROVAL_REQUESTED,
     EventType.APPROVAL_RESOLVED,

@@ -48,6 +48,8 @@ class EventType(enum.StrEnum):
     MCP_WARNING = "mcp.warning"
     FILE_SAVED = "file.saved"
     ENVIRONMENT_BUILD = "environment.build"
+    PLAN_UPDATED = "plan.updated"
+    PLAN_PROPOSED = "plan.proposed"
 
 
 RunStatus = Literal["completed", "failed", "canceled", "budget_exceeded"]
@@ -55,7 +57,7 @@ Decision = Literal["allow_once", "allow_session", "deny"]
 Risk = Literal["safe", "mutating", "dangerous"]
 # A repository brought into the workspace: started, git's progress, then done or failed.
 ImportStage = Literal["started", "progress", "done", "failed"]
-BudgetKind = Literal["tokens", "cost", "steps", "tool_seconds", "total_cost"]
+BudgetKind = Literal["tokens", "cost", "steps", "tool_seconds", "wall_seconds", "total_cost"]
 
 
 class Record(BaseModel):
@@ -180,6 +182,13 @@ class BudgetHit(Record):
     used: float
 
 
+class PlanItem(Record):
+    """One step of a checklist (the `todo` tool's, or a proposed plan's)."""
+
+    text: str
+    done: bool
+
+
 # One payload per event type.
 
 
@@ -293,7 +302,12 @@ class RunFinished(Payload):
     # absent on runs closed by crash recovery (the server was down, nobody timed them).
     duration_ms: int | None = None
     approval_wait_ms: int | None = None
-    optional = frozenset({"budget", "duration_ms", "approval_wait_ms"})
+    # Of duration_ms: time in the model's streams, and the tool calls' wall time; the rest
+    # was Burrow's own (sandbox start, run assembly, commits). Absent like duration_ms, and
+    # on runs written before they were measured.
+    model_ms: int | None = None
+    tool_ms: int | None = None
+    optional = frozenset({"budget", "duration_ms", "approval_wait_ms", "model_ms", "tool_ms"})
 
 
 class Retry(Payload):
@@ -358,6 +372,30 @@ class FileSaved(Payload):
     optional = frozenset({"bytes"})
 
 
+class PlanUpdated(Payload):
+    """The model's checklist as its latest `todo` call left it (the whole list); `plan_id`
+    is the run's (`plan_id_of`): one checklist per run, which a plan-mode run's proposal
+    will share so its card ticks as the run reports."""
+
+    type = EventType.PLAN_UPDATED
+    plan_id: str
+    items: list[PlanItem]
+
+
+class PlanProposed(Payload):
+    """A plan-mode run's plan (its latest checklist): the run waits for `POST
+    …/plans/{plan_id}` to approve it (the run goes on in the chosen mode) or reject it."""
+
+    type = EventType.PLAN_PROPOSED
+    plan_id: str
+    items: list[PlanItem]
+
+
+def plan_id_of(run_id: str) -> str:
+    """A run's checklist id: one checklist per run, so no state is needed to find it."""
+    return f"p_{run_id.removeprefix('r_')}"
+
+
 PAYLOADS: dict[EventType, type[Payload]] = {
     cls.type: cls
     for cls in (
@@ -365,7 +403,7 @@ PAYLOADS: dict[EventType, type[Payload]] = {
         ToolOutput, ToolFinished, ApprovalRequested, ApprovalResolved, SandboxStatusChanged,
         PreviewOpened, UsageReported, ContextCompacted, RunFinished, Retry, ModelChanged,
         InstructionsLoaded, WorkspaceRestored, WorkspaceImport, McpWarning, FileSaved,
-        EnvironmentBuild,
+        EnvironmentBuild, PlanUpdated, PlanProposed,
     )
 }  # fmt: skip
 

@@ -14,7 +14,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -27,6 +27,7 @@ from burrow.llm.base import (
     Pricing,
     Provider,
     Retry,
+    StreamEvent,
     TextDelta,
     ThinkingBlock,
     ThinkingDelta,
@@ -224,8 +225,18 @@ class AgentRun:
                 await self._catch_up()
                 if self.context.user_messages > seen_user_messages:
                     continue  # steering arrived while the model answered: answer it too
+                if await self._goes_on():
+                    continue
                 return
             await self._call_tools(calls)
+
+    async def _goes_on(self) -> bool:
+        """Whether a hook gave the model more to do as the run would end (an approved plan)."""
+        for hook in self.env.hooks:
+            if await hook.before_end(self):
+                await self._catch_up()
+                return True
+        return False
 
     async def _ask_fitting(self) -> tuple[_Answer, int]:
         """The model's answer, and how many user messages the context it answered held; a
@@ -253,34 +264,39 @@ class AgentRun:
         answer = _Answer()
         self._partial = answer
         stream = self.env.provider.stream(messages, specs)
+        started = time.monotonic()
         async with contextlib.aclosing(stream):  # type: ignore[type-var]
-            async for item in stream:
-                if isinstance(item, TextDelta):
-                    answer.text.append(item.text)
-                    self._out.add(ev.TextDelta(text=item.text))
-                elif isinstance(item, ThinkingDelta):
-                    answer.thinking.append(item.text)
-                    self._out.add(ev.ThinkingDelta(text=item.text))
-                elif isinstance(item, ThinkingBlock):
-                    answer.thinking_blocks.append(item)
-                elif isinstance(item, Retry):  # shown now: the wait that follows may be long
-                    retry = ev.make(
-                        ev.Retry(attempt=item.attempt, delay_s=item.delay_s, reason=item.reason),
-                        self.run_id,
-                    )
-                    await self.emit(*await self._out.take(), retry)
-                elif isinstance(item, ToolCallDelta):
-                    call = answer.calls.setdefault(
-                        item.index, {"id": "", "name": "", "arguments": ""}
-                    )
-                    call["id"] = call["id"] or item.id
-                    call["name"] = call["name"] or item.name
-                    call["arguments"] += item.arguments
-                elif isinstance(item, Usage):
-                    answer.usage = item
-                elif isinstance(item, Done):
-                    break
+            try:
+                await self._read_answer(stream, answer)
+            finally:
+                self.tally.model_seconds += time.monotonic() - started
         return answer
+
+    async def _read_answer(self, stream: AsyncIterator[StreamEvent], answer: _Answer) -> None:
+        async for item in stream:
+            if isinstance(item, TextDelta):
+                answer.text.append(item.text)
+                self._out.add(ev.TextDelta(text=item.text))
+            elif isinstance(item, ThinkingDelta):
+                answer.thinking.append(item.text)
+                self._out.add(ev.ThinkingDelta(text=item.text))
+            elif isinstance(item, ThinkingBlock):
+                answer.thinking_blocks.append(item)
+            elif isinstance(item, Retry):  # shown now: the wait that follows may be long
+                retry = ev.make(
+                    ev.Retry(attempt=item.attempt, delay_s=item.delay_s, reason=item.reason),
+                    self.run_id,
+                )
+                await self.emit(*await self._out.take(), retry)
+            elif isinstance(item, ToolCallDelta):
+                call = answer.calls.setdefault(item.index, {"id": "", "name": "", "arguments": ""})
+                call["id"] = call["id"] or item.id
+                call["name"] = call["name"] or item.name
+                call["arguments"] += item.arguments
+            elif isinstance(item, Usage):
+                answer.usage = item
+            elif isinstance(item, Done):
+                break
 
     def _assistant_message(self, answer: _Answer, calls: list[dict[str, str]]) -> NewEvent:
         shown = []
@@ -311,6 +327,14 @@ class AgentRun:
     async def _call_tools(self, calls: list[dict[str, str]]) -> None:
         """In order; consecutive calls of subloop tools (subagents) run at once. A stop
         from one of those ends the run after all of them have finished."""
+        started, waited = time.monotonic(), self.tally.approval_wait_seconds
+        try:
+            await self._call_tool_groups(calls)
+        finally:
+            waits = self.tally.approval_wait_seconds - waited
+            self.tally.tool_wall_seconds += time.monotonic() - started - waits
+
+    async def _call_tool_groups(self, calls: list[dict[str, str]]) -> None:
         i = 0
         while i < len(calls):
             j = i + 1
@@ -443,6 +467,8 @@ class AgentRun:
                 budget=budget,
                 duration_ms=round((time.monotonic() - self._started - waited) * 1000),
                 approval_wait_ms=round(waited * 1000),
+                model_ms=round(self.tally.model_seconds * 1000),
+                tool_ms=round(self.tally.tool_wall_seconds * 1000),
             )
             closing.append(ev.make(finished, self.run_id))
         if closing:  # a subagent that ended cleanly has nothing left to write

@@ -272,18 +272,35 @@ case $op in
     for id; do git update-ref -d "refs/checkpoints/$id"; done
     git prune --expire=now
     measure ;;
-  export)  # $1 a checkpoint id or "now", $2 a bundle file to write with its commit
+  export)  # $1 a checkpoint id or "now", $2 a bundle file to write with its commit;
+    # $3...: checkpoints carried along as they are (a fork's earlier runs'), missing ones
+    # left out
     if [ "$1" = now ]; then snapshot; c=$(git commit-tree -m fork "$tree")
     else c=$(git rev-parse -q --verify "refs/checkpoints/$1^{commit}") || exit 3; fi
-    git update-ref refs/export "$c"
+    bundle=$2; shift 2
+    git update-ref refs/export/workspace "$c"
+    for id; do
+      k=$(git rev-parse -q --verify "refs/checkpoints/$id^{commit}") || continue
+      git update-ref "refs/export/carried/$id" "$k"
+    done
     # No delta search and light compression: the bundle is read once, at once; searching
     # deltas among thousands of loose objects costs seconds and saves little.
-    git -c pack.window=0 -c pack.compression=1 bundle create -q "$2" refs/export
-    git update-ref -d refs/export ;;
-  import)  # $1 a bundle from export, $2 id, $3 subject: a checkpoint, and the workspace
+    git -c pack.window=0 -c pack.compression=1 bundle create -q "$bundle" --glob=refs/export
+    git for-each-ref --format='delete %(refname)' refs/export/ | git update-ref --stdin ;;
+  import)  # $1 a bundle from export, $2 id, $3 subject: a checkpoint, and the workspace;
+    # the checkpoints it carries are kept under their ids, times and runs
     store
-    c=$(git bundle unbundle "$1" | cut -d' ' -f1)
+    c=
+    git bundle unbundle "$1" > "$GIT_DIR/unbundled"
     rm -f "$1"
+    while read -r sha ref; do
+      case $ref in
+        refs/export/workspace) c=$sha ;;
+        refs/export/carried/ck_*)
+          git update-ref "refs/checkpoints/${ref#refs/export/carried/}" "$sha" ;;
+      esac
+    done < "$GIT_DIR/unbundled"
+    rm -f "$GIT_DIR/unbundled"
     tree=$(git rev-parse "$c^{tree}")
     n=$(git commit-tree -m "$3 $(measure)" "$tree")
     git update-ref "refs/checkpoints/$2" "$n"

@@ -30,7 +30,7 @@ import os
 import secrets
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -239,19 +239,24 @@ class Checkpoints:
         size = out.data.decode().strip()
         return int(size) if size.isdigit() else 0
 
-    async def export(self, cid: str, checkpoint_id: str, bundle: str) -> None:
+    async def export(
+        self, cid: str, checkpoint_id: str, bundle: str, carried: Sequence[str] = ()
+    ) -> None:
         """Write a checkpoint ("now": the workspace as it is) as a git bundle at `bundle`
-        (a path inside the store), for another conversation's `import_bundle`."""
+        (a path inside the store), for another conversation's `import_bundle`; with the
+        `carried` checkpoints as they are (a fork's earlier runs', so it can be forked or
+        restored at them in turn)."""
         if checkpoint_id != "now" and not valid_id(checkpoint_id):
             raise CheckpointNotFound(checkpoint_id)
+        kept = [c for c in carried if valid_id(c)]
         async with self._locks[cid]:
-            out = await self._git(cid, "export", checkpoint_id, bundle)
+            out = await self._git(cid, "export", checkpoint_id, bundle, *kept)
             if out.exit_code == _NOT_FOUND_EXIT:
                 raise CheckpointNotFound(checkpoint_id)
 
     async def import_bundle(self, cid: str, bundle: str) -> Checkpoint:
-        """Make the bundle's checkpoint this conversation's own, and its workspace's files
-        (the bundle file is removed)."""
+        """Make the bundle's checkpoint this conversation's own, and its workspace's files,
+        and the checkpoints it carries too (the bundle file is removed)."""
         async with self._locks[cid]:
             checkpoint_id, subject = _new_id(), _subject(None)
             await self._git(cid, "import", bundle, checkpoint_id, subject)

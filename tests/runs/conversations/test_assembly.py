@@ -105,6 +105,8 @@ async def test_a_run_has_every_hook_in_its_order(world: dict[str, Any]) -> None:
         "ProjectInstructions",
         "Approvals",
         "PreviewOpened",
+        "Checklist",  # a todo call's plan.updated
+        "PlanMode",  # plan.proposed, and the wait for the owner, as the run would end
         "LoopGuard",
         "Skills",
         "CheckpointAtStart",  # after the hooks that read the sandbox: beside the model's call

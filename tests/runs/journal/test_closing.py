@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from burrow.runs.journal import events as ev
@@ -84,3 +85,27 @@ def test_a_subagents_open_call_and_approval_are_closed_as_the_subagents() -> Non
     assert "parent_call_id" not in closing[("tool.finished", "task1")].data
     for event in closing.values():
         ev.check(event.type, event.data)
+
+
+async def test_a_call_cut_off_by_a_crash_reports_how_long_it_streamed(tmp_path: Path) -> None:
+    """Recovery cannot know when the server died, but the call ran at least until its last
+    committed output: its card says so, not "0 ms"."""
+    db = await open_database(f"sqlite+aiosqlite:///{tmp_path / 'c.db'}")
+    user = await AccountStore(db).get_or_create("alice")
+    cid = (await ConversationStore(db).create(user.id, "t")).id
+    journal = Journal(EventStore(db))
+    await journal.append(cid, ev.make(ev.RunStarted(run_id="r1"), "r1"))
+    await journal.append(cid, ev.make(ev.ToolStarted(call_id="c", name="bash", arguments={}), "r1"))
+    await journal.append(cid, ev.make(ev.ToolStarted(call_id="q", name="bash", arguments={}), "r1"))
+    await asyncio.sleep(0.3)
+    output = ev.ToolOutput(call_id="c", stream="stdout", text="working\n")
+    await journal.append(cid, ev.make(output, "r1"))
+    await asyncio.sleep(0.3)  # the server dies some time after the last output
+
+    recovered = OpenWork()
+    for event in await journal.read(cid):
+        recovered.apply(event)
+    finished = {e.data["call_id"]: e.data for e in recovered.closing("gone", timed=False)}
+    assert 300 <= finished["c"]["duration_ms"] < 600, finished
+    assert finished["q"]["duration_ms"] < 100  # no output: nothing says it ran at all
+    await db.close()

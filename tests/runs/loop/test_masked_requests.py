@@ -100,6 +100,12 @@ async def test_masking_a_long_context_costs_little() -> None:
             [_ async for _ in provider.stream(messages, [])]
         return (time.perf_counter() - start) / 50
 
-    added = await per_request(source) - await per_request(_none)
+    # The best of five, interleaved: a busy machine (the rest of the suite beside it) slows
+    # some rounds of either, never makes one faster than the work takes.
+    masked, bare = [], []
+    for _ in range(5):
+        masked.append(await per_request(source))
+        bare.append(await per_request(_none))
+    added = min(masked) - min(bare)
     print(f"masking a request of 200 x 2 KB messages, 3 secrets: {added * 1000:.3f} ms")
     assert added < 0.002

@@ -55,7 +55,7 @@ export type PreviewLink = Fallback<
   { port: number; url: string; status: string; command: string }
 >;
 
-export type ApprovalMode = "ask" | "auto" | "read_only";
+export type ApprovalMode = "ask" | "auto" | "read_only" | "plan";
 
 export type Decision = "allow_once" | "allow_session" | "deny";
 
@@ -166,6 +166,7 @@ export const api = {
       model?: string | null;
       repo?: RepoIn;
       environment?: string | null;
+      profile?: string | null;
     } = {},
   ) => request<Conversation>("POST", "/api/conversations", fields),
   /** Commits the working tree to `branch` and pushes it (from the sandbox). */
@@ -225,6 +226,9 @@ export const api = {
     request<unknown>("POST", `${conv(cid)}/approvals/${encodeURIComponent(requestId)}`, {
       decision,
     }),
+  /** Approve (maybe edited, going on in `mode`) or reject a `plan.proposed` plan. */
+  decidePlan: (cid: string, planId: string, body: Schemas["PlanDecisionIn"]) =>
+    request<Schemas["PlanDecided"]>("POST", `${conv(cid)}/plans/${encodeURIComponent(planId)}`, body),
   files: (cid: string, path: string) => request<FileEntry[]>("GET", `${conv(cid)}/files${q(path)}`),
   /** The file's text, or null when the server says it is binary. */
   fileText: async (cid: string, path: string): Promise<string | null> => {
@@ -259,6 +263,9 @@ export const api = {
   /** From a checkpoint (default: the first) to the workspace now. */
   diff: (cid: string, from?: string) =>
     request<Schemas["DiffOut"]>("GET", `${conv(cid)}/diff${from ? `?from=${encodeURIComponent(from)}` : ""}`),
+  /** One file (or folder) back as it was at the checkpoint; undoable like a restore. */
+  revertFile: (cid: string, path: string, checkpointId: string) =>
+    request<Schemas["RevertedOut"]>("POST", `${conv(cid)}/files/revert`, { path, checkpoint_id: checkpointId }),
   restore: (cid: string, id: string) =>
     request<Schemas["RestoredOut"]>("POST", `${conv(cid)}/checkpoints/${encodeURIComponent(id)}/restore`, {}),
   eventsUrl: (cid: string, after = 0) =>

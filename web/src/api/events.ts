@@ -40,6 +40,8 @@ const KNOWN: Record<EventType, true> = {
   "mcp.warning": true,
   "file.saved": true,
   "environment.build": true,
+  "plan.updated": true,
+  "plan.proposed": true,
   "run.finished": true,
 };
 
@@ -81,6 +83,8 @@ const SHAPES: { [K in EventType]: Partial<Record<keyof EventData[K], Field>> } =
   "workspace.import": { stage: "string", detail: "string" },
   "file.saved": { path: "string", bytes: "count" },
   "environment.build": { name: "string", stage: "string", detail: "string" },
+  "plan.updated": { plan_id: "id", items: "any" },
+  "plan.proposed": { plan_id: "id", items: "any" },
   retry: { attempt: "count", delay_s: "number", reason: "string" },
   "mcp.warning": { server: "string", message: "string" },
   "run.finished": { status: "string", usage: "usage", budget: "object", duration_ms: "count", approval_wait_ms: "count" },

@@ -12,6 +12,7 @@ export function Composer({
   onUpload,
   thumbnail,
   disabled,
+  fill,
 }: {
   running: boolean;
   onSend: (text: string, attachments: string[]) => Promise<void>;
@@ -19,6 +20,9 @@ export function Composer({
   onUpload?: (file: File) => Promise<string>; // -> the workspace path
   thumbnail?: (path: string) => string;
   disabled?: boolean;
+  /** Text put in the box to edit before sending (an example prompt picked); `n` tells a
+   * second pick of the same text from the first. */
+  fill?: { text: string; n: number } | null;
 }) {
   const [text, setText] = useState("");
   const [attachments, setAttachments] = useState<string[]>([]);
@@ -33,6 +37,14 @@ export function Composer({
     el.style.height = "auto";
     el.style.height = `${Math.min(el.scrollHeight, 240)}px`;
   }, [text, running]);
+
+  useEffect(() => {
+    if (!fill) return;
+    setText(fill.text);
+    const el = box.current;
+    el?.focus();
+    el?.setSelectionRange(fill.text.length, fill.text.length);
+  }, [fill]);
 
   // Ready to type on arrival, unless the person already is typing somewhere else (Ctrl+K
   // into search, then the conversation finished loading): never take a field from them.
@@ -169,9 +181,11 @@ export function Composer({
           </button>
         </div>
       </div>
-      <p className="composer-hint muted">
+      <p className="composer-hint muted keyboard-hint">
         Enter to send · Shift+Enter for a new line{running ? " · Esc stops" : ""} · ? for shortcuts{onUpload ? " · paste or drop files to attach" : ""}{running ? " · messages now steer the run" : ""}
       </p>
+      {/* A touch screen has no Esc, Shift+Enter or "?": only what still holds there. */}
+      {running && <p className="composer-hint muted touch-hint">Messages now steer the run.</p>}
     </form>
   );
 }

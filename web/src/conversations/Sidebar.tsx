@@ -2,7 +2,7 @@
 import { useState } from "react";
 import { ThemeToggle } from "../ThemeToggle";
 import type { Conversation, RepoIn } from "../api/client";
-import { relativeTime } from "../format";
+import { modelLabel, relativeTime } from "../format";
 import { RepoImport } from "./RepoImport";
 import { SearchBox, SearchResults } from "./Search";
 
@@ -179,7 +179,7 @@ export function Sidebar({
       <div className="sidebar-footer">
         <button type="button" className="settings-button" onClick={onSettings}>
           <span aria-hidden="true">⚙</span> Settings
-          <span className="muted model-name">{model ?? "no model"}</span>
+          <span className="muted model-name">{model ? modelLabel(model) : "no model"}</span>
         </button>
         <div className="account muted">
           <span>{user}</span>

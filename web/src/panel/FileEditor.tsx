@@ -1,11 +1,12 @@
-// A workspace file (mounted per path): highlighted to read, a plain textarea to edit (no editor library: the
-// initial bundle stays small). Saves go through PUT …/files/content with the ETag the file
+// A workspace file (mounted per path): highlighted to read, a code editor to edit
+// (CodeEditor.tsx, CodeMirror, loaded on demand: the initial bundle stays small). Saves go through PUT …/files/content with the ETag the file
 // was read with, so a file the agent changed meanwhile is not silently overwritten.
 import { lazy, Suspense, useCallback, useEffect, useRef, useState } from "react";
 import { api, ApiError, errorMessage, type FileEntry } from "../api/client";
 import { formatBytes } from "../format";
 
 const CodeView = lazy(() => import("./CodeView"));
+const CodeEditor = lazy(() => import("./CodeEditor"));
 
 const MAX_VIEW_BYTES = 1024 * 1024;
 
@@ -37,7 +38,6 @@ export function FileEditor({
   const [reload, setReload] = useState(0);
   const dirty = draft !== null && draft !== text;
   const editing = draft !== null;
-  const area = useRef<HTMLTextAreaElement>(null);
 
   useEffect(() => onDirty?.(dirty), [dirty, onDirty]);
 
@@ -98,7 +98,6 @@ export function FileEditor({
   const startEditing = () => {
     setDraft(text ?? "");
     setStatus({ kind: "idle" });
-    requestAnimationFrame(() => area.current?.focus());
   };
   const stopEditing = () => {
     if (dirty && !window.confirm(`Discard your changes to ${entry.path}?`)) return;
@@ -166,14 +165,9 @@ export function FileEditor({
       )}
       {error && <p className="pad error-text">{error}</p>}
       {editing ? (
-        <textarea
-          ref={area}
-          className="code editor"
-          aria-label={`Edit ${entry.path}`}
-          spellCheck={false}
-          value={draft}
-          onChange={(e) => setDraft(e.target.value)}
-        />
+        <Suspense fallback={<pre className="code">{draft}</pre>}>
+          <CodeEditor path={entry.path} initial={draft} onChange={setDraft} />
+        </Suspense>
       ) : (
         text !== null && (
           <Suspense fallback={<pre className="code">{text}</pre>}>

@@ -1,9 +1,10 @@
 // Preview, terminal and files of the conversation's sandbox, as tabs.
-import { lazy, Suspense, useState } from "react";
+import { lazy, Suspense, useEffect, useRef, useState } from "react";
 import { Changes } from "./Changes";
 import { GitOut } from "./GitOut";
 import { Files } from "./Files";
 import { Preview } from "./Preview";
+import { narrow } from "./usePanel";
 
 const Terminals = lazy(() => import("./Terminal"));
 
@@ -38,8 +39,26 @@ export function SidePanel({
   // A terminal stays attached while the person looks at another tab.
   const [terminalSeen, setTerminalSeen] = useState(tab === "terminal");
   if (tab === "terminal" && !terminalSeen) setTerminalSeen(true);
+  const aside = useRef<HTMLElement>(null);
+  // Covering the conversation (a narrow window), it takes the focus as a dialog would, so
+  // Esc reaches it; beside the conversation it leaves the focus where it was.
+  useEffect(() => {
+    if (narrow.matches) aside.current?.querySelector<HTMLElement>('[role="tab"][aria-selected="true"]')?.focus();
+  }, []);
   return (
-    <aside className="panel" aria-label="Sandbox">
+    <aside
+      className="panel"
+      aria-label="Sandbox"
+      ref={aside}
+      onKeyDown={(e) => {
+        // Esc closes a covering panel instead of stopping the run behind it; a terminal
+        // keeps its Esc (vi, less).
+        if (e.key !== "Escape" || !narrow.matches) return;
+        if (e.target instanceof Element && e.target.closest(".xterm")) return;
+        e.stopPropagation();
+        onClose();
+      }}
+    >
       <div className="tabs" role="tablist">
         {TABS.map((t) => (
           <button
@@ -66,7 +85,7 @@ export function SidePanel({
           sandbox {sandbox}
           {network ? ` · ${network}` : ""}
         </span>
-        <button type="button" className="icon" aria-label="Close panel" title="Close panel" onClick={onClose}>
+        <button type="button" className="icon panel-close" aria-label="Close panel" title="Close panel" onClick={onClose}>
           ✕
         </button>
       </div>
@@ -74,10 +93,11 @@ export function SidePanel({
         {tab === "preview" && <Preview cid={cid} preview={preview} sandbox={sandbox} />}
         {tab === "files" && <Files cid={cid} version={filesVersion} sandbox={sandbox} />}
         {tab === "changes" && (
-          <>
+          // One scrolling column: the push form follows the review, never over it.
+          <div className="changes-tab">
             <Changes cid={cid} version={filesVersion} />
             <GitOut cid={cid} />
-          </>
+          </div>
         )}
         {terminalSeen && (
           <div className="terminal-slot" hidden={tab !== "terminal"}>

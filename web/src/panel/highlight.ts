@@ -9,6 +9,7 @@ import python from "highlight.js/lib/languages/python";
 import typescript from "highlight.js/lib/languages/typescript";
 import xml from "highlight.js/lib/languages/xml";
 import yaml from "highlight.js/lib/languages/yaml";
+import { languageFor } from "./languages";
 
 const LANGUAGES = { bash, css, javascript, json, markdown, python, typescript, xml, yaml };
 for (const [name, language] of Object.entries(LANGUAGES)) hljs.registerLanguage(name, language);
@@ -18,32 +19,6 @@ hljs.registerAliases(["js", "jsx", "mjs"], { languageName: "javascript" });
 hljs.registerAliases(["ts", "tsx"], { languageName: "typescript" });
 hljs.registerAliases(["py"], { languageName: "python" });
 hljs.registerAliases(["yml", "toml"], { languageName: "yaml" });
-
-const BY_EXTENSION: Record<string, string> = {
-  sh: "bash",
-  bash: "bash",
-  css: "css",
-  js: "javascript",
-  mjs: "javascript",
-  cjs: "javascript",
-  jsx: "javascript",
-  json: "json",
-  md: "markdown",
-  py: "python",
-  ts: "typescript",
-  tsx: "typescript",
-  html: "xml",
-  htm: "xml",
-  xml: "xml",
-  svg: "xml",
-  yml: "yaml",
-  yaml: "yaml",
-  toml: "yaml",
-};
-
-export function languageFor(path: string): string | undefined {
-  return BY_EXTENSION[path.split(".").pop()?.toLowerCase() ?? ""];
-}
 
 /** Highlight the fenced code blocks inside `root` whose language is known. */
 export function highlightBlocks(root: HTMLElement): void {
@@ -56,4 +31,4 @@ export function highlightBlocks(root: HTMLElement): void {
   }
 }
 
-export { hljs };
+export { hljs, languageFor };

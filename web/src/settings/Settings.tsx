@@ -35,6 +35,8 @@ export function SettingsDialog({
   onSaved: (s: ModelSettings) => void;
 }) {
   const loaded = settings && settings !== "unavailable" ? settings : null;
+  // Only an administrator may save the server's model (PUT /api/settings/model is 403 else).
+  const editable = settings !== "unavailable" && !!me?.is_admin;
   // The field edits the saved model: one given by --model or a default may win over it.
   const [model, setModel] = useState(
     loaded ? (loaded.saved_model !== undefined ? loaded.saved_model : loaded.model) ?? "" : "",
@@ -126,6 +128,18 @@ export function SettingsDialog({
             This server does not offer model settings over HTTP. Configure it with{" "}
             <code>BURROW_MODEL</code>, <code>OPENAI_API_KEY</code> and <code>OPENAI_BASE_URL</code>,
             or start it with <code>--model demo</code>.
+          </p>
+        ) : !editable ? (
+          // The server refuses anyone else's save: no form to fill in and lose.
+          <p className="muted" role="note">
+            {settings?.model ? (
+              <>
+                This server's model is <code>{settings.model}</code>.{" "}
+              </>
+            ) : (
+              "No model is connected yet. "
+            )}
+            Only an administrator can change it.
           </p>
         ) : (
           <>
@@ -233,7 +247,7 @@ export function SettingsDialog({
           </p>
         )}
         <div className="actions">
-          {settings !== "unavailable" && (
+          {editable && (
             <button
               type="button"
               disabled={saving}
@@ -245,9 +259,9 @@ export function SettingsDialog({
           )}
           <span className="spacer" />
           <button type="button" onClick={onClose}>
-            Cancel
+            {editable ? "Cancel" : "Close"}
           </button>
-          {settings !== "unavailable" && (
+          {editable && (
             <button type="submit" className="primary" disabled={saving}>
               Save
             </button>

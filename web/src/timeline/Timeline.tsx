@@ -5,8 +5,9 @@ import { isUploadedImage } from "../composer/attachments";
 import { formatApprovalWait, formatCost, formatDuration, formatTokens } from "../format";
 import { ApprovalCard } from "./ApprovalCard";
 import { Markdown } from "./Markdown";
+import { PlanCard } from "./PlanCard";
 import { AssistantActions, type Resend, UserActions } from "./MessageActions";
-import type { AssistantItem, Item, RunEndItem, UserItem, ViewState } from "./reducer";
+import type { ApprovalItem, AssistantItem, Item, RunEndItem, UserItem, ViewState } from "./reducer";
 import { RestoreNotice } from "./RestoreNotice";
 import { ToolCard } from "./ToolCard";
 
@@ -75,6 +76,16 @@ function RunEnd({ cid, item, latest }: { cid: string; item: RunEndItem; latest: 
             Continue
           </button>
         )}
+        {item.status === "failed" && latest && (
+          // The journal keeps what the failed run did: a new run picks up from there.
+          <button
+            type="button"
+            className="continue"
+            onClick={() => void api.send(cid, "The last run failed (see above). Try again from where it stopped.")}
+          >
+            Retry
+          </button>
+        )}
       </div>
     );
   }
@@ -111,9 +122,11 @@ const Row = memo(function Row({
   regenerate,
   resend,
   runs,
+  approval,
 }: {
   cid: string;
   item: Item;
+  approval?: ApprovalItem; // for a tool: the request to run it, shown in its card
   runs?: readonly string[]; // for a restore notice: the runs in the order they started
   latest: boolean; // the timeline's last item, with no run going
   onShowPreview?: () => void;
@@ -140,12 +153,17 @@ const Row = memo(function Row({
       return <Assistant item={item} regenerate={regenerate} resend={resend} />;
     case "tool":
       return (
-        <ToolCard item={item}>{item.sub && <Subagent cid={cid} state={item.sub} />}</ToolCard>
+        <ToolCard item={item}>
+          {approval && <ApprovalCard cid={cid} item={approval} />}
+          {item.sub && <Subagent cid={cid} state={item.sub} />}
+        </ToolCard>
       );
     case "approval":
       return <ApprovalCard cid={cid} item={item} />;
     case "run.finished":
       return <RunEnd cid={cid} item={item} latest={latest} />;
+    case "plan":
+      return <PlanCard cid={cid} item={item} />;
     case "compaction":
       return (
         <details className="compaction-marker" data-testid="compaction-marker">
@@ -176,12 +194,19 @@ const Row = memo(function Row({
 
 /** A subagent's own timeline, inside its `task` card. */
 function Subagent({ cid, state }: { cid: string; state: ViewState }) {
+  const approvals = useMemo(() => approvalsByCall(state), [state]);
   return (
     <div className="subagent" data-testid="subagent">
       {state.items.map((item) =>
         shownElsewhere(state, item) ? null : (
           <div className={`row row-${item.kind}`} key={item.key}>
-            <Row cid={cid} item={item} latest={false} starts={false} />
+            <Row
+              cid={cid}
+              item={item}
+              latest={false}
+              starts={false}
+              approval={item.kind === "tool" ? approvals.get(item.callId) : undefined}
+            />
           </div>
         ),
       )}
@@ -189,9 +214,24 @@ function Subagent({ cid, state }: { cid: string; state: ViewState }) {
   );
 }
 
-/** A denied request is told by its tool card ("denied"): a second card would repeat it. */
+/** A request to run a tool is shown inside that tool's card, between its arguments and its
+ * output (not as a row of its own below a card that already shows the result); a denied one
+ * is told by the card's "denied" badge alone. A request whose call has no card stays a row. */
+// A `todo` call that worked is told by its checklist card (plan.updated), shown instead.
 function shownElsewhere(state: ViewState, item: Item): boolean {
-  return item.kind === "approval" && item.decision === "deny" && Object.hasOwn(state.tools, item.callId);
+  if (item.kind === "tool") return item.name === "todo" && item.result !== null && !item.result.isError;
+  return item.kind === "approval" && Object.hasOwn(state.tools, item.callId);
+}
+
+/** Each tool call's approval request to show in its card (a denial only as its badge). */
+function approvalsByCall(state: ViewState): Map<string, ApprovalItem> {
+  const byCall = new Map<string, ApprovalItem>();
+  for (const item of state.items) {
+    if (item.kind === "approval" && item.decision !== "deny" && Object.hasOwn(state.tools, item.callId)) {
+      byCall.set(item.callId, item);
+    }
+  }
+  return byCall;
 }
 
 /** Which user messages started a run (not steering), and each finished run's last reply
@@ -341,6 +381,7 @@ export function Timeline({
   const last = state.items[state.items.length - 1];
   const waitingForModel = running && (!last || last.kind === "user" || (last.kind === "tool" && last.result));
   const { starters, replies, runs } = useMemo(() => forkPoints(state), [state]);
+  const approvals = useMemo(() => approvalsByCall(state), [state]);
   return (
     <div className="timeline" ref={scroller} data-last-seq={state.lastSeq}>
       <div className="timeline-inner">
@@ -368,6 +409,7 @@ export function Timeline({
                 regenerate={replies.get(item.key)}
                 resend={onResend}
                 runs={item.kind === "notice" && item.restore ? runs : undefined}
+                approval={item.kind === "tool" ? approvals.get(item.callId) : undefined}
               />
             </div>
           ),

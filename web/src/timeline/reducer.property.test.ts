@@ -103,6 +103,11 @@ function usable(item: Item): boolean {
       return typeof item.text === "string";
     case "compaction":
       return finite(item.tokensBefore) && finite(item.tokensAfter) && typeof item.summary === "string";
+    case "plan":
+      return (
+        item.steps.every((s) => typeof s.text === "string" && typeof s.done === "boolean") &&
+        typeof item.waiting === "boolean"
+      );
   }
 }
 

@@ -98,7 +98,7 @@ describe("reduce", () => {
       { stream: "stderr", text: "warn\n" },
     ]);
     expect(tool.result).toMatchObject({ exitCode: 0, isError: false, durationMs: 12 });
-    expect(s.filesVersion).toBe(1);
+    expect(s.filesVersion).toBe(2); // the shell call, then the run's end (its checkpoint committed)
   });
 
   it("ends the run: status idle, usage summed, preview remembered", () => {
@@ -301,6 +301,14 @@ describe("reduce", () => {
     // A run this client did not see start (a page opened mid-run) has no split.
     const late = reduce(initialState, [at("run.finished", { status: "completed", error: null, usage: {} }, "09.000")]);
     expect(late.items[0]).toMatchObject({ split: null });
+    // The server's own measure wins where run.finished has it: the estimate above counts
+    // a sandbox's start before the first request as the model's.
+    const measured = reduce(initialState, [
+      at("run.started", { run_id: "r2" }, "00.000"),
+      at("usage", { prompt_tokens: 10, completion_tokens: 5, cost: 0 }, "02.000"),
+      at("run.finished", { status: "completed", error: null, usage: {}, duration_ms: 2100, model_ms: 900, tool_ms: 0 }, "02.100"),
+    ]);
+    expect(measured.items.find((i) => i.kind === "run.finished")).toMatchObject({ split: { modelMs: 900, toolMs: 0 } });
   });
 
   it("reads what a tool may do from its declared flags, not its name", () => {
@@ -356,6 +364,33 @@ describe("retry", () => {
       tone: "info",
       text: "The Anthropic API is overloaded. Trying again in 2.5 s (attempt 2).",
     });
+  });
+
+  it("updates one line while a call is retried, and starts another after something else", () => {
+    seq = 0;
+    const retry = (attempt: number) =>
+      ev("retry", { attempt, delay_s: attempt, reason: "Rate limited." });
+    const state = reduce(initialState, [ev("run.started", { run_id: "r1" }), retry(1), retry(2), retry(3)]);
+    const notices = state.items.filter((i) => i.kind === "notice");
+    expect(notices).toHaveLength(1);
+    expect(notices[0]).toMatchObject({ text: "Rate limited. Trying again in 3.0 s (attempt 4)." });
+    const later = reduce(state, [ev("assistant.text.delta", { text: "partial" }), retry(1)]);
+    expect(later.items.filter((i) => i.kind === "notice")).toHaveLength(2);
+  });
+});
+
+describe("mcp warnings", () => {
+  it("shows a broken server's warning once, however many runs repeat it", () => {
+    seq = 0;
+    const warn = (message: string) => ev("mcp.warning", { server: "docs", message });
+    const state = reduce(initialState, [
+      warn("could not start: exit 1"),
+      ev("run.started", { run_id: "r2" }),
+      warn("could not start: exit 1"),
+      warn("timed out listing tools"),
+    ]);
+    const notices = state.items.filter((i) => i.kind === "notice").map((i) => i.kind === "notice" && i.text);
+    expect(notices).toEqual(["MCP server docs: could not start: exit 1", "MCP server docs: timed out listing tools"]);
   });
 });
 
@@ -530,5 +565,50 @@ describe("usage", () => {
     const total = { prompt_tokens: 1, completion_tokens: 2, cost: 0.5, cache_read_tokens: 9 };
     expect(addUsage(total, {})).toEqual({ prompt_tokens: 1, completion_tokens: 2, cost: 0.5 });
     expect(addUsage(total, { prompt_tokens: 10, cost: 1 })).toEqual({ prompt_tokens: 11, completion_tokens: 2, cost: 1.5 });
+  });
+});
+
+describe("plan.updated (the todo tool's checklist)", () => {
+  it("shows each list as a checklist card, keeping only well-formed steps", () => {
+    seq = 0;
+    const state = reduce(initialState, [
+      ev("plan.updated", { plan_id: "p_1", items: [{ text: "read", done: false }, { text: "fix", done: false }] }),
+      ev("plan.updated", {
+        plan_id: "p_1",
+        items: [{ text: "read", done: true }, { text: "", done: true }, null, { text: 3 }, { text: "fix", done: "yes" }],
+      }),
+      ev("plan.updated", { plan_id: "p_1", items: "not a list" }),
+      ev("plan.updated", { items: [] }), // no plan id: takes its seq, shows nothing
+    ]);
+    const plans = state.items.filter((i) => i.kind === "plan");
+    expect(plans.map((p) => p.kind === "plan" && p.steps)).toEqual([
+      [{ text: "read", done: false }, { text: "fix", done: false }],
+      [{ text: "read", done: true }, { text: "fix", done: false }],
+      [],
+    ]);
+    expect(state.lastSeq).toBe(4);
+  });
+});
+
+describe("plan.proposed (plan mode)", () => {
+  it("waits for a decision until its run goes on or ends", () => {
+    seq = 0;
+    const steps = [{ text: "look", done: false }];
+    const proposed = reduce(initialState, [
+      ev("run.started", { run_id: "r1" }),
+      ev("plan.proposed", { plan_id: "p_1", items: steps }),
+    ]);
+    const card = proposed.items.find((i) => i.kind === "plan");
+    expect(card).toMatchObject({ proposed: true, waiting: true, steps });
+    expect(runStatus(proposed)).toBe("waiting_approval");
+    const approved = reduce(proposed, [ev("user.message", { content: "The user approved", steering: true })]);
+    expect(approved.items.find((i) => i.kind === "plan")).toMatchObject({ waiting: false });
+    expect(runStatus(approved)).toBe("running");
+    const again = reduce(initialState, [
+      ev("plan.proposed", { plan_id: "p_2", items: [] }),
+      ev("run.finished", { status: "canceled", error: null, usage: {} }),
+    ]);
+    expect(again.items.find((i) => i.kind === "plan")).toMatchObject({ waiting: false });
+    expect(again.pendingPlan).toBeNull();
   });
 });

@@ -106,6 +106,8 @@ export interface NoticeItem {
   url?: string;
   /** a workspace restore: its checkpoints, which the timeline names by run and time */
   restore?: { checkpointId: string; undoId: string | null };
+  /** a model call being retried: the run's id (its next retry updates this notice) */
+  retryOf?: string | null;
 }
 
 /** The point where the older turns were summarized to fit the model's context. */
@@ -117,6 +119,25 @@ export interface CompactionItem {
   summary: string;
 }
 
+/** One step of a checklist, as the reducer trusts it. */
+export interface PlanStep {
+  text: string;
+  done: boolean;
+}
+
+/** The model's checklist as one `todo` call left it (`plan.updated`), or a plan-mode
+ * run's proposal (`plan.proposed`), `waiting` for the owner's decision until its run goes
+ * on or ends. */
+export interface PlanItem {
+  kind: "plan";
+  key: string;
+  planId: string;
+  runId: string | null;
+  steps: readonly PlanStep[];
+  proposed: boolean;
+  waiting: boolean;
+}
+
 export type Item =
   | UserItem
   | AssistantItem
@@ -124,7 +145,8 @@ export type Item =
   | ApprovalItem
   | RunEndItem
   | NoticeItem
-  | CompactionItem;
+  | CompactionItem
+  | PlanItem;
 
 export type RunStatus = "idle" | "running" | "waiting_approval";
 
@@ -149,6 +171,8 @@ export interface ViewState {
   /** the active run's clock (telemetry's rule: a model call runs from the event before it
    * to its usage; a tool from its start to its end, approval waits left out) */
   clock: RunClock | null;
+  /** index of the `plan.proposed` item waiting for the owner's decision, or null */
+  pendingPlan: number | null;
 }
 
 export interface RunClock {
@@ -172,6 +196,20 @@ function asked(d: Draft, e: { ts?: unknown }, modelDone: boolean): void {
   d.s.clock = { ...clock, askedAt: t, modelMs };
 }
 
+/** The run's time by what it went to: as the server measured it (`model_ms`, `tool_ms`,
+ * since run.finished carries them), else estimated from the events' times, where the
+ * model's share also holds whatever Burrow did before each request (a sandbox's start). */
+function runSplit(
+  data: { model_ms?: unknown; tool_ms?: unknown },
+  clock: RunClock | null,
+): { modelMs: number; toolMs: number } | null {
+  const { model_ms: modelMs, tool_ms: toolMs } = data;
+  if (typeof modelMs === "number" && typeof toolMs === "number" && modelMs >= 0 && toolMs >= 0) {
+    return { modelMs, toolMs };
+  }
+  return clock ? { modelMs: clock.modelMs, toolMs: clock.toolMs } : null;
+}
+
 /** Whether a finished call may have changed the workspace's files (unknown: assume so). */
 export function mayChangeFiles(kind: ToolKind | null): boolean {
   return !kind || kind.writes || kind.destructive || kind.shell;
@@ -191,10 +229,11 @@ export const initialState: ViewState = {
   preview: null,
   filesVersion: 0,
   clock: null,
+  pendingPlan: null,
 };
 
 export function runStatus(state: ViewState): RunStatus {
-  if (state.pendingApprovals.length > 0) return "waiting_approval";
+  if (state.pendingApprovals.length > 0 || state.pendingPlan !== null) return "waiting_approval";
   return state.activeRun ? "running" : "idle";
 }
 
@@ -324,6 +363,7 @@ function apply(d: Draft, e: BurrowEvent, nested = false): void {
       // Steering waits for the next model call: the answer streaming now is not cut by it,
       // its later deltas keep going to the same item (above the steering bubble).
       if (!e.data.steering) d.closeAssistant();
+      settlePlan(d); // an approved plan goes on with it (or the user wrote instead)
       d.push({
         kind: "user",
         key,
@@ -476,15 +516,19 @@ function apply(d: Draft, e: BurrowEvent, nested = false): void {
       asked(d, e, true);
       return;
     }
-    case "retry":
+    case "retry": {
       asked(d, e, true); // the failed attempt took model time too
-      d.push({
-        kind: "notice",
-        key,
-        tone: "info",
-        text: `${e.data.reason} Trying again in ${e.data.delay_s.toFixed(1)} s (attempt ${e.data.attempt + 1}).`,
-      });
+      const text = `${e.data.reason} Trying again in ${e.data.delay_s.toFixed(1)} s (attempt ${e.data.attempt + 1}).`;
+      // One line per run that updates, not a paragraph per attempt.
+      const last = d.items.length - 1;
+      const previous = d.items[last];
+      if (previous?.kind === "notice" && previous.retryOf !== undefined && previous.retryOf === e.run_id) {
+        d.edit<NoticeItem>(last).text = text;
+        return;
+      }
+      d.push({ kind: "notice", key, tone: "info", text, retryOf: e.run_id });
       return;
+    }
     case "model.changed":
       d.push({ kind: "notice", key, tone: "info", text: `Model: ${e.data.model} (from the next run)` });
       return;
@@ -520,6 +564,24 @@ function apply(d: Draft, e: BurrowEvent, nested = false): void {
       d.push({ kind: "notice", key: `env:${key}`, tone: e.data.stage === "failed" ? "error" : "info", text });
       return;
     }
+    case "plan.updated":
+    case "plan.proposed": {
+      d.closeAssistant();
+      settlePlan(d);
+      // Each list is a snapshot: the timeline shows how the checklist moved along.
+      const proposed = e.type === "plan.proposed";
+      const index = d.push({
+        kind: "plan",
+        key,
+        planId: e.data.plan_id,
+        runId: e.run_id,
+        steps: planSteps(e.data.items),
+        proposed,
+        waiting: proposed,
+      });
+      if (proposed) d.s.pendingPlan = index;
+      return;
+    }
     case "file.saved":
       d.push({ kind: "notice", key, tone: "info", text: `You saved ${e.data.path} in the editor.` });
       return;
@@ -533,9 +595,13 @@ function apply(d: Draft, e: BurrowEvent, nested = false): void {
         summary: e.data.summary ?? "",
       });
       return;
-    case "mcp.warning":
-      d.push({ kind: "notice", key, tone: "error", text: `MCP server ${e.data.server}: ${e.data.message}` });
+    case "mcp.warning": {
+      // Said at every run's start while the server stays broken: shown once, not per run.
+      const text = `MCP server ${e.data.server}: ${e.data.message}`;
+      if (d.items.some((i) => i.kind === "notice" && i.text === text)) return;
+      d.push({ kind: "notice", key, tone: "error", text });
       return;
+    }
     case "instructions.loaded":
       d.push({
         kind: "notice",
@@ -548,6 +614,7 @@ function apply(d: Draft, e: BurrowEvent, nested = false): void {
       return;
     case "run.finished":
       d.closeAssistant();
+      settlePlan(d);
       for (const id of d.s.pendingApprovals) {
         const index = lookup(d.approvals, id);
         if (index !== undefined) {
@@ -568,13 +635,34 @@ function apply(d: Draft, e: BurrowEvent, nested = false): void {
         budget: e.data.budget ?? null,
         durationMs: e.data.duration_ms ?? 0,
         approvalWaitMs: e.data.approval_wait_ms ?? 0,
-        split: d.s.clock ? { modelMs: d.s.clock.modelMs, toolMs: d.s.clock.toolMs } : null,
+        split: runSplit(e.data, d.s.clock),
       });
       d.s.clock = null;
+      d.s.filesVersion += 1; // its starting checkpoint is committed now: Changes lists it
       return;
     default:
       return; // a type this client does not know yet: skip it, keep the seq
   }
+}
+
+/** A payload's checklist, whatever arrived: steps with text, at most 200 of them. */
+function planSteps(raw: unknown): PlanStep[] {
+  if (!Array.isArray(raw)) return [];
+  const steps: PlanStep[] = [];
+  for (const step of raw.slice(0, 200)) {
+    if (typeof step !== "object" || step === null) continue;
+    const { text, done } = step as { text?: unknown; done?: unknown };
+    if (typeof text === "string" && text) steps.push({ text, done: done === true });
+  }
+  return steps;
+}
+
+/** The waiting proposal, if any, is decided: its run went on or ended. */
+function settlePlan(d: Draft): void {
+  if (d.s.pendingPlan === null) return;
+  const index = d.s.pendingPlan;
+  d.s.pendingPlan = null;
+  if (d.items[index]?.kind === "plan") d.edit<PlanItem>(index).waiting = false;
 }
 
 export function reduce(state: ViewState, batch: readonly (Envelope | unknown)[]): ViewState {

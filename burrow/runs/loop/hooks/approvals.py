@@ -20,8 +20,19 @@ from burrow.store.conversations import ConversationStore
 from burrow.store.records import NewEvent
 from burrow.tools.base import ToolKind
 
-Mode = Literal["ask", "auto", "read_only"]
-MODES: tuple[Mode, ...] = ("ask", "auto", "read_only")
+Mode = Literal["ask", "auto", "read_only", "plan"]
+MODES: tuple[Mode, ...] = ("ask", "auto", "read_only", "plan")
+READ_ONLY_MODES = ("read_only", "plan")  # behind the sandbox's read-only wall
+
+
+@dataclass(frozen=True)
+class PlanDecision:
+    """The owner's answer to `plan.proposed`: approve (with the plan, maybe edited, and the
+    mode the run goes on in) or reject."""
+
+    approve: bool
+    items: list[dict[str, Any]] | None = None
+    mode: str | None = None
 
 
 @dataclass(frozen=True)
@@ -38,9 +49,17 @@ def policy(mode: str, assessment: Assessment) -> Verdict:
     risk, reason = assessment.risk, assessment.reason
     if assessment.forbidden:
         return Verdict("deny", risk, f"Refused: {reason} Burrow never runs such a command.")
-    if mode == "read_only":
+    if mode in READ_ONLY_MODES:
         if risk == "safe":  # a rating, not a wall: the sandbox enforces it too
             return Verdict("allow", risk, reason, read_only=True)
+        if mode == "plan":
+            return Verdict(
+                "deny",
+                risk,
+                f"Refused: this run is in plan mode, which only reads ({reason}). Keep "
+                "your plan with the todo tool and finish your answer; the user approves "
+                "the plan before anything changes.",
+            )
         return Verdict(
             "deny",
             risk,
@@ -71,6 +90,44 @@ class ApprovalGate:
         # Runs nobody is watching (handed in over A2A): a call that would ask is refused
         # instead of waiting for an answer that will not come. Per process, like `_modes`.
         self._unattended: set[str] = set()
+        # A run's own mode, over its conversation's: a message sent in plan mode, or the
+        # mode an approved plan goes on in. Per process, like the futures it goes with.
+        self._run_modes: dict[str, str] = {}
+        # Plans waiting for the owner's decision: plan_id -> (cid, future).
+        self._plans: dict[str, tuple[str, asyncio.Future[PlanDecision]]] = {}
+
+    def set_run_mode(self, run_id: str, mode: str | None) -> None:
+        """The mode of one run (None: its conversation's again)."""
+        if mode is None:
+            self._run_modes.pop(run_id, None)
+        else:
+            self._run_modes[run_id] = mode
+
+    async def mode_for(self, cid: str, run_id: str | None = None) -> str:
+        """The mode a call of `run_id` is judged in."""
+        if run_id is not None and run_id in self._run_modes:
+            return self._run_modes[run_id]
+        return await self._mode(cid)
+
+    def wait_plan(self, cid: str, plan_id: str) -> asyncio.Future[PlanDecision]:
+        answer: asyncio.Future[PlanDecision] = asyncio.get_running_loop().create_future()
+        self._plans[plan_id] = (cid, answer)
+        return answer
+
+    def plan_waiting(self, cid: str, plan_id: str) -> bool:
+        waiting = self._plans.get(plan_id)
+        return waiting is not None and waiting[0] == cid and not waiting[1].done()
+
+    def decide_plan(self, cid: str, plan_id: str, decision: PlanDecision) -> bool:
+        """The owner's decision on a proposed plan; False when no run of `cid` waits on it."""
+        if not self.plan_waiting(cid, plan_id):
+            return False
+        _, answer = self._plans.pop(plan_id)
+        answer.set_result(decision)
+        return True
+
+    def forget_plan(self, plan_id: str) -> None:
+        self._plans.pop(plan_id, None)
 
     def unattended(self, run_id: str, on: bool = True) -> None:
         """Mark (or unmark) a run as having nobody to ask."""
@@ -99,9 +156,14 @@ class ApprovalGate:
         return mode
 
     async def review(
-        self, cid: str, tool: str, arguments: dict[str, Any], kind: ToolKind | None = None
+        self,
+        cid: str,
+        tool: str,
+        arguments: dict[str, Any],
+        kind: ToolKind | None = None,
+        run_id: str | None = None,
     ) -> Verdict:
-        verdict = policy(await self._mode(cid), assess(tool, arguments, kind))
+        verdict = policy(await self.mode_for(cid, run_id), assess(tool, arguments, kind))
         if verdict.action == "ask":
             grant = await self._store.grant_for(cid, tool, arguments_digest(arguments))
             if grant is not None:
@@ -155,7 +217,7 @@ class Approvals(Hook):
         if call.tool is None or call.arguments is None:
             return None
         arguments = call.arguments
-        verdict = await self.gate.review(run.cid, call.name, arguments, call.tool.kind)
+        verdict = await self.gate.review(run.cid, call.name, arguments, call.tool.kind, run.run_id)
         call.read_only = verdict.read_only
         if verdict.action == "allow":
             return None

@@ -41,6 +41,11 @@ class Tally:
     # The model calls' tokens and cost, a compaction's summary calls included.
     usage: Usage = field(default_factory=Usage)
     tool_seconds: float = 0.0  # time tools ran
+    # For the run's footer (run.finished's model_ms, tool_ms): time in the model's streams
+    # (retries' waits included), and the wall time of its tool calls (subagents run at once
+    # count once; approval waits excluded). What is left of the run's time was Burrow's own.
+    model_seconds: float = 0.0
+    tool_wall_seconds: float = 0.0
     approval_wait_seconds: float = 0.0  # time a person took to answer approvals
 
 
@@ -133,6 +138,13 @@ class Hook:
         `run.emit`, nothing else."""
         return None
 
+    async def before_end(self, run: Run) -> bool:
+        """The model answered without a tool call: the run would end. True when this hook
+        gave the model more to do (what it wrote is context), and the run goes on. It may
+        wait for a person (plan mode) and must give way to cancellation; writes only
+        through `run.emit`; never raises but `RunStop`."""
+        return False
+
     async def close(self, run: Run) -> list[NewEvent]:
         """Events that pair what this hook left open; the run is ending on any path. Never
         raises, not even `RunStop` (the run is already stopping, and the other hooks and
@@ -158,3 +170,16 @@ class PreviewOpened(Hook):
         preview = outcome.result.extra.get("preview")
         if isinstance(preview, dict):
             outcome.events.append(ev.make(ev.PreviewOpened.model_validate(preview), run.run_id))
+
+
+class Checklist(Hook):
+    """A `todo` call (`extra["todo"]`: the whole list) shows the list to the user."""
+
+    async def after_tool_call(self, run: Run, call: Call, outcome: Outcome) -> None:
+        items = outcome.result.extra.get("todo")
+        if isinstance(items, list) and not outcome.result.is_error:
+            payload = ev.PlanUpdated(
+                plan_id=ev.plan_id_of(run.run_id),
+                items=[ev.PlanItem(text=i["text"], done=i["done"]) for i in items],
+            )
+            outcome.events.append(ev.make(payload, run.run_id))

@@ -155,6 +155,11 @@ async def test_time_waiting_for_an_approval_is_not_tool_time(
     assert "approval_wait_ms" not in of_type(events, "tool.finished")[1]  # not asked
     assert finished["approval_wait_ms"] >= 3500
     assert 0 < finished["duration_ms"] <= wall_ms - finished["approval_wait_ms"]
+    # The footer's split: the tools' wall time (sleep 0.2 and the rest, no approval wait),
+    # the model's (scripted: next to nothing), the rest Burrow's; none exceeds the run.
+    assert 200 <= finished["tool_ms"] < 3000, finished
+    assert finished["model_ms"] < 500, finished
+    assert finished["model_ms"] + finished["tool_ms"] <= finished["duration_ms"], finished
 
 
 def test_max_steps_is_an_alias_of_run_max_steps(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -186,3 +191,30 @@ def test_a_server_limit_that_would_stop_every_run_or_none_is_refused_at_start(
     # The steps limit is named by its alias (BURROW_MAX_STEPS is the older spelling).
     field = "BURROW_RUN_MAX_STEPS" if "MAX_STEPS" in name else name.lower().removeprefix("burrow_")
     assert error["loc"] == (field,)
+
+
+async def test_wall_seconds_stops_a_model_that_never_stops(tmp_path: Path) -> None:
+    """Each step is quick, so steps, tokens and tool time would let it go on for minutes:
+    the wall clock ends it, set for the conversation (as an automation sets it)."""
+    provider = ScriptedProvider(
+        [ScriptedTurn(text="Again.", tool_calls=[("bash", {"command": "true"})], delay=0.05)] * 400
+    )
+    async with running_server(tmp_path, lambda: provider, run_max_steps=1000) as srv:
+        cid = await srv.create_conversation()
+        patched = await srv.client.patch(
+            f"/api/conversations/{cid}", json={"budget": {"wall_seconds": 1.5}}
+        )
+        assert patched.status_code == 200 and patched.json()["budget"]["wall_seconds"] == 1.5
+        began = time.monotonic()
+        finished = await finish(srv, cid, "loop forever")
+        took = time.monotonic() - began
+    assert finished["status"] == "budget_exceeded"
+    assert finished["budget"]["kind"] == "wall_seconds" and finished["budget"]["limit"] == 1.5
+    assert 1.5 <= finished["budget"]["used"] < 4 and took < 6
+    assert "wall_seconds" in finished["error"] and "set for this conversation" in finished["error"]
+    assert len(provider.requests) > 2  # it did loop; the clock, not the script, ended it
+
+
+def test_a_server_wall_limit_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BURROW_RUN_MAX_WALL_SECONDS", "600")
+    assert Settings().run_max_wall_seconds == 600
