@@ -69,19 +69,20 @@ class AccountStore:
         self._forgotten = 0
 
     async def get_or_create(self, username: str, *, is_admin: bool = False) -> User:
-        def find_or_insert(conn: sa.Connection) -> User:
-            row = conn.execute(sa.select(users).where(users.c.username == username)).first()
-            if row is not None:
-                return User(id=row.id, username=row.username, is_admin=row.is_admin)
-            uid = new_id("u")
-            conn.execute(
-                users.insert().values(
-                    id=uid, username=username, is_admin=is_admin, created_at=now()
-                )
-            )
-            return User(id=uid, username=username, is_admin=is_admin)
+        # Insert-if-absent, then read: replicas that start at once on a fresh database all
+        # ensure the admin, and a select-then-insert failed the later ones' starts.
+        insert = (
+            self._db.upsert(users)
+            .values(id=new_id("u"), username=username, is_admin=is_admin, created_at=now())
+            .on_conflict_do_nothing(index_elements=[users.c.username])
+        )
 
-        return await self._db.run(find_or_insert)
+        def insert_then_read(conn: sa.Connection) -> User:
+            conn.execute(insert)
+            row = conn.execute(sa.select(users).where(users.c.username == username)).one()
+            return User(id=row.id, username=row.username, is_admin=row.is_admin)
+
+        return await self._db.run(insert_then_read)
 
     async def create_user(self, username: str, password: str, *, is_admin: bool = False) -> User:
         password_hash = await self.passwords.hash(password)

@@ -13,6 +13,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +67,22 @@ def _wait_listening(process: subprocess.Popen[bytes], port: int, what: str, log:
             time.sleep(0.05)
 
 
+def _wait_healthy(node: Replica, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + START_SECONDS
+    while True:
+        if process.poll() is not None:
+            raise AssertionError(f"{node.name} exited: {log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"http://{node.app}/api/health", timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except (OSError, urllib.error.HTTPError):
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{node.name} never answered healthy: {log.read_text()[-3000:]}")
+        time.sleep(0.05)
+
+
 @contextlib.contextmanager
 def _process(argv: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
     with log.open("wb") as out:
@@ -106,7 +124,7 @@ def topology(
         host = stack.enter_context(_process(argv, host_env, host_log))
         _wait_listening(host, host_port, "burrow sandbox-host", host_log)
 
-        nodes = []
+        nodes, processes = [], []
         for index in range(1, replicas + 1):
             node = Replica(f"burrow-{index}", free_port(), free_port())
             data_dir = tmp_path / node.name
@@ -132,6 +150,13 @@ def topology(
             process = stack.enter_context(_process(argv, env, log))
             _wait_listening(process, node.port, node.name, log)
             nodes.append(node)
+            processes.append(process)
+
+        # Started side by side (as compose starts them), and all of them up before the
+        # proxy sends them anything: a request that lands mid-start waits on it, and a start
+        # that fails shows here with its log rather than as the proxy's 503 later.
+        for node, process in zip(nodes, processes, strict=True):
+            _wait_healthy(node, process, tmp_path / f"{node.name}.log")
 
         upstreams = Upstreams(
             apps=[n.app for n in nodes],
