@@ -170,14 +170,22 @@ class LocalSandbox:
         try:
             await asyncio.shield(booting)
         except asyncio.CancelledError:
-            with contextlib.suppress(Exception):
-                await booting
-            await self.stop()
+            try:
+                with contextlib.suppress(Exception):
+                    await booting
+            finally:  # a second cancel too: nothing of the sandbox outlives its caller
+                await self.stop()
             raise
 
     async def _boot_retrying(self, plan: BootPlan) -> None:
         try:
             await self._boot(plan)
+        except asyncio.CancelledError:
+            # The boot itself cancelled: an event loop that closes cancels every task, this
+            # shielded one too, and a bwrap it spawned must not outlive the loop (its
+            # transport, collected later, warned in whichever test ran then).
+            await self.stop()
+            raise
         except SandboxError:
             # Under load, bwrap's own loopback set-up ("loopback: Failed RTM_NEWADDR") failed
             # now and then while slirp4netns configured the same namespace. slirp4netns now

@@ -20,6 +20,12 @@ from pathlib import Path
 import pytest
 import requests
 import schemathesis
+
+# At collection, not at the test's first from_dict: under pytest's assertion rewriting that
+# lazy import compiles a dozen modules, and a finalizer that formats a traceback mid-compile
+# (3.11's traceback calls ast.parse) broke CPython 3.11's AST depth count (gh-106905:
+# "SystemError: AST constructor recursion depth mismatch" in CI once).
+import schemathesis.specs.openapi.schemas
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
