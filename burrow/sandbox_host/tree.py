@@ -179,8 +179,13 @@ class InotifyWatch:
         self._folders.clear()
         self.ready.set()
 
-    def _add(self, folder: int, relative: str) -> None:
-        """Watch `folder` (an fd this watch now owns) and, recursively, the folders in it."""
+    def _add(self, folder: int, relative: str, *, announce: bool = False) -> None:
+        """Watch `folder` (an fd this watch now owns) and, recursively, the folders in it.
+
+        `announce`: the folder is new (made while watched), and what was made in it before
+        its own watch was up (`mkdir d && echo hi > d/f` in one go) is told as it is found:
+        a create for each entry, and a write for a file with content. An entry made between
+        the watch and the scan is told twice, never not at all."""
         assert _LIBC is not None
         if len(self._folders) >= MAX_FOLDERS:
             os.close(folder)
@@ -199,15 +204,29 @@ class InotifyWatch:
             readable = _reopen(folder)
         except OSError:
             return
+        names = []
         try:
             with os.scandir(readable) as entries:
-                names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+                for entry in entries:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                    if announce:
+                        self._announce(posixpath_join(relative, entry.name), entry, is_dir)
+                    if is_dir:
+                        names.append(entry.name)
+        except OSError:
+            pass  # gone again already: its own removal is told
         finally:
             os.close(readable)
         for name in names:
-            self._add_child(folder, relative, name)
+            self._add_child(folder, relative, name, announce=announce)
 
-    def _add_child(self, parent: int, relative: str, name: str) -> None:
+    def _announce(self, path: str, entry: os.DirEntry[str], is_dir: bool) -> None:
+        self._queue(IN_CREATE, path, is_dir)
+        with contextlib.suppress(OSError):
+            if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_size:
+                self._queue(IN_MODIFY, path, False)
+
+    def _add_child(self, parent: int, relative: str, name: str, *, announce: bool = False) -> None:
         try:  # by name, relative to the parent's handle, never following a link
             child = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
         except OSError:
@@ -215,7 +234,7 @@ class InotifyWatch:
         if not stat.S_ISDIR(os.fstat(child).st_mode):
             os.close(child)
             return
-        self._add(child, posixpath_join(relative, name))
+        self._add(child, posixpath_join(relative, name), announce=announce)
 
     def _readable(self) -> None:
         try:
@@ -254,7 +273,7 @@ class InotifyWatch:
         path = posixpath_join(relative, name)
         self._queue(mask, path, bool(mask & IN_ISDIR))
         if self.recursive and mask & (IN_CREATE | IN_MOVED_TO) and mask & IN_ISDIR:
-            self._add_child(folder, relative, name)
+            self._add_child(folder, relative, name, announce=True)
         if mask & (IN_MOVED_FROM | IN_DELETE) and mask & IN_ISDIR:
             self._forget_under(path)
 

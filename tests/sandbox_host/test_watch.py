@@ -35,6 +35,25 @@ async def test_an_event_right_after_a_write_and_in_a_new_folder(sandbox: AsyncSa
     await handle.stop()
 
 
+async def test_a_folder_moved_in_tells_what_it_holds(sandbox: AsyncSandbox) -> None:
+    # Made before any watch could see it: its contents are told when its own watch is up
+    # (the same path catches `mkdir d && echo hi > d/f` made faster than the watch).
+    await sandbox.files.make_dir("w")
+    await sandbox.commands.run("mkdir -p pre/deep && echo hi > pre/deep/f && touch pre/empty")
+    events: list[FilesystemEvent] = []
+    handle = await sandbox.files.watch_dir("w", on_event=events.append, recursive=True)
+    await sandbox.commands.run("mv pre w/pre")
+    await _until(events, (FilesystemEventType.WRITE, "pre/deep/f"))
+    seen = [(e.type, e.name) for e in events]
+    for created in ("pre/deep", "pre/deep/f", "pre/empty"):
+        assert (FilesystemEventType.CREATE, created) in seen
+    assert (FilesystemEventType.WRITE, "pre/empty") not in seen
+    events.clear()
+    await sandbox.commands.run("echo more >> w/pre/deep/f")  # and it is watched from then on
+    await _until(events, (FilesystemEventType.WRITE, "pre/deep/f"))
+    await handle.stop()
+
+
 async def test_a_link_out_of_the_sandbox_is_resolved_inside_it(sandbox: AsyncSandbox) -> None:
     # An absolute link and a climbing one name the sandbox's own /tmp, never the host's.
     await sandbox.commands.run("ln -s /tmp out && ln -s ../../../../../../tmp up")
